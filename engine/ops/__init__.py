@@ -1,0 +1,82 @@
+"""The primitive set. Each op is a class with `forward` and `backward` side by side (see
+`base.Op`); below, each gets the function users call, and `Node` gets its operators."""
+from __future__ import annotations
+
+from ..graph import Node, Operator, apply
+from .arithmetic import Add, Div, Mul, Neg, Pow, Sub
+from .conv import Conv2d
+from .elementwise import Cos, Exp, Log, ReLU, Sigmoid, Sin, Tanh
+from .loss import MeanSquaredError, SoftmaxCrossEntropy  # noqa: F401 (engine.losses)
+from .matmul import MatMul
+from .pool import MaxPool2d
+from .reduce import Mean, Sum
+from .rnn import RNN
+from .shape import Reshape, Transpose
+
+PRIMITIVES = (Add, Sub, Mul, Div, Neg, Pow, MatMul, Exp, Log, Sin, Cos, Tanh, Sigmoid, ReLU,
+              Sum, Mean, Reshape, Transpose, SoftmaxCrossEntropy, MeanSquaredError, Conv2d,
+              MaxPool2d, RNN)
+
+
+def exp(x) -> Operator: return apply(Exp(), x)
+def log(x) -> Operator: return apply(Log(), x)
+def sin(x) -> Operator: return apply(Sin(), x)
+def cos(x) -> Operator: return apply(Cos(), x)
+def tanh(x) -> Operator: return apply(Tanh(), x)
+def sigmoid(x) -> Operator: return apply(Sigmoid(), x)
+def relu(x) -> Operator: return apply(ReLU(), x)
+
+
+def sum(x, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Operator:  # noqa: A001
+    return apply(Sum(axis, keepdims), x)
+
+
+def mean(x, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Operator:
+    return apply(Mean(axis, keepdims), x)
+
+
+def reshape(x, shape: tuple[int, ...]) -> Operator:
+    return apply(Reshape(tuple(shape)), x)
+
+
+def transpose(x, axes: tuple[int, ...] | None = None) -> Operator:
+    return apply(Transpose(axes), x)
+
+
+def matmul(a, b) -> Operator:
+    return apply(MatMul(), a, b)
+
+
+def conv2d(x, weight, bias, stride: int = 1, padding: int = 0) -> Operator:
+    """x (N, C, H, W) cross-correlated with weight (O, C, kh, kw), plus bias (O,)."""
+    return apply(Conv2d(stride, padding), x, weight, bias)
+
+
+def max_pool2d(x, k: int) -> Operator:
+    """Maximum over non-overlapping k x k windows of x (N, C, H, W)."""
+    return apply(MaxPool2d(k), x)
+
+
+def rnn(x, w_x, w_h, b, activation: str = "tanh") -> Operator:
+    """The last hidden state of a recurrent layer run over x (N, T, D); see ops/rnn.py."""
+    return apply(RNN(activation), x, w_x, w_h, b)
+
+
+# Operator overloading, so that textbook formulas read as written: (x + y) * z, x ** 2, a @ b.
+Node.__add__ = lambda a, b: apply(Add(), a, b)
+Node.__radd__ = lambda a, b: apply(Add(), b, a)
+Node.__sub__ = lambda a, b: apply(Sub(), a, b)
+Node.__rsub__ = lambda a, b: apply(Sub(), b, a)
+Node.__mul__ = lambda a, b: apply(Mul(), a, b)
+Node.__rmul__ = lambda a, b: apply(Mul(), b, a)
+Node.__truediv__ = lambda a, b: apply(Div(), a, b)
+Node.__rtruediv__ = lambda a, b: apply(Div(), b, a)
+Node.__pow__ = lambda a, b: apply(Pow(), a, b)
+Node.__rpow__ = lambda a, b: apply(Pow(), b, a)
+Node.__matmul__ = matmul
+Node.__rmatmul__ = lambda a, b: matmul(b, a)
+Node.__neg__ = lambda a: apply(Neg(), a)
+Node.sum = sum
+Node.mean = mean
+Node.reshape = lambda x, *shape: reshape(x, shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape)
+Node.T = property(lambda x: transpose(x))

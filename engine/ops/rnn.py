@@ -1,0 +1,74 @@
+"""A recurrent layer unrolled over time, with backpropagation through time (BPTT).
+
+    h_t = act(x_t W_x + h_{t-1} W_h + b),   h_0 = 0,   output h_T (the last hidden state)
+
+x is (N, T, D), batch first, as datasets store it; inside, sequences are time-major (T, N, D)
+so that each step reads a contiguous block. Two GEMMs cover all time steps at once: the input
+projection before the loop, and the weight gradients after it; only the recurrence loops.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Op
+
+# Each activation with its derivative written in terms of its output y.
+ACTIVATIONS = {
+    "tanh": (np.tanh, lambda y, out: np.subtract(1, np.multiply(y, y, out=out), out=out)),
+    "relu": (lambda a, out: np.maximum(a, 0, out=out), lambda y, out: np.greater(y, 0, out=out)),
+    "sigmoid": (lambda a, out: np.reciprocal(1 + np.exp(-a), out=out),
+                lambda y, out: np.multiply(y, np.subtract(1, y), out=out)),
+}
+
+
+class RNN(Op):
+    def __init__(self, activation: str = "tanh") -> None:
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"RNN activation must be one of {sorted(ACTIVATIONS)}, not {activation!r}")
+        self.activation = activation
+
+    def forward(self, x, w_x, w_h, b, out):
+        if x.ndim != 3 or w_x.shape[0] != x.shape[2] or w_h.shape != (w_x.shape[1],) * 2:
+            raise ValueError("expected x (N, T, D), w_x (D, H), w_h (H, H), b (H,)")
+        n, t, d = x.shape
+        hidden = w_x.shape[1]
+        act, _ = ACTIVATIONS[self.activation]
+        xs = self.buffer("xs", (t, n, d), x.dtype)
+        np.copyto(xs, x.transpose(1, 0, 2))
+        hs = self.buffer("hs", (t, n, hidden), x.dtype)  # all hidden states, kept for BPTT
+        np.matmul(xs.reshape(t * n, d), w_x, out=hs.reshape(t * n, hidden))
+        hs += b
+        act(hs[0], out=hs[0])
+        recurrent = self.buffer("recurrent", (n, hidden), x.dtype)
+        for step in range(1, t):
+            hs[step] += np.matmul(hs[step - 1], w_h, out=recurrent)
+            act(hs[step], out=hs[step])
+        return hs[t - 1]
+
+    def backward(self, g, y, x, w_x, w_h, b, gx, gw_x, gw_h, gb):
+        n, t, _ = x.shape
+        hidden = w_x.shape[1]
+        hs = self.buffer("hs", (t, n, hidden), x.dtype)
+        _, derivative = ACTIVATIONS[self.activation]
+        # da[s] = dL/d(pre-activation at step s); the adjoint of h flows back through W_h.
+        da = self.buffer("da", (t, n, hidden), x.dtype)
+        dh = self.buffer("dh", (n, hidden), x.dtype)
+        np.copyto(dh, g)
+        for step in range(t - 1, -1, -1):
+            derivative(hs[step], out=da[step])
+            da[step] *= dh
+            if step:
+                np.matmul(da[step], w_h.T, out=dh)
+        da2d = da.reshape(t * n, hidden)
+        if gw_x is not None:
+            xs = self.buffer("xs", (t, n, x.shape[2]), x.dtype)
+            np.matmul(xs.reshape(t * n, -1).T, da2d, out=gw_x)
+        if gw_h is not None:  # h_{s-1} fed step s; h_0 = 0 adds nothing
+            np.matmul(hs[:-1].reshape((t - 1) * n, hidden).T, da[1:].reshape((t - 1) * n, hidden), out=gw_h)
+        if gb is not None:
+            ones = self.buffer("ones", (t * n,), x.dtype)
+            ones.fill(1)
+            np.matmul(ones, da2d, out=gb)
+        if gx is not None:
+            dxs = np.matmul(da2d, w_x.T).reshape(t, n, -1)
+            np.copyto(gx, dxs.transpose(1, 0, 2))

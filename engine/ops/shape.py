@@ -1,0 +1,29 @@
+"""Reshape and transpose: views on the way forward, a copy of g laid back on the way back."""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Op
+
+
+class Reshape(Op):
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = shape
+
+    def forward(self, x, out):
+        return x.reshape(self.shape)
+
+    def backward(self, g, y, x, gx):
+        np.copyto(gx, g.reshape(x.shape))
+
+
+class Transpose(Op):
+    def __init__(self, axes: tuple[int, ...] | None = None) -> None:
+        self.axes = axes
+
+    def forward(self, x, out):
+        return np.transpose(x, self.axes)
+
+    def backward(self, g, y, x, gx):
+        inverse = None if self.axes is None else tuple(np.argsort(self.axes))
+        np.copyto(gx, np.transpose(g, inverse))

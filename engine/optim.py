@@ -1,0 +1,85 @@
+"""Optimizers. State (velocities, moments) lives here, keyed by parameter, not in the model.
+Updates are in place and follow torch.optim's formulas exactly, so trajectories can match."""
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+from .graph import Variable
+
+
+class Optimizer:
+    def __init__(self, params: Iterable[Variable]) -> None:
+        self.params = list(params)
+        self.state: dict[int, dict[str, np.ndarray]] = {id(p): {} for p in self.params}
+
+    def _buffer(self, p: Variable, key: str, zero: bool = False) -> np.ndarray:
+        state = self.state[id(p)]
+        if key not in state:
+            state[key] = np.zeros_like(p.value) if zero else np.empty_like(p.value)
+        return state[key]
+
+    def step(self) -> None:
+        raise NotImplementedError
+
+
+class SGD(Optimizer):
+    """p -= lr * v, with v = momentum * v + grad (v = grad at the first step), as torch.optim.SGD."""
+
+    def __init__(self, params: Iterable[Variable], lr: float, momentum: float = 0.0) -> None:
+        super().__init__(params)
+        self.lr, self.momentum = lr, momentum
+        self.steps = 0
+
+    def step(self) -> None:
+        for p in self.params:
+            direction = p.grad
+            if self.momentum:
+                velocity = self._buffer(p, "velocity")
+                if self.steps == 0:
+                    np.copyto(velocity, p.grad)
+                else:
+                    velocity *= self.momentum
+                    velocity += p.grad
+                direction = velocity
+            update = np.multiply(direction, self.lr, out=self._buffer(p, "update"))
+            p.value -= update
+        self.steps += 1
+
+    def __repr__(self) -> str:
+        return f"SGD(lr={self.lr}, momentum={self.momentum})"
+
+
+class Adam(Optimizer):
+    """Adam with bias correction, in torch.optim.Adam's order of operations."""
+
+    def __init__(self, params: Iterable[Variable], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8) -> None:
+        super().__init__(params)
+        self.lr, self.betas, self.eps = lr, betas, eps
+        self.steps = 0
+
+    def step(self) -> None:
+        self.steps += 1
+        beta1, beta2 = self.betas
+        correction1 = 1 - beta1 ** self.steps
+        correction2_sqrt = (1 - beta2 ** self.steps) ** 0.5
+        for p in self.params:
+            m, v = self._buffer(p, "m", zero=True), self._buffer(p, "v", zero=True)
+            work = self._buffer(p, "work")
+            m *= beta1                                   # m = beta1 m + (1 - beta1) g
+            m += np.multiply(p.grad, 1 - beta1, out=work)
+            v *= beta2                                   # v = beta2 v + (1 - beta2) g^2
+            np.multiply(p.grad, p.grad, out=work)
+            work *= 1 - beta2
+            v += work
+            np.sqrt(v, out=work)                         # denominator: sqrt(v) / sqrt(c2) + eps
+            work /= correction2_sqrt
+            work += self.eps
+            np.divide(m, work, out=work)                 # p -= lr / c1 * m / denominator
+            work *= self.lr / correction1
+            p.value -= work
+
+    def __repr__(self) -> str:
+        return f"Adam(lr={self.lr}, betas={self.betas}, eps={self.eps})"
