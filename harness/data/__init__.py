@@ -1,0 +1,75 @@
+"""Datasets of the harness: one entry point, `load_dataset(name)`, for every framework.
+
+Every dataset comes back as a `Dataset` with float images in [0, 1] (or 2-D points), int64
+labels and a checksum of the source data for provenance. Nothing is cached on disk.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import DTypeLike
+
+from . import circles, mnist10k
+from .circles import kfold_splits
+from .dataset import Dataset, DatasetError
+from .idx import IDX_FILES, find_idx_files, read_idx_dir
+
+__all__ = ["DATASETS", "FASHION_MNIST_DIR", "MNIST_DIR", "Dataset", "DatasetError", "kfold_splits", "load_dataset"]
+
+DATASETS = {
+    "mnist-10k": "10,000 real MNIST digits embedded in the package, 8,000 train / 2,000 test (the default)",
+    "mnist": "MNIST, 60,000 train / 10,000 test, from the four IDX files (--data-dir, or downloaded)",
+    "fashion-mnist": "Fashion-MNIST, 60,000 train / 10,000 test, from the four IDX files "
+                     "(Debian package or --data-dir)",
+    "circles": "10,000 points in the unit square, label = outside the circle of area 1/2, 8,000 / 2,000",
+}
+# Where `python -m harness.data.download` puts MNIST, and where "mnist" is looked for by default.
+MNIST_DIR = Path.home() / ".cache" / "autodiff-harness" / "mnist"
+FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")  # Debian: dataset-fashion-mnist
+_FILES_HINT = "the four files " + ", ".join(f"{stem}[.gz]" for stem in IDX_FILES)
+_HOW_TO_GET = {
+    "mnist": f"run `python -m harness.data.download [DIR]` (DIR defaults to {MNIST_DIR}), "
+             f"or pass --data-dir DIR with {_FILES_HINT}",
+    "fashion-mnist": "run `apt-get install dataset-fashion-mnist`, "
+                     f"or pass --data-dir DIR with {_FILES_HINT}",
+}
+_DEFAULT_DIRS = {"mnist": MNIST_DIR, "fashion-mnist": FASHION_MNIST_DIR}
+
+
+def load_dataset(name: str, data_dir: str | Path | None = None, *, dtype: DTypeLike = np.float32) -> Dataset:
+    """Load dataset `name` (a key of DATASETS) with features of floating `dtype`.
+
+    IDX datasets are read from `data_dir` (or its subfolder named `name`) when given, else from
+    their default folder. Raises DatasetError, which says how to fix it, when the data is
+    missing, corrupt or the name unknown.
+    """
+    if name not in DATASETS:
+        raise DatasetError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}")
+    if np.dtype(dtype).kind != "f":
+        raise ValueError(f"dtype must be a floating type, got {np.dtype(dtype)}")
+    if name == "mnist-10k":
+        return mnist10k.load(dtype)
+    if name == "circles":
+        return circles.load(dtype)
+    # An explicit data_dir replaces the default folder, so a run never mixes in other data silently.
+    dirs = [Path(data_dir), Path(data_dir) / name] if data_dir is not None else [_DEFAULT_DIRS[name]]
+    looked = []
+    for directory in dirs:
+        missing = [stem for stem, path in find_idx_files(directory).items() if path is None]
+        if missing:
+            problem = f"missing {', '.join(missing)}" if directory.is_dir() else "no such folder"
+            looked.append(f"{directory}: {problem}")
+            continue
+        x_train, y_train, x_test, y_test, checksum = read_idx_dir(directory)
+        return Dataset(
+            name=name,
+            x_train=np.divide(x_train, 255, dtype=dtype),
+            y_train=y_train,
+            x_test=np.divide(x_test, 255, dtype=dtype),
+            y_test=y_test,
+            n_classes=10,
+            checksum=checksum,
+            source=str(directory),
+        )
+    raise DatasetError(f"{name}: data not found (looked in {'; '.join(looked)}). To fix: {_HOW_TO_GET[name]}")
