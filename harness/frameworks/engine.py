@@ -1,0 +1,102 @@
+"""The engine under test, in its two modes: a graph built once and re-fed (static) or rebuilt
+every batch (dynamic). Both run the same ops; they differ in graph construction and allocation."""
+from __future__ import annotations
+
+import numpy as np
+
+import engine as ad
+from engine import init as initializers
+
+from ..specs import Layer, ModelSpec
+from .base import Framework
+
+ACTIVATIONS = {None: None, "relu": ad.relu, "tanh": ad.tanh, "sigmoid": ad.sigmoid}
+LOSSES = {"softmax_cross_entropy": ad.softmax_cross_entropy, "mse": ad.mse}
+
+
+def _layer(layer: Layer, rng: np.random.Generator, dtype: np.dtype) -> ad.Module:
+    act, init = ACTIVATIONS[layer.act], initializers.INITIALIZERS[layer.init]
+    if layer.kind == "dense":
+        return ad.Dense(layer.n_in, layer.n_out, act, init=init, rng=rng, dtype=dtype)
+    if layer.kind == "conv":
+        return ad.Conv(layer.n_in, layer.n_out, layer.kernel, act, stride=layer.stride,
+                       padding=layer.padding, init=init, rng=rng, dtype=dtype)
+    if layer.kind == "maxpool":
+        return ad.MaxPool(layer.kernel)
+    if layer.kind == "flatten":
+        return ad.Flatten()
+    if layer.kind == "rnn":
+        return ad.RNN(layer.n_in, layer.n_out, act, init=init, rng=rng, dtype=dtype)
+    raise ValueError(f"unknown layer kind {layer.kind!r}")
+
+
+def build_engine_model(spec: ModelSpec, rng: np.random.Generator, dtype: np.dtype) -> ad.Chain:
+    return ad.Chain(*(_layer(layer, rng, dtype) for layer in spec.layers))
+
+
+def build_optimizer(spec: ModelSpec, params: list[ad.Variable]) -> ad.optim.Optimizer:
+    if spec.optimizer == "sgd":
+        return ad.optim.SGD(params, spec.lr, spec.momentum)
+    if spec.optimizer == "adam":
+        return ad.optim.Adam(params, spec.lr)
+    raise ValueError(f"unknown optimizer {spec.optimizer!r}")
+
+
+class EngineDynamic(Framework):
+    name = "engine-dynamic"
+    description = "the numpy engine, graph rebuilt every batch (define-by-run)"
+
+    def __init__(self, spec, weights, dtype, threads) -> None:
+        super().__init__(spec, weights, dtype, threads)
+        self.model = build_engine_model(spec, np.random.default_rng(0), self.dtype)
+        self.model.load(weights)
+        self.loss_fn = LOSSES[spec.loss]
+        self.optimizer = build_optimizer(spec, self.model.parameters())
+
+    def _forward_backward(self, x: np.ndarray, y: np.ndarray) -> tuple[ad.Node, ad.Node]:
+        outputs = self.model(ad.Constant(x))
+        loss = self.loss_fn(outputs, ad.Constant(y))
+        loss.backward()
+        return loss, outputs
+
+    def train_step(self, x, y):
+        loss, outputs = self._forward_backward(x, y)
+        self.optimizer.step()
+        return loss.item(), outputs.value
+
+    def gradients(self, x, y):
+        self._forward_backward(x, y)
+        return {name: p.grad.copy() for name, p in self.model.named_parameters()}
+
+    def predict(self, x):
+        return self.model(ad.Constant(x)).value
+
+    def weights(self):
+        return self.model.state()
+
+
+class EngineStatic(EngineDynamic):
+    name = "engine-static"
+    description = "the numpy engine, graph built once and re-fed (buffers reused)"
+
+    def __init__(self, spec, weights, dtype, threads) -> None:
+        super().__init__(spec, weights, dtype, threads)
+        self.graphs: dict[tuple, tuple[ad.Constant, ad.Constant, ad.Node, ad.Graph]] = {}
+
+    def _graph(self, x_shape: tuple, y: np.ndarray):
+        """One graph per batch shape (training batches, and evaluation chunks), built on first use."""
+        key = (x_shape, y.shape, y.dtype)
+        if key not in self.graphs:
+            x_in = ad.placeholder(x_shape, self.dtype, name="x")
+            y_in = ad.placeholder(y.shape, y.dtype, name="y")
+            outputs = self.model(x_in)
+            self.graphs[key] = (x_in, y_in, outputs, ad.Graph(self.loss_fn(outputs, y_in)))
+        return self.graphs[key]
+
+    def _forward_backward(self, x, y):
+        x_in, y_in, outputs, graph = self._graph(x.shape, y)
+        x_in.feed(x)
+        y_in.feed(y)
+        graph.forward()
+        graph.backward()
+        return graph.output, outputs

@@ -1,0 +1,135 @@
+"""The PyTorch reference: each spec as a torch.nn model, with the harness's weights.
+
+Layout conversions from the canonical (engine) layout: Linear stores its weight (out, in), so
+Dense weights are transposed; Conv weights are (O, C, k, k) in both. torch's nn.RNN has two
+biases (input and hidden) where the spec has one: bias_ih takes the spec's bias and bias_hh is
+held at zero and frozen, so the computation and the update are the same.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from harness.frameworks.base import Framework
+from harness.specs import Layer, ModelSpec
+from harness.threads import pin_torch_threads
+
+ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid}
+
+
+class LastHiddenState(nn.Module):
+    """nn.RNN over batch-first sequences, returning the last hidden state (N, hidden)."""
+
+    def __init__(self, layer: Layer) -> None:
+        super().__init__()
+        if layer.act not in ("tanh", "relu"):
+            raise ValueError(f"torch.nn.RNN supports tanh and relu, not {layer.act!r}")
+        self.rnn = nn.RNN(layer.n_in, layer.n_out, nonlinearity=layer.act, batch_first=True)
+        self.rnn.bias_hh_l0.requires_grad_(False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.rnn(x)[1][0]
+
+
+def _modules(layer: Layer) -> list[nn.Module]:
+    """The torch module for a layer, then its activation (if any)."""
+    if layer.kind == "dense":
+        main: nn.Module = nn.Linear(layer.n_in, layer.n_out)
+    elif layer.kind == "conv":
+        main = nn.Conv2d(layer.n_in, layer.n_out, layer.kernel, layer.stride, layer.padding)
+    elif layer.kind == "maxpool":
+        main = nn.MaxPool2d(layer.kernel)
+    elif layer.kind == "flatten":
+        main = nn.Flatten()
+    elif layer.kind == "rnn":
+        return [LastHiddenState(layer)]  # the activation is inside the recurrence
+    else:
+        raise ValueError(f"unknown layer kind {layer.kind!r}")
+    return [main] + ([ACTIVATIONS[layer.act]()] if layer.act else [])
+
+
+def build_torch_model(spec: ModelSpec) -> nn.ModuleList:
+    """One entry per spec layer (index = canonical layer index), each an nn.Sequential."""
+    return nn.ModuleList(nn.Sequential(*_modules(layer)) for layer in spec.layers)
+
+
+def _pairs(spec: ModelSpec, model: nn.ModuleList):
+    """(canonical name, torch tensor, transpose?) for every parameter of the spec."""
+    for i, layer in enumerate(spec.layers):
+        main = model[i][0]
+        if layer.kind in ("dense", "conv"):
+            yield f"{i}.weight", main.weight, layer.kind == "dense"
+            yield f"{i}.bias", main.bias, False
+        elif layer.kind == "rnn":
+            yield f"{i}.weight_ih", main.rnn.weight_ih_l0, True
+            yield f"{i}.weight_hh", main.rnn.weight_hh_l0, True
+            yield f"{i}.bias", main.rnn.bias_ih_l0, False
+
+
+def load_weights(spec: ModelSpec, model: nn.ModuleList, weights: dict[str, np.ndarray]) -> None:
+    with torch.no_grad():
+        for name, tensor, transpose in _pairs(spec, model):
+            value = weights[name].T if transpose else weights[name]
+            tensor.copy_(torch.from_numpy(np.ascontiguousarray(value)))
+        for module in model.modules():
+            if isinstance(module, LastHiddenState):
+                module.rnn.bias_hh_l0.zero_()
+
+
+def _canonical(spec: ModelSpec, model: nn.ModuleList, grads: bool) -> dict[str, np.ndarray]:
+    out = {}
+    for name, tensor, transpose in _pairs(spec, model):
+        value = (tensor.grad if grads else tensor).detach().numpy()
+        out[name] = (value.T if transpose else value).copy()
+    return out
+
+
+class TorchFramework(Framework):
+    name = "torch"
+    description = f"PyTorch {torch.__version__} eager, CPU"
+
+    def __init__(self, spec, weights, dtype, threads) -> None:
+        super().__init__(spec, weights, dtype, threads)
+        pin_torch_threads(threads)
+        torch_dtype = {np.float32: torch.float32, np.float64: torch.float64}[self.dtype.type]
+        self.model = build_torch_model(spec).to(torch_dtype)
+        load_weights(spec, self.model, weights)
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        if spec.optimizer == "sgd":
+            self.optimizer = torch.optim.SGD(params, lr=spec.lr, momentum=spec.momentum)
+        elif spec.optimizer == "adam":
+            self.optimizer = torch.optim.Adam(params, lr=spec.lr)
+        else:
+            raise ValueError(f"unknown optimizer {spec.optimizer!r}")
+        self.loss_fn = {"softmax_cross_entropy": nn.functional.cross_entropy,
+                        "mse": nn.functional.mse_loss}[spec.loss]
+
+    def _forward(self, x: np.ndarray) -> torch.Tensor:
+        out = torch.from_numpy(x)
+        for block in self.model:
+            out = block(out)
+        return out
+
+    def _forward_backward(self, x, y):
+        self.optimizer.zero_grad(set_to_none=True)
+        outputs = self._forward(x)
+        loss = self.loss_fn(outputs, torch.from_numpy(y))
+        loss.backward()
+        return loss, outputs
+
+    def train_step(self, x, y):
+        loss, outputs = self._forward_backward(x, y)
+        self.optimizer.step()
+        return loss.item(), outputs.detach().numpy()
+
+    def gradients(self, x, y):
+        self._forward_backward(x, y)
+        return _canonical(self.spec, self.model, grads=True)
+
+    def predict(self, x):
+        with torch.no_grad():
+            return self._forward(x).numpy()
+
+    def weights(self):
+        return _canonical(self.spec, self.model, grads=False)
