@@ -1,0 +1,24 @@
+"""Measurement primitives: memory of a region, CPU contention, GEMM peak, provenance.
+
+Importing this package does not import numpy or torch, so a process can import it before it
+sets its thread count.
+"""
+from harness.measure.contention import Contention, ContentionResult, watch_contention
+from harness.measure.gemm_peak import gemm_peak_gflops
+from harness.measure.memory import MemoryResult, MemoryStats, peak_rss_bytes, track_memory
+from harness.measure.provenance import code_version, cpu_model, git_state, provenance
+
+__all__ = [
+    "Contention",
+    "ContentionResult",
+    "MemoryResult",
+    "MemoryStats",
+    "code_version",
+    "cpu_model",
+    "gemm_peak_gflops",
+    "git_state",
+    "peak_rss_bytes",
+    "provenance",
+    "track_memory",
+    "watch_contention",
+]

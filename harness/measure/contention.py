@@ -1,0 +1,91 @@
+"""CPU time that other processes used while a timed region ran.
+
+On a shared 2-core machine one busy foreign process can slow a 2-thread run 20x, so every
+timed region is watched: the machine's non-idle CPU time (from /proc/stat) minus this
+process's own CPU time (rusage) is what the rest of the machine used meanwhile.
+
+Caveats. /proc/stat counts in clock ticks (usually 10 ms) that the kernel attributes by
+sampling, so a region's foreign time is only good to a few ticks per core; judge it as a
+fraction of the region's capacity (`foreign_fraction`), not in absolute terms. Child
+processes of this one count as foreign (RUSAGE_SELF excludes them). Inside a container
+/proc/stat usually describes the host, and `cores` is then the host's CPU count. Where
+/proc/stat is unavailable (not Linux) machine and foreign time are NaN and `contended()` is
+False: the region is then never flagged, rather than flagged on a guess.
+"""
+from __future__ import annotations
+
+import math
+import os
+import resource
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+_PROC_STAT = "/proc/stat"
+
+
+@dataclass
+class Contention:
+    wall_s: float
+    own_cpu_s: float  # this process's user+sys CPU time, all its threads, during the region
+    machine_busy_s: float  # non-idle CPU time of the whole machine during the region (NaN: unknown)
+    foreign_cpu_s: float  # max(0, machine_busy_s - own_cpu_s) (NaN: unknown)
+    cores: int
+
+    @property
+    def foreign_fraction(self) -> float:
+        """Foreign CPU time as a fraction of the machine's capacity during the region."""
+        capacity = self.wall_s * self.cores
+        return self.foreign_cpu_s / capacity if capacity > 0 else math.nan
+
+    def contended(self, threshold: float = 0.10) -> bool:
+        """Whether other processes used more than `threshold` of the machine (False if unknown)."""
+        return self.foreign_fraction > threshold  # NaN compares False
+
+
+@dataclass
+class ContentionResult:
+    value: Contention | None = None  # filled when the watched block exits
+
+
+def _machine_busy_ticks() -> tuple[int, int] | None:
+    """(non-idle ticks of all CPUs, number of CPUs) from /proc/stat, or None where unavailable."""
+    try:
+        with open(_PROC_STAT) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    # "cpu user nice system idle iowait irq softirq steal guest guest_nice": guest time is
+    # already included in user/nice, and idle and iowait are time the CPU was free.
+    user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, lines[0].split()[1:9])
+    cores = sum(1 for line in lines if line.startswith("cpu") and line[3:4].isdigit())
+    return user + nice + system + irq + softirq + steal, cores
+
+
+def _own_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+@contextmanager
+def watch_contention() -> Iterator[ContentionResult]:
+    """Watch the `with` block; the yielded result's `.value` is a `Contention` once it exits."""
+    result = ContentionResult()
+    busy0 = _machine_busy_ticks()
+    own0 = _own_cpu_s()
+    t0 = time.perf_counter()
+    try:
+        yield result
+    finally:
+        wall = time.perf_counter() - t0
+        own = _own_cpu_s() - own0
+        busy1 = _machine_busy_ticks()
+        if busy0 is None or busy1 is None:
+            machine = foreign = math.nan
+            cores = os.cpu_count() or 1
+        else:
+            machine = (busy1[0] - busy0[0]) / os.sysconf("SC_CLK_TCK")
+            foreign = max(0.0, machine - own)
+            cores = busy1[1]
+        result.value = Contention(wall, own, machine, foreign, cores)

@@ -1,0 +1,106 @@
+"""Where and how a case ran: the provenance every record carries, and the code version.
+
+Nothing here imports numpy or torch: provenance is taken in processes that have not yet set
+their thread count, and versions are read from the installed packages' metadata instead.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import socket
+import subprocess
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+# The repository holding this code: harness/measure/provenance.py -> repo root.
+_REPO_DIR = Path(__file__).resolve().parents[2]
+
+
+def _git(repo_dir: Path, *args: str) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(repo_dir), *args], capture_output=True, text=True, check=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return out.stdout
+
+
+def git_state(repo_dir: Path | None = None) -> tuple[str, bool]:
+    """(short commit sha, dirty) of the repository at `repo_dir`; ("unknown", False) if none.
+
+    Dirty means tracked files differ from the commit; untracked files are ignored, since
+    scratch files and results beside the code do not change what runs.
+    """
+    repo = repo_dir or _REPO_DIR
+    sha = _git(repo, "rev-parse", "--short", "HEAD")
+    if sha is None:
+        return "unknown", False
+    return sha.strip(), bool(_git(repo, "status", "--porcelain", "--untracked-files=no"))
+
+
+def code_version(repo_dir: Path | None = None) -> str:
+    """The commit, plus "+dirty.<hash of the diff>" when tracked files differ from it.
+
+    Two different uncommitted edits give two different versions, so `--resume` never reuses
+    results measured with other code.
+    """
+    repo = repo_dir or _REPO_DIR
+    sha, dirty = git_state(repo)
+    if not dirty:
+        return sha
+    diff = _git(repo, "diff", "HEAD", "--no-ext-diff", "--binary") or ""
+    return f"{sha}+dirty.{hashlib.sha256(diff.encode()).hexdigest()[:10]}"
+
+
+def cpu_model() -> str:
+    """The CPU's model name ("model name" in /proc/cpuinfo, else platform.processor())."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def provenance(
+    threads: int,
+    dtype: str,
+    dataset_name: str,
+    dataset_checksum: str,
+    seed: int,
+    repo_dir: Path | None = None,
+) -> dict[str, Any]:
+    """The provenance of one run: code, packages, machine, settings and start time (UTC)."""
+    commit, dirty = git_state(repo_dir)
+    return {
+        "commit": commit,
+        "dirty": dirty,
+        "code_version": code_version(repo_dir),
+        "python": platform.python_version(),
+        "numpy": _version("numpy"),
+        "torch": _version("torch"),  # None when torch is not installed
+        "memray": _version("memray"),
+        "cpu_model": cpu_model(),
+        "logical_cores": os.cpu_count(),
+        "os": platform.platform(),
+        "hostname": socket.gethostname(),
+        "threads": threads,
+        "dtype": dtype,
+        "dataset": dataset_name,
+        "dataset_checksum": dataset_checksum,
+        "seed": seed,
+        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
