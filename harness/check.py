@@ -20,6 +20,7 @@ from .batches import batch_indices
 from .data import Dataset
 from .frameworks import get_framework
 from .specs import ModelSpec
+from .tables import markdown_table
 from .weights import initial_weights
 
 ENGINES = ("engine-static", "engine-dynamic")
@@ -72,7 +73,7 @@ def _max_rho(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> float:
 
 
 def check_model(spec: ModelSpec, data: Dataset, dtype: str = "float32", steps: int = 50, seed: int = 0,
-                reference: str = "torch", test_limit: int | None = None) -> list[CheckResult]:
+                reference: str = "torch", threads: int = 2, test_limit: int | None = None) -> list[CheckResult]:
     """Gradient and trajectory parity of both engine modes against `reference`."""
     np_dtype = np.dtype(dtype)
     x_train = data.x_train.astype(np_dtype, copy=False).reshape((-1,) + spec.input_shape)
@@ -87,7 +88,7 @@ def check_model(spec: ModelSpec, data: Dataset, dtype: str = "float32", steps: i
     batches = batches[:steps]
 
     def run(name: str):
-        framework = get_framework(name)(spec, weights, dtype, threads=1)
+        framework = get_framework(name)(spec, weights, dtype, threads)
         grads = framework.gradients(x_train[batches[0]], y_train[batches[0]])
         losses = np.array([framework.train_step(x_train[i], y_train[i])[0] for i in batches])
         preds = metrics.predictions(spec, framework.predict_all(x_test))
@@ -108,10 +109,8 @@ def check_model(spec: ModelSpec, data: Dataset, dtype: str = "float32", steps: i
 
 
 def format_table(results: list[CheckResult]) -> str:
-    head = ("model", "framework", "dtype", "grad rho", "loss rel diff", "weights rho", "same preds", "result")
-    rows = [(r.model, r.framework, r.dtype, f"{r.gradient_rho:.2e}", f"{r.loss_rel_diff:.2e}",
-             f"{r.weights_rho:.2e}", f"{100 * r.agreement:.2f} %", "ok" if r.passed else "FAIL")
+    headers = ["model", "framework", "dtype", "grad rho", "loss rel diff", "weights rho", "same preds", "result"]
+    rows = [[r.model, r.framework, r.dtype, f"{r.gradient_rho:.2e}", f"{r.loss_rel_diff:.2e}",
+             f"{r.weights_rho:.2e}", f"{100 * r.agreement:.2f} %", "ok" if r.passed else "FAIL"]
             for r in results]
-    widths = [max(len(str(c)) for c in col) for col in zip(head, *rows)]
-    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
-    return "\n".join([line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
+    return markdown_table(headers, rows)

@@ -112,3 +112,21 @@ def get_model(name: str) -> ModelSpec:
         return MODELS[name]
     except KeyError:
         raise UsageError(f"unknown model {name!r}; choose from: {', '.join(MODELS)}") from None
+
+
+def scaled(spec: ModelSpec, width: int | None = None, seq_len: int | None = None) -> ModelSpec:
+    """A variant for the scaling suite: the MLP with both hidden layers `width` wide, or the
+    RNN reading each 784-pixel image as `seq_len` steps of 784 / seq_len pixels."""
+    if width is not None:
+        if spec.name != "mlp":
+            raise UsageError(f"width applies to the mlp model, not {spec.name!r}")
+        layers = (dense(784, width, "relu"), dense(width, width, "relu"), dense(width, 10))
+        return replace(spec, name=f"mlp-w{width}", layers=layers)
+    if seq_len is not None:
+        if spec.name != "rnn" or 784 % seq_len:
+            raise UsageError(f"seq_len applies to the rnn model and must divide 784, got {spec.name!r}, {seq_len}")
+        features = 784 // seq_len
+        hidden = spec.layers[0].n_out
+        layers = (rnn(features, hidden, "tanh"), *spec.layers[1:])
+        return replace(spec, name=f"rnn-t{seq_len}", input_shape=(seq_len, features), layers=layers)
+    return spec

@@ -1,0 +1,187 @@
+"""`adh`: run benchmark suites, prove parity, list what is available, read results.
+
+Numeric libraries are imported only after the thread count is pinned, so this module imports
+nothing heavy at the top.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .errors import UsageError
+from .threads import pin_threads
+
+EPILOG = """examples:
+  adh run                      the quick suite: every model and framework, 2 epochs of mnist-10k
+  adh run paper --seeds 3      the papers' protocol on fashion-mnist
+  adh run my_suite.toml --models cnn --frameworks engine-static torch
+  adh run quick --resume       finish an interrupted run, skipping finished cases
+  adh check                    prove the engine and torch compute the same thing
+  adh results --export out/    every stored table as CSV
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="adh", description="autodiff-harness: a numpy AD engine against PyTorch on identical models.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a suite of cases and store the results",
+                         description="Run every case of a suite in fresh processes (timing pass, then memory "
+                                     "pass), store each finished case at once, print a table per model.")
+    run.add_argument("suite", nargs="?", default="quick",
+                     help="built-in suite (quick, paper, circles, scaling, ci) or a TOML file (default: quick)")
+    run.add_argument("--models", nargs="+", metavar="M", help="only these models (see adh list)")
+    run.add_argument("--frameworks", nargs="+", metavar="F", help="only these frameworks")
+    run.add_argument("--dataset", help="use this dataset instead of the suite's")
+    run.add_argument("--data-dir", help="folder holding the IDX files of mnist / fashion-mnist")
+    run.add_argument("--epochs", type=int, help="epochs per case")
+    run.add_argument("--seeds", type=int, metavar="K", help="run seeds 0..K-1")
+    run.add_argument("--threads", type=int, help="threads for every numeric library (default: the suite's)")
+    run.add_argument("--batch-size", type=int, help="batch size")
+    run.add_argument("--train-limit", type=int, metavar="N", help="train on the first N examples only")
+    run.add_argument("--no-memory", action="store_true", help="skip the memory pass (memray)")
+    run.add_argument("--timeout", type=int, metavar="S", help="stop a case after S seconds (recorded as timeout)")
+    run.add_argument("--resume", action="store_true", help="skip cases already finished with the same code")
+    run.add_argument("--store", default="results/adh.sqlite", help="results database (default: %(default)s)")
+    run.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+    check = sub.add_parser("check", help="prove the engine and the reference compute the same thing",
+                           description="Gradient and trajectory parity of both engine modes against "
+                                       "torch, per model; exit status 1 on any failure.")
+    check.add_argument("--models", nargs="+", metavar="M", help="only these models (default: all)")
+    check.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    check.add_argument("--steps", type=int, default=50, help="training steps compared (default: %(default)s)")
+    check.add_argument("--seed", type=int, default=0)
+    check.add_argument("--threads", type=int, default=2)
+    check.add_argument("--test-limit", type=int, metavar="N", help="compare predictions on N test examples only")
+    check.add_argument("--data-dir", help="folder holding IDX files, for models on mnist / fashion-mnist")
+
+    sub.add_parser("list", help="models, frameworks, datasets and suites")
+
+    results = sub.add_parser("results", help="show or export stored results")
+    results.add_argument("--suite", help="only this suite")
+    results.add_argument("--store", default="results/adh.sqlite", help="results database (default: %(default)s)")
+    results.add_argument("--export", metavar="DIR", type=Path, help="write every table to DIR")
+    results.add_argument("--format", choices=["csv", "parquet"], default="csv", help="export format")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if getattr(args, "threads", None):
+            pin_threads(args.threads)
+        return {"run": _run, "check": _check, "list": _list, "results": _results}[args.command](args)
+    except UsageError as error:
+        print(f"adh: error: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:
+        from .data import DatasetError
+        from .store import StoreError
+
+        if isinstance(error, (DatasetError, StoreError)):
+            print(f"adh: error: {error}", file=sys.stderr)
+            return 2
+        raise
+
+
+def _run(args) -> int:
+    from .measure import code_version
+    from .runner import RunOptions, run_suite
+    from .store import ResultsStore
+    from .suites import load_suite
+    from .tables import format_model_tables, model_summary
+
+    overrides = {k: v for k, v in {
+        "models": args.models, "frameworks": args.frameworks, "dataset": args.dataset,
+        "epochs": args.epochs, "threads": args.threads, "batch_size": args.batch_size,
+        "train_limit": args.train_limit, "seeds": list(range(args.seeds)) if args.seeds else None,
+    }.items() if v is not None}
+    suite = load_suite(args.suite, overrides)
+    if args.dataset:
+        from .data import load_dataset
+        load_dataset(args.dataset, args.data_dir)  # fail now, with the fix, not in every case
+    options = RunOptions(data_dir=args.data_dir, resume=args.resume, progress=not args.no_progress,
+                         memory=suite.memory and not args.no_memory,
+                         timeout_s=args.timeout or suite.timeout_s, code_version=code_version())
+    with ResultsStore(args.store) as store:
+        outcome = run_suite(suite, store, options)
+        keys = {r.key for r in outcome.results} | {c.key(options.code_version) for c in outcome.skipped}
+        cases = store.cases(suite.name)
+        cases = cases[cases["key"].isin(keys)]
+        epochs = store.epochs(suite.name)
+        if len(cases):
+            print("\n" + format_model_tables(model_summary(cases, epochs[epochs["key"].isin(keys)])))
+    failed = [r for r in outcome.results if r.status not in ("ok", "diverged", "interrupted")]
+    print(f"\n{len(outcome.results)} cases run, {len(outcome.skipped)} skipped (--resume), "
+          f"{len(failed)} failed; results in {args.store}")
+    if outcome.interrupted:
+        print("interrupted: finished cases are stored; run again with --resume to finish", file=sys.stderr)
+        return 130
+    return 1 if failed else 0
+
+
+def _check(args) -> int:
+    from .check import check_model, format_table
+    from .data import load_dataset
+    from .specs import MODELS, get_model
+
+    specs = [get_model(m) for m in (args.models or MODELS)]
+    results = []
+    for spec in specs:
+        data = load_dataset(spec.dataset, args.data_dir, dtype=args.dtype)
+        results += check_model(spec, data, args.dtype, args.steps, args.seed, threads=args.threads,
+                               test_limit=args.test_limit)
+    print(format_table(results))
+    failed = [r for r in results if not r.passed]
+    print(f"\n{len(results) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
+def _list(args) -> int:
+    from .data import DATASETS
+    from .frameworks import available
+    from .specs import MODELS
+    from .suites import builtin_suites, load_suite
+
+    print("models:")
+    for spec in MODELS.values():
+        print(f"  {spec.name:<24} {spec.description}")
+    print("frameworks:")
+    for name, target in available().items():
+        print(f"  {name:<24} {target}")
+    print("datasets:")
+    for name, description in DATASETS.items():
+        print(f"  {name:<24} {description}")
+    print("suites:")
+    for name in sorted(builtin_suites()):
+        suite = load_suite(name)
+        print(f"  {name:<24} {len(suite.cases):>4} cases  {suite.description}")
+    return 0
+
+
+def _results(args) -> int:
+    from .store import ResultsStore
+    from .tables import format_model_tables, model_summary
+
+    if not Path(args.store).exists():
+        raise UsageError(f"no results at {args.store}: run `adh run` first (or pass --store)")
+    with ResultsStore(args.store) as store:
+        if args.export:
+            for path in store.export(args.export, args.format):
+                print(path)
+            return 0
+        suites = [args.suite] if args.suite else store.suites()
+        if not suites or (args.suite and args.suite not in store.suites()):
+            raise UsageError(f"no results for suite {args.suite!r} in {args.store}; stored: {', '.join(store.suites()) or 'none'}")
+        for suite in suites:
+            print(f"# {suite}\n")
+            print(format_model_tables(model_summary(store.cases(suite), store.epochs(suite))) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

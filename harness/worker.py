@@ -1,0 +1,169 @@
+"""One pass of one case, in a fresh process: `python -m harness.worker JOB.json RESULT.json`.
+
+The runner starts this module with the thread count already in the environment, so BLAS,
+OpenMP and torch start with it. Two passes, never mixed: "time" (warm-up apart, every step
+timed, evaluation after each epoch, contention watched) and "memory" (the same training loop
+under memray, nothing timed). Progress goes to stdout as lines starting with PROGRESS_PREFIX.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+import traceback
+from pathlib import Path
+
+PROGRESS_PREFIX = "ADH-PROGRESS "
+PROGRESS_INTERVAL_S = 0.2  # report at most this often: printing must not cost step time
+DIVERGED_FACTOR = 100.0  # a loss above this many times max(first loss, 1) has diverged
+
+
+def _progress(**fields) -> None:
+    print(PROGRESS_PREFIX + json.dumps(fields), flush=True)
+
+
+def prepare(case, data_dir: str | None):
+    """The spec with the case's settings, and train/test arrays shaped for the model."""
+    import numpy as np
+
+    from .data import kfold_splits, load_dataset
+    from .metrics import targets
+    from .specs import get_model, scaled
+
+    extra = dict(case.extra)
+    spec = scaled(get_model(case.model), width=extra.get("width"), seq_len=extra.get("seq_len"))
+    spec = spec.with_settings(batch_size=case.batch_size, lr=case.lr, optimizer=case.optimizer,
+                              momentum=extra.get("momentum", spec.momentum), epochs=case.epochs)
+    data = load_dataset(case.dataset, data_dir, dtype=np.dtype(case.dtype))
+    x_train, y_train, x_test, y_test = data.x_train, data.y_train, data.x_test, data.y_test
+    if extra.get("folds"):  # k-fold cross-validation over all examples; the seed picks the split
+        x_all, y_all = np.concatenate([x_train, x_test]), np.concatenate([y_train, y_test])
+        train_idx, test_idx = kfold_splits(len(x_all), extra["folds"], case.seed)[extra["fold"]]
+        x_train, y_train, x_test, y_test = x_all[train_idx], y_all[train_idx], x_all[test_idx], y_all[test_idx]
+    if case.train_limit:
+        x_train, y_train = x_train[:case.train_limit], y_train[:case.train_limit]
+    shape = (-1,) + spec.input_shape
+    x_train, x_test = x_train.reshape(shape), x_test.reshape(shape)
+    return spec, data, x_train, y_train, targets(spec, y_train, x_train.dtype), x_test, y_test
+
+
+def train(framework, spec, case, x_train, y_train, targets, on_step, on_epoch=None) -> tuple[str, str]:
+    """The training loop both passes share. Returns (status, reason)."""
+    import numpy as np
+
+    from .batches import batch_indices
+
+    x_batch = np.empty((spec.batch_size,) + x_train.shape[1:], dtype=x_train.dtype)
+    t_batch = np.empty((spec.batch_size,) + targets.shape[1:], dtype=targets.dtype)
+    first_loss = None
+    for epoch in range(1, case.epochs + 1):
+        for batch, idx in enumerate(batch_indices(len(x_train), spec.batch_size, case.seed, epoch)):
+            # Gathering into the same arrays every step allocates nothing (mode="clip" matters).
+            np.take(x_train, idx, axis=0, out=x_batch, mode="clip")
+            np.take(targets, idx, axis=0, out=t_batch, mode="clip")
+            start = time.perf_counter()
+            loss, outputs = framework.train_step(x_batch, t_batch)
+            elapsed = time.perf_counter() - start
+            first_loss = loss if first_loss is None else first_loss
+            if not math.isfinite(loss) or loss > DIVERGED_FACTOR * max(first_loss, 1.0):
+                return "diverged", f"loss {loss:.4g} at epoch {epoch}, batch {batch}"
+            on_step(epoch, batch, loss, outputs, y_train[idx], elapsed)
+        if on_epoch:
+            on_epoch(epoch)
+    return "ok", ""
+
+
+def time_pass(case, data_dir) -> dict:
+    import numpy as np
+
+    from . import metrics
+    from .flops import train_step_flops
+    from .frameworks import get_framework
+    from .measure import gemm_peak_gflops, provenance, watch_contention
+    from .weights import initial_weights
+
+    spec, data, x_train, y_train, targets, x_test, y_test = prepare(case, data_dir)
+    framework = get_framework(case.framework)(spec, initial_weights(spec, case.seed, case.dtype),
+                                              case.dtype, case.threads)
+    steps_per_epoch = len(x_train) // spec.batch_size
+    result = {"provenance": provenance(case.threads, case.dtype, data.name, data.checksum, case.seed),
+              "flops_per_step": train_step_flops(spec), "gemm_peak_gflops": gemm_peak_gflops(case.threads),
+              "step_times_s": [], "batches": [], "epochs": [], "warmup_s": None}
+    epoch_stats = {"loss": [], "acc": [], "time": 0.0}
+    last_report = [0.0]
+
+    def on_step(epoch, batch, loss, outputs, labels, elapsed):
+        acc = metrics.accuracy(spec, outputs, labels)
+        result["batches"].append({"epoch": epoch, "batch": batch, "loss": loss, "acc": acc})
+        epoch_stats["loss"].append(loss)
+        epoch_stats["acc"].append(acc)
+        if result["warmup_s"] is None:  # the first step builds graphs, buffers, caches
+            result["warmup_s"] = elapsed
+        else:
+            result["step_times_s"].append(elapsed)
+            epoch_stats["time"] += elapsed
+        now = time.perf_counter()
+        if now - last_report[0] > PROGRESS_INTERVAL_S:
+            last_report[0] = now
+            _progress(epoch=epoch, batch=batch + 1, batches=steps_per_epoch, loss=loss)
+
+    def on_epoch(epoch):
+        start = time.perf_counter()
+        outputs = framework.predict_all(x_test)
+        eval_time = time.perf_counter() - start
+        result["epochs"].append({
+            "epoch": epoch, "train_loss": float(np.mean(epoch_stats["loss"])),
+            "train_acc": float(np.mean(epoch_stats["acc"])),
+            "test_loss": metrics.loss(spec, outputs, y_test), "test_acc": metrics.accuracy(spec, outputs, y_test),
+            "train_time_s": epoch_stats["time"], "eval_time_s": eval_time})
+        _progress(epoch=epoch, batch=steps_per_epoch, batches=steps_per_epoch,
+                  loss=result["batches"][-1]["loss"], test_acc=result["epochs"][-1]["test_acc"])
+        epoch_stats.update(loss=[], acc=[], time=0.0)
+
+    with watch_contention() as contention:
+        status, reason = train(framework, spec, case, x_train, y_train, targets, on_step, on_epoch)
+    c = contention.value
+    result.update(status=status, reason=reason, foreign_cpu_s=c.foreign_cpu_s if c else None,
+                  foreign_fraction=c.foreign_fraction if c else None,
+                  train_time_s=sum(result["step_times_s"]),
+                  eval_time_s=sum(e["eval_time_s"] for e in result["epochs"]))
+    return result
+
+
+def memory_pass(case, data_dir) -> dict:
+    from .frameworks import get_framework
+    from .measure import track_memory
+    from .weights import initial_weights
+
+    spec, data, x_train, y_train, targets, _, _ = prepare(case, data_dir)
+    framework = get_framework(case.framework)(spec, initial_weights(spec, case.seed, case.dtype),
+                                              case.dtype, case.threads)
+    with track_memory() as memory:
+        status, reason = train(framework, spec, case, x_train, y_train, targets,
+                               on_step=lambda *args: None)
+    return {"status": status, "reason": reason, **vars(memory.stats)}
+
+
+def main(argv: list[str]) -> int:
+    job_path, result_path = map(Path, argv)
+    job = json.loads(job_path.read_text())
+    from .records import Case
+    from .threads import pin_threads
+
+    case = Case(**{**job["case"], "extra": tuple(sorted(job["case"]["extra"].items()))})
+    pin_threads(case.threads)  # before numpy loads
+    try:
+        run = {"time": time_pass, "memory": memory_pass}[job["pass"]]
+        result = run(case, job.get("data_dir"))
+    except Exception as error:  # reported to the parent, which records the case as failed
+        result = {"status": "failed", "reason": f"{type(error).__name__}: {error}",
+                  "traceback": traceback.format_exc()}
+    tmp = result_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result))
+    tmp.replace(result_path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
