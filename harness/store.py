@@ -1,0 +1,284 @@
+"""The results store: every finished case, with its epochs, batches and step times, in SQLite.
+
+One writer (the parent runner process) saves each `CaseResult` in one transaction, so a crash or
+Ctrl-C never leaves half a case behind. Readers (report, compare) get pandas DataFrames; WAL mode
+lets them read while the runner writes.
+
+A case key holds at most one case: saving a key again (a re-run) deletes the older case and its
+rows in the same transaction, so the last save wins.
+
+Schema, version `SCHEMA_VERSION` (a store with another version is refused, not migrated):
+    meta(key PRIMARY KEY, value)              -- 'schema_version'
+    cases(id PRIMARY KEY, CASE_COLUMNS...)    -- one row per CaseResult; indexed by key, by suite
+    epochs(case_id, epoch, EPOCH_COLUMNS...)  -- primary key (case_id, epoch)
+    batches(case_id, epoch, batch, loss, acc) -- primary key (case_id, epoch, batch)
+    steps(case_id, idx, seconds)              -- primary key (case_id, idx): the timed steps in order
+Child rows are deleted with their case (ON DELETE CASCADE). SQLite stores a NaN loss (a diverged
+run) as NULL; it comes back as NaN.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from dataclasses import fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .records import STATUSES, BatchRecord, Case, CaseResult, EpochRecord
+
+DEFAULT_PATH = Path("results/adh.sqlite")
+SCHEMA_VERSION = 1
+DONE_STATUSES = ("ok", "diverged")  # finished, so `--resume` skips them; the others are retried
+
+SETTINGS_COLUMNS: dict[str, str] = {
+    "suite": "TEXT NOT NULL", "model": "TEXT NOT NULL", "framework": "TEXT NOT NULL",
+    "dataset": "TEXT NOT NULL", "seed": "INTEGER NOT NULL", "epochs": "INTEGER NOT NULL",
+    "batch_size": "INTEGER NOT NULL", "optimizer": "TEXT NOT NULL", "lr": "REAL NOT NULL",
+    "threads": "INTEGER NOT NULL", "dtype": "TEXT NOT NULL", "train_limit": "INTEGER",
+    "extra": "TEXT NOT NULL",  # JSON object
+}
+SUMMARY_COLUMNS: dict[str, str] = {
+    "status": "TEXT NOT NULL", "reason": "TEXT NOT NULL", "provenance": "TEXT NOT NULL",  # JSON
+    "started_at": "TEXT", "warmup_s": "REAL", "train_time_s": "REAL", "eval_time_s": "REAL",
+    "step_median_s": "REAL", "foreign_cpu_s": "REAL", "contended": "INTEGER NOT NULL",
+    "alloc_bytes": "INTEGER", "alloc_count": "INTEGER", "peak_bytes": "INTEGER",
+    "peak_rss_bytes": "INTEGER", "flops_per_step": "REAL", "gemm_peak_gflops": "REAL",
+}
+CASE_COLUMNS = {"key": "TEXT NOT NULL", **SETTINGS_COLUMNS, **SUMMARY_COLUMNS,
+                "stored_at": "TEXT NOT NULL"}
+# table: (key columns after case_id, value columns); named as the fields of the records.
+CHILD_TABLES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
+    "epochs": (("epoch",), {"train_loss": "REAL", "train_acc": "REAL", "test_loss": "REAL",
+                            "test_acc": "REAL", "train_time_s": "REAL", "eval_time_s": "REAL"}),
+    "batches": (("epoch", "batch"), {"loss": "REAL", "acc": "REAL"}),
+    "steps": (("idx",), {"seconds": "REAL NOT NULL"}),
+}
+_RESULT_FIELDS = {f.name for f in fields(CaseResult)}
+
+# sqlite3 would silently store a numpy scalar (a float32 loss, an int64 byte count) as a blob.
+for _t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+           np.uint64, np.float16, np.float32):
+    sqlite3.register_adapter(_t, lambda v: v.item())
+
+
+def _json(obj: Any) -> str:
+    # A numpy scalar becomes its number; any other odd value (a Path) its text, so that a
+    # provenance detail never costs a finished run.
+    return json.dumps(obj, default=lambda v: v.item() if isinstance(v, np.generic) else str(v))
+
+
+def _schema() -> str:
+    sql = ["CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+           # AUTOINCREMENT: the id of a replaced case is never given to another one.
+           f"CREATE TABLE cases (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+           f"{', '.join(f'{c} {t}' for c, t in CASE_COLUMNS.items())});",
+           "CREATE INDEX cases_key ON cases(key);",
+           "CREATE INDEX cases_suite ON cases(suite, status);"]
+    for table, (keys, values) in CHILD_TABLES.items():
+        # WITHOUT ROWID clusters the rows by case: a case's rows are read and deleted together.
+        sql.append(f"CREATE TABLE {table} (case_id INTEGER NOT NULL REFERENCES cases(id) "
+                   f"ON DELETE CASCADE, {''.join(f'{k} INTEGER NOT NULL, ' for k in keys)}"
+                   f"{''.join(f'{c} {t}, ' for c, t in values.items())}"
+                   f"PRIMARY KEY (case_id, {', '.join(keys)})) WITHOUT ROWID;")
+    return "\n".join(sql)
+
+
+class StoreError(Exception):
+    """The store cannot be used (not SQLite, not a results store, another schema version) or
+    asked for something it cannot do; the message says what to do."""
+
+
+def _dtypes(columns: dict[str, str]) -> dict[str, str]:
+    """pandas dtypes of SQL columns, so that an all-NULL column is still numeric."""
+    return {c: "float64" if t.startswith("REAL") else "int64" if t == "INTEGER NOT NULL" else "Int64"
+            for c, t in columns.items() if t.startswith(("REAL", "INTEGER"))}
+
+
+def _nan(x: float | None) -> float:
+    return math.nan if x is None else x
+
+
+def _flatten(frame: pd.DataFrame, column: str, prefix: str) -> pd.DataFrame:
+    """Spread a JSON column into `prefix`-named columns (nested keys joined with '_')."""
+    flat = pd.json_normalize([json.loads(s) for s in frame[column]], sep="_").add_prefix(prefix)
+    flat.index = frame.index
+    return pd.concat([frame, flat], axis=1)
+
+
+class ResultsStore:
+    """The results store at `path`, created (with its parent folders) if missing."""
+
+    def __init__(self, path: str | Path = DEFAULT_PATH) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level=None: no implicit transactions; save() opens its own, one per case.
+        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        try:
+            self._open()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _open(self) -> None:
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            tables = {r[0] for r in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.path} is not a readable SQLite results store ({e}); move or "
+                             "delete it, or choose another store path") from None
+        self._db.execute("PRAGMA foreign_keys=ON")  # so that replacing a case deletes its rows
+        if not tables:
+            self._db.executescript(f"BEGIN; {_schema()} INSERT INTO meta VALUES "
+                                   f"('schema_version', '{SCHEMA_VERSION}'); COMMIT;")
+            return
+        row = (self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+               if "meta" in tables else None)
+        if row is None:
+            raise StoreError(f"{self.path} is an SQLite database but not a results store; "
+                             "choose another store path")
+        if row[0] != str(SCHEMA_VERSION):
+            raise StoreError(f"{self.path} has results schema version {row[0]}, this harness reads "
+                             f"version {SCHEMA_VERSION}; use the harness version that wrote it, "
+                             "or choose another store path")
+
+    def save(self, result: CaseResult) -> int:
+        """Store one case and all its rows in one transaction (all or nothing), replacing an
+        older case with the same key; returns the new case id."""
+        if result.status not in STATUSES:
+            raise ValueError(f"unknown status {result.status!r}; expected one of {STATUSES}")
+        row: dict[str, Any] = {"key": result.key, **result.case.settings()}
+        row.update((c, getattr(result, c)) for c in SUMMARY_COLUMNS if c != "started_at")
+        row["extra"], row["provenance"] = _json(row["extra"]), _json(result.provenance)
+        row["started_at"] = result.provenance.get("started_at")
+        row["stored_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        records = {"epochs": result.epochs, "batches": result.batches}
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("DELETE FROM cases WHERE key = ?", (result.key,))
+            case_id = self._db.execute(
+                f"INSERT INTO cases ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                tuple(row.values())).lastrowid
+            for table, (keys, values) in CHILD_TABLES.items():
+                rows = (((case_id, i, s) for i, s in enumerate(result.step_times_s)) if table == "steps"
+                        else ((case_id, *(getattr(r, c) for c in (*keys, *values))) for r in records[table]))
+                self._db.executemany(
+                    f"INSERT INTO {table} VALUES ({', '.join('?' * (1 + len(keys) + len(values)))})", rows)
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        return case_id
+
+    @staticmethod
+    def _where(suite: str | None, status: str | None = None) -> tuple[str, list[str]]:
+        conds = [(c, v) for c, v in (("suite", suite), ("status", status)) if v is not None]
+        return ("WHERE " + " AND ".join(f"c.{c} = ?" for c, _ in conds) if conds else "",
+                [v for _, v in conds])
+
+    def done_keys(self, suite: str | None = None) -> set[str]:
+        """Keys of finished cases (status "ok" or "diverged"), which `--resume` skips."""
+        where, params = self._where(suite)
+        done = f"c.status IN ({', '.join('?' * len(DONE_STATUSES))})"
+        sql = f"SELECT c.key FROM cases c {where} {'AND' if where else 'WHERE'} {done}"
+        return {r[0] for r in self._db.execute(sql, [*params, *DONE_STATUSES])}
+
+    def suites(self) -> list[str]:
+        """Names of the suites with stored cases, sorted."""
+        return [r[0] for r in self._db.execute("SELECT DISTINCT suite FROM cases ORDER BY suite")]
+
+    def cases(self, suite: str | None = None, status: str | None = None) -> pd.DataFrame:
+        """One row per case, oldest first: id, key, settings, outcome, summary numbers, and the
+        `extra` settings and the provenance spread into `extra_*` and `prov_*` columns."""
+        where, params = self._where(suite, status)
+        frame = pd.read_sql_query(f"SELECT * FROM cases c {where} ORDER BY c.id", self._db,
+                                  params=params, dtype=_dtypes(CASE_COLUMNS))
+        frame["contended"] = frame["contended"].astype(bool)
+        return _flatten(_flatten(frame, "extra", "extra_"), "provenance", "prov_")
+
+    def _child(self, table: str, suite: str | None, join: bool = True) -> pd.DataFrame:
+        """A child table's rows in case and row order; joined with the case key, settings and
+        status unless `join` is false."""
+        keys, values = CHILD_TABLES[table]
+        where, params = self._where(suite)
+        columns = ["t.*"] + (["c.key", *(f"c.{s}" for s in SETTINGS_COLUMNS), "c.status"] if join else [])
+        dtypes = _dtypes({**values, **(SETTINGS_COLUMNS if join else {})})
+        return pd.read_sql_query(
+            f"SELECT {', '.join(columns)} FROM {table} t JOIN cases c ON c.id = t.case_id {where} "
+            f"ORDER BY t.case_id, {', '.join(f't.{k}' for k in keys)}",
+            self._db, params=params, dtype=dtypes)
+
+    def epochs(self, suite: str | None = None) -> pd.DataFrame:
+        """Per-epoch losses, accuracies and times, with the case key, settings and status."""
+        return self._child("epochs", suite)
+
+    def batches(self, suite: str | None = None) -> pd.DataFrame:
+        """Per-batch loss and accuracy, with the case key, settings and status."""
+        return self._child("batches", suite)
+
+    def steps(self, suite: str | None = None) -> pd.DataFrame:
+        """Per-step times (`idx`, `seconds`), with the case key, settings and status."""
+        return self._child("steps", suite)
+
+    def load(self, case_id: int) -> CaseResult:
+        """The stored case `case_id` as a CaseResult; KeyError if there is none."""
+        case_id = int(case_id)  # sqlite3 binds a numpy integer (from a frame) as a blob
+        cur = self._db.cursor()
+        cur.row_factory = sqlite3.Row
+        row = cur.execute("SELECT * FROM cases WHERE id = ?", (case_id,)).fetchone()
+        if row is None:
+            raise KeyError(f"no case with id {case_id} in {self.path}")
+        child = {t: cur.execute(f"SELECT * FROM {t} WHERE case_id = ? ORDER BY "
+                                f"{', '.join(CHILD_TABLES[t][0])}", (case_id,)).fetchall()
+                 for t in CHILD_TABLES}
+
+        def records(table: str, cls: type) -> list[Any]:
+            keys, values = CHILD_TABLES[table]
+            return [cls(**{k: r[k] for k in keys}, **{v: _nan(r[v]) for v in values})
+                    for r in child[table]]
+
+        settings = {s: row[s] for s in SETTINGS_COLUMNS}
+        settings["extra"] = tuple(json.loads(settings["extra"]).items())
+        summary = {c: row[c] for c in SUMMARY_COLUMNS if c in _RESULT_FIELDS}
+        summary.update(provenance=json.loads(row["provenance"]), contended=bool(row["contended"]))
+        return CaseResult(case=Case(**settings), key=row["key"], **summary,
+                          step_times_s=[r["seconds"] for r in child["steps"]],
+                          epochs=records("epochs", EpochRecord), batches=records("batches", BatchRecord))
+
+    def export(self, out_dir: str | Path, fmt: str = "csv") -> list[Path]:
+        """Write `cases()` and the raw epochs, batches and steps tables (linked by case_id) to
+        `out_dir` as csv or parquet, one file per table; returns the paths."""
+        if fmt not in ("csv", "parquet"):
+            raise StoreError(f"unknown export format {fmt!r}; use 'csv' or 'parquet'")
+        if fmt == "parquet":
+            try:
+                import pyarrow  # noqa: F401  (pandas' own error does not say what to install)
+            except ImportError:
+                raise StoreError("exporting parquet needs pyarrow: pip install pyarrow") from None
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        frames = {"cases": self.cases(), **{t: self._child(t, None, join=False) for t in CHILD_TABLES}}
+        paths = []
+        for name, frame in frames.items():
+            path = out_dir / f"{name}.{fmt}"
+            if fmt == "csv":
+                frame.to_csv(path, index=False)
+            else:
+                frame.to_parquet(path, index=False)
+            paths.append(path)
+        return paths
+
+    def close(self) -> None:
+        """Close the connection; SQLite checkpoints and removes the WAL files."""
+        self._db.close()
+
+    def __enter__(self) -> ResultsStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

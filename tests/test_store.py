@@ -1,0 +1,217 @@
+"""Tests of harness.store: round trip, frames, resume semantics, replacement, atomicity, export
+and the refusal of files that are not a usable store."""
+from __future__ import annotations
+
+import math
+import sqlite3
+import sys
+from dataclasses import fields, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.records import BatchRecord, Case, CaseResult, EpochRecord
+from harness.store import (CASE_COLUMNS, CHILD_TABLES, DEFAULT_PATH, ResultsStore, StoreError)
+
+
+def make_result(model: str = "mlp", seed: int = 0, status: str = "ok", suite: str = "quick",
+                n_batches: int = 50, width: int = 128) -> CaseResult:
+    case = Case(suite=suite, model=model, framework="engine", dataset="mnist-10k", seed=seed,
+                epochs=2, train_limit=5000, extra=(("width", width), ("act", "relu")))
+    return CaseResult(
+        case=case, key=case.key("abc123"), status=status, reason="" if status == "ok" else "boom",
+        provenance={"git": "abc123", "started_at": "2026-05-09T10:00:00+00:00",
+                    "packages": {"numpy": "2.4.0"}, "threads": 2},
+        warmup_s=0.05, train_time_s=1.5, eval_time_s=0.2,
+        step_times_s=[0.001 * (1 + (i % 7)) for i in range(2 * n_batches)],
+        foreign_cpu_s=0.01, contended=True, alloc_bytes=123_456_789, alloc_count=4567,
+        peak_bytes=9_000_000, peak_rss_bytes=None, flops_per_step=4.5e7, gemm_peak_gflops=None,
+        epochs=[EpochRecord(e, 0.5 / e, 0.8 + e / 100, 0.4 / e, 0.85 + e / 100, 0.7, 0.1)
+                for e in (1, 2)],
+        batches=[BatchRecord(e, b, 1.0 / (b + 1), b / n_batches) for e in (1, 2) for b in range(n_batches)])
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    with ResultsStore(tmp_path / "deep" / "dir" / "adh.sqlite") as s:
+        yield s
+
+
+def test_schema_covers_the_records() -> None:
+    # A field added to the records without a column would be silently dropped by save().
+    assert {f.name for f in fields(Case)} <= set(CASE_COLUMNS)
+    assert {f.name for f in fields(CaseResult)} - {"case", "step_times_s", "epochs", "batches"} \
+        <= set(CASE_COLUMNS)
+    for table, cls in (("epochs", EpochRecord), ("batches", BatchRecord)):
+        keys, values = CHILD_TABLES[table]
+        assert [f.name for f in fields(cls)] == [*keys, *values]
+    assert DEFAULT_PATH == Path("results/adh.sqlite")
+
+
+def test_round_trip(store: ResultsStore) -> None:
+    result = make_result()
+    result.batches[3].loss = math.nan  # a diverged batch: SQLite stores NaN as NULL
+    case_id = store.save(result)
+    assert store.path.exists()
+    # The second id comes from a frame: a numpy integer, which sqlite3 would bind as a blob.
+    loaded, again = store.load(case_id), store.load(store.cases()["id"].iloc[0])
+    for r in (loaded, again, result):
+        assert math.isnan(r.batches[3].loss)
+        r.batches[3].loss = 0.0  # NaN != NaN
+    assert loaded == result and again == result
+    assert loaded.case.key("abc123") == result.key
+    with pytest.raises(KeyError):
+        store.load(case_id + 100)
+
+
+def test_numpy_scalars_are_stored_as_numbers(store: ResultsStore) -> None:
+    result = make_result(n_batches=3)
+    result.alloc_bytes, result.warmup_s = np.int64(7), np.float32(0.25)
+    result.provenance["cores"] = np.int64(2)
+    result.batches[0].loss, result.batches[0].acc = np.float32(0.5), np.float64(0.75)
+    result.step_times_s = [np.float32(0.125)] * 6
+    loaded = store.load(store.save(result))
+    assert type(loaded.alloc_bytes) is int and loaded.alloc_bytes == 7 and loaded.warmup_s == 0.25
+    assert loaded.provenance["cores"] == 2
+    assert (loaded.batches[0].loss, loaded.batches[0].acc) == (0.5, 0.75)
+    assert loaded.step_times_s == [0.125] * 6
+
+
+def test_frames(store: ResultsStore) -> None:
+    a = store.save(make_result("mlp", n_batches=10))
+    b = store.save(make_result("cnn", n_batches=20, suite="paper", status="failed"))
+    cases = store.cases()
+    assert list(cases["id"]) == [a, b] and list(cases["model"]) == ["mlp", "cnn"]
+    row = cases.iloc[0]
+    assert row["started_at"] == "2026-05-09T10:00:00+00:00"
+    assert row["step_median_s"] == make_result(n_batches=10).step_median_s
+    assert cases["contended"].dtype == bool and row["contended"]
+    assert row["alloc_bytes"] == 123_456_789 and pd.isna(row["peak_rss_bytes"])
+    assert row["train_limit"] == 5000 and row["lr"] == 0.1
+    assert row["prov_git"] == "abc123" and row["prov_packages_numpy"] == "2.4.0"
+    assert row["extra_width"] == 128 and row["extra_act"] == "relu"
+    assert cases["gemm_peak_gflops"].dtype == "float64"  # all NULL, still numeric
+    assert list(store.cases(suite="paper")["model"]) == ["cnn"]
+    assert store.cases(status="ok")["id"].tolist() == [a]
+    assert store.cases(suite="nope").empty and store.suites() == ["paper", "quick"]
+
+    epochs = store.epochs()
+    assert len(epochs) == 4 and list(epochs["epoch"]) == [1, 2, 1, 2]
+    assert list(epochs.loc[epochs.case_id == a, "test_acc"]) == [0.86, 0.87]
+    assert {"model", "framework", "dataset", "seed", "key", "status", "train_time_s"} <= set(epochs)
+    batches = store.batches(suite="paper")
+    assert len(batches) == 40 and set(batches["model"]) == {"cnn"}
+    assert list(batches["batch"][:3]) == [0, 1, 2] and batches["loss"].iloc[1] == 0.5
+    steps = store.steps()
+    assert len(steps) == 60
+    assert steps.loc[steps.case_id == b, "seconds"].tolist() == make_result(n_batches=20).step_times_s
+
+
+def test_done_keys(store: ResultsStore) -> None:
+    results = {s: make_result(seed=i, status=s) for i, s in
+               enumerate(("ok", "diverged", "failed", "crashed", "timeout", "interrupted"))}
+    for r in results.values():
+        store.save(r)
+    store.save(make_result(seed=9, suite="other"))
+    assert store.done_keys("quick") == {results["ok"].key, results["diverged"].key}
+    assert len(store.done_keys()) == 3 and store.done_keys("none") == set()
+    with pytest.raises(ValueError, match="status"):
+        store.save(make_result(status="weird"))
+
+
+def test_resave_replaces(store: ResultsStore) -> None:
+    first = store.save(make_result(status="failed", n_batches=30))
+    assert store.save(make_result(status="crashed", n_batches=30)) != first  # ids are not reused
+    other = store.save(make_result(seed=1))
+    second = store.save(replace(make_result(n_batches=5), reason="re-run"))
+    assert second != first
+    cases = store.cases()
+    assert sorted(cases["id"]) == [other, second]
+    assert cases.set_index("id").loc[second, "reason"] == "re-run"
+    assert set(store.batches()["case_id"]) == {other, second}
+    assert len(store.batches()) == 100 + 10 and len(store.steps()) == 100 + 10
+    assert make_result().key in store.done_keys()
+    with pytest.raises(KeyError):
+        store.load(first)
+
+
+def test_failed_save_stores_nothing(store: ResultsStore) -> None:
+    kept = store.save(make_result(seed=1))
+    old = store.save(make_result(seed=2))
+    bad = make_result(seed=2, n_batches=5)
+    bad.batches[-1].loss = object()  # type: ignore[assignment]  # binding fails after cases/epochs
+    with pytest.raises(sqlite3.ProgrammingError):
+        store.save(bad)
+    # Nothing of the failed case, and the older case of its key is still whole.
+    assert store.cases()["id"].tolist() == [kept, old]
+    assert len(store.epochs()) == 4 and len(store.batches()) == 200 and len(store.steps()) == 200
+    assert store.load(old) == make_result(seed=2)
+    # The store is still usable after the rollback.
+    store.save(make_result(seed=3))
+    assert len(store.cases()) == 3
+
+
+def test_reopen_and_many_batches(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with ResultsStore(path) as s:
+        case_id = s.save(make_result(n_batches=30_000))
+    with ResultsStore(path) as s:
+        assert len(s.batches()) == 60_000 and s.load(case_id).batches[-1].batch == 29_999
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_export(store: ResultsStore, tmp_path: Path, fmt: str) -> None:
+    store.save(make_result("mlp", n_batches=10))
+    store.save(make_result("rnn", n_batches=10, status="diverged"))
+    paths = store.export(tmp_path / "out", fmt)
+    assert [p.name for p in paths] == [f"{t}.{fmt}" for t in ("cases", "epochs", "batches", "steps")]
+    read = pd.read_csv if fmt == "csv" else pd.read_parquet
+    back = {p.stem: read(p) for p in paths}
+    for table in CHILD_TABLES:
+        want = getattr(store, table)()[list(back[table].columns)]
+        pd.testing.assert_frame_equal(back[table], want, check_dtype=fmt == "parquet")
+    cases = store.cases()
+    if fmt == "parquet":
+        pd.testing.assert_frame_equal(back["cases"], cases)
+    else:
+        numeric = ["id", "seed", "lr", "train_time_s", "alloc_bytes", "step_median_s", "extra_width"]
+        pd.testing.assert_frame_equal(back["cases"][numeric], cases[numeric], check_dtype=False)
+        assert back["cases"]["key"].tolist() == cases["key"].tolist()
+
+
+def test_export_errors(store: ResultsStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(StoreError, match="csv"):
+        store.export(tmp_path, "xlsx")
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # makes `import pyarrow` fail
+    with pytest.raises(StoreError, match="pip install pyarrow"):
+        store.export(tmp_path, "parquet")
+
+
+def test_corrupt_file(tmp_path: Path) -> None:
+    path = tmp_path / "adh.sqlite"
+    path.write_bytes(b"this is not a database\n" * 200)
+    with pytest.raises(StoreError, match="not a readable SQLite") as err:
+        ResultsStore(path)
+    assert str(path) in str(err.value)
+
+
+def test_foreign_sqlite_file(tmp_path: Path) -> None:
+    path = tmp_path / "other.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE t (x)")
+    db.close()
+    with pytest.raises(StoreError, match="not a results store"):
+        ResultsStore(path)
+
+
+def test_schema_version(tmp_path: Path) -> None:
+    path = tmp_path / "adh.sqlite"
+    ResultsStore(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    db.close()
+    with pytest.raises(StoreError, match="version 99") as err:
+        ResultsStore(path)
+    assert str(path) in str(err.value)
