@@ -38,7 +38,7 @@ class Module:
             elif isinstance(attr, (list, tuple)):
                 for i, item in enumerate(attr):
                     if isinstance(item, Module):
-                        yield from item.named_parameters(f"{prefix}{i}.")
+                        yield from item.named_parameters(f"{prefix}{name}.{i}.")
 
     def parameters(self) -> list[Variable]:
         return [p for _, p in self.named_parameters()]
