@@ -25,5 +25,6 @@ class Transpose(Op):
         return np.transpose(x, self.axes)
 
     def backward(self, g, y, x, gx):
-        inverse = None if self.axes is None else tuple(np.argsort(self.axes))
+        # argsort inverts a permutation only once negative axes are made positive
+        inverse = None if self.axes is None else tuple(np.argsort([a % x.ndim for a in self.axes]))
         np.copyto(gx, np.transpose(g, inverse))
