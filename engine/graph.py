@@ -216,10 +216,10 @@ class Graph:
 
 
 def as_node(x: Node | np.ndarray | float, like: Node | None = None) -> Node:
-    """Wrap raw data as a Constant; a Python number takes the dtype of the node it meets."""
+    """Wrap raw data as a Constant; a Python number (or numpy integer) takes the dtype of the node it meets."""
     if isinstance(x, Node):
         return x
-    if isinstance(x, (int, float)) and like is not None:
+    if isinstance(x, (int, float, np.integer)) and like is not None:
         return Constant(x, dtype=like.dtype)
     return Constant(x, dtype=None if isinstance(x, np.ndarray) else DEFAULT_DTYPE)
 
