@@ -38,6 +38,7 @@ class RunOptions:
     timeout_s: float = 3600
     progress: bool = True
     code_version: str = "unknown"
+    code_dir: str | None = None  # run the worker from this source tree (another commit's checkout)
 
 
 @dataclass
@@ -61,10 +62,13 @@ def run_worker(case: Case, pass_name: str, options: RunOptions,
         job.write_text(json.dumps({"case": case.settings(), "pass": pass_name, "data_dir": options.data_dir}))
         env = {**os.environ, **{name: str(case.threads) for name in THREAD_VARIABLES},
                "PYTHONUNBUFFERED": "1"}
+        if options.code_dir:  # that tree's harness and engine are imported, not this one's
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [options.code_dir, env.get("PYTHONPATH")]))
         stderr_path = Path(tmp, "stderr")
         with open(stderr_path, "w") as stderr:
             proc = subprocess.Popen([sys.executable, "-m", "harness.worker", str(job), str(result)],
-                                    stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
+                                    stdout=subprocess.PIPE, stderr=stderr, text=True, env=env,
+                                    cwd=options.code_dir)
             reader = threading.Thread(target=_read_progress, args=(proc.stdout, on_progress), daemon=True)
             reader.start()
             try:
