@@ -35,12 +35,15 @@ class Tolerance:
 
 
 TOLERANCES = {
-    # Measured with `adh check` over all nine models, 50 steps, seed 0 (2026-11-22): float32
-    # worst cases were gradient rho 1.8e-7, loss difference 6.0e-7, weights rho 1.1e-6, all
-    # predictions equal. numpy (OpenBLAS) and torch sum in different orders, so float32 results
-    # differ by rounding; the bounds leave a margin of about 10x. A real bug (a wrong gradient
-    # rule, a transposed weight) shows up at 1e-2 or more. float64 measured at most 2.4e-15.
-    "float32": Tolerance(gradient=2e-6, loss=1e-5, weights=2e-5, agreement=0.995),
+    # float32, measured with `adh check` over all nine models, 50 steps, seed 0 (2026-11-22):
+    # gradient rho at most 1.8e-7 (numpy/OpenBLAS and torch sum in different orders), so the
+    # gradient bound is tight. Trajectories agree to ~1e-6 until a max-pool window holds a
+    # near-tie that float32 rounding breaks differently in the two frameworks (seen: the cnn's
+    # second pool, step 9, values 0.45739066 and 0.45739085 rounded to one float32); from there
+    # the runs drift apart slowly, to a loss difference of 3.3e-3 and weights rho 1.4e-3 after
+    # 50 steps. The trajectory bounds allow that drift; float64, where such ties do not occur,
+    # is the strict proof: all models agree to 2.4e-15 there.
+    "float32": Tolerance(gradient=2e-6, loss=2e-2, weights=1e-2, agreement=0.99),
     "float64": Tolerance(gradient=1e-12, loss=1e-12, weights=1e-12, agreement=1.0),
 }
 

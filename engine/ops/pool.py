@@ -10,7 +10,7 @@ class MaxPool2d(Op):
     def __init__(self, k: int) -> None:
         self.k = k
 
-    def _views(self, x: np.ndarray, oh: int, ow: int):
+    def _views(self, x: np.ndarray, oh: int, ow: int) -> list[np.ndarray]:
         """The k*k strided views of x, one per window offset, in row-major order."""
         k = self.k
         return [x[:, :, i:i + k * oh:k, j:j + k * ow:k] for i in range(k) for j in range(k)]
@@ -19,26 +19,23 @@ class MaxPool2d(Op):
         if x.ndim != 4 or x.shape[2] < self.k or x.shape[3] < self.k:
             raise ValueError(f"expected x (N, C, H, W) with H, W >= {self.k}")
         n, c, h, w = x.shape
-        oh, ow = h // self.k, w // self.k
-        views = self._views(x, oh, ow)
+        views = self._views(x, h // self.k, w // self.k)
         if out is None:
-            out = np.empty((n, c, oh, ow), dtype=x.dtype)
-        # `winner` records which offset held the maximum; a strict > keeps the first maximum,
-        # so the gradient goes where torch sends it.
-        winner = self.buffer("winner", out.shape, np.dtype(np.int8))
-        better = self.buffer("better", out.shape, np.dtype(bool))
+            out = np.empty((n, c, h // self.k, w // self.k), dtype=x.dtype)
         np.copyto(out, views[0])
-        winner.fill(0)
-        for offset, view in enumerate(views[1:], start=1):
-            np.greater(view, out, out=better)
-            np.copyto(out, view, where=better)
-            np.copyto(winner, offset, where=better)
+        for view in views[1:]:  # element-wise maximum over strided views: no reshaping copy
+            np.maximum(out, view, out=out)
         return out
 
     def backward(self, g, y, x, gx):
+        # Each window's gradient goes to the first element equal to its maximum, as in torch.
         gx.fill(0)  # also the dropped ragged edge
-        won = self.buffer("better", y.shape, np.dtype(bool))
-        winner = self.buffer("winner", y.shape, np.dtype(np.int8))
-        for offset, view in enumerate(self._views(gx, *y.shape[2:])):
-            np.equal(winner, offset, out=won)
-            np.multiply(g, won, out=view)
+        unclaimed = self.buffer("unclaimed", y.shape, np.dtype(bool))
+        hit = self.buffer("hit", y.shape, np.dtype(bool))
+        unclaimed.fill(True)
+        oh, ow = y.shape[2:]
+        for x_view, gx_view in zip(self._views(x, oh, ow), self._views(gx, oh, ow)):
+            np.equal(x_view, y, out=hit)
+            hit &= unclaimed
+            np.multiply(g, hit, out=gx_view)
+            unclaimed ^= hit
