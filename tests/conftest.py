@@ -1,0 +1,15 @@
+"""Shared fixtures."""
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def torch_one_thread():
+    """Run torch on one thread while a module's tests run: their ops are tiny, and on a shared
+    2-core machine a second torch thread mostly waits for a busy core."""
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
