@@ -69,7 +69,10 @@ class Constant(Node):
     __slots__ = ()
 
     def __init__(self, value: np.ndarray | float, name: str = "", dtype: np.dtype | type | None = None) -> None:
-        super().__init__(np.asarray(value, dtype=dtype), requires_grad=False, name=name)
+        array = np.asarray(value, dtype=dtype)
+        if dtype is None and array.dtype == np.float64 and not isinstance(value, np.ndarray):
+            array = array.astype(DEFAULT_DTYPE)  # Python floats and lists become float32, as in Variable
+        super().__init__(array, requires_grad=False, name=name)
 
     def feed(self, value: np.ndarray) -> None:
         """Replace the data (static mode). Shape and dtype must match what the graph was built for."""

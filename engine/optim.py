@@ -34,6 +34,8 @@ class SGD(Optimizer):
 
     def step(self) -> None:
         for p in self.params:
+            if p.grad is None:  # not used by the loss: no update, as in torch
+                continue
             direction = p.grad
             if self.momentum:
                 velocity = self._buffer(p, "velocity")
@@ -66,6 +68,8 @@ class Adam(Optimizer):
         correction1 = 1 - beta1 ** self.steps
         correction2_sqrt = (1 - beta2 ** self.steps) ** 0.5
         for p in self.params:
+            if p.grad is None:
+                continue
             m, v = self._buffer(p, "m", zero=True), self._buffer(p, "v", zero=True)
             work = self._buffer(p, "work")
             m *= beta1                                   # m = beta1 m + (1 - beta1) g

@@ -296,3 +296,19 @@ def test_static_graph_refed_equals_building_anew_and_reuses_its_arrays():
         dynamic.backward()
         assert dynamic.item() == static_loss
         np.testing.assert_array_equal(w.grad, static_grad)
+
+
+def test_constant_from_python_float_is_float32_like_variable():
+    assert engine.Constant(2.0).dtype == np.float32
+    assert engine.Constant([1.0, 2.0]).dtype == np.float32
+    assert engine.Constant(np.array([1.0])).dtype == np.float64  # an array keeps its dtype
+    assert engine.Constant(np.array([3, 4])).dtype == np.int64  # labels stay integers
+
+
+def test_optimizers_skip_parameters_the_loss_does_not_use():
+    used, unused = engine.Variable(np.ones(3)), engine.Variable(np.ones(3))
+    for optimizer in (engine.optim.SGD([used, unused], lr=0.1, momentum=0.9), engine.optim.Adam([used, unused])):
+        engine.sum(used * used).backward()
+        optimizer.step()
+        assert unused.grad is None and np.all(unused.value == 1)
+        assert np.all(used.value < 1)
