@@ -93,9 +93,15 @@ def run_worker(case: Case, pass_name: str, options: RunOptions,
 
 
 def _read_progress(stream, on_progress) -> None:
+    """Drain the worker's stdout to its end, handing progress lines to `on_progress`. Progress is
+    cosmetic: a failing callback or a garbled line must not stop the draining, or a worker that
+    writes more than the pipe holds blocks until the timeout."""
     for line in stream:
         if line.startswith(PROGRESS_PREFIX):
-            on_progress(json.loads(line[len(PROGRESS_PREFIX):]))
+            try:
+                on_progress(json.loads(line[len(PROGRESS_PREFIX):]))
+            except Exception:
+                pass
 
 
 def run_case(case: Case, options: RunOptions, on_progress=lambda p: None, on_retry=lambda r: None) -> CaseResult:
