@@ -43,6 +43,9 @@ def prepare(case, data_dir: str | None):
         x_train, y_train, x_test, y_test = x_all[train_idx], y_all[train_idx], x_all[test_idx], y_all[test_idx]
     if case.train_limit:
         x_train, y_train = x_train[:case.train_limit], y_train[:case.train_limit]
+    if len(x_train) < spec.batch_size:  # an incomplete batch is dropped: nothing would train
+        raise ValueError(f"{len(x_train)} training examples make no full batch of {spec.batch_size}; "
+                         "raise train_limit or lower batch_size")
     shape = (-1,) + spec.input_shape
     x_train, x_test = x_train.reshape(shape), x_test.reshape(shape)
     return spec, data, x_train, y_train, targets(spec, y_train, x_train.dtype), x_test, y_test
