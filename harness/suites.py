@@ -22,7 +22,7 @@ from typing import Any
 
 from .errors import UsageError
 from .records import Case
-from .specs import get_model
+from .specs import get_model, scaled
 
 SETTINGS = {  # key: (type, meaning) - the only keys a suite file may use
     "description": (str, "one line shown by `adh list`"),
@@ -44,6 +44,12 @@ SETTINGS = {  # key: (type, meaning) - the only keys a suite file may use
     "sweep": (list, "groups of cases, each a table of the keys above"),
 }
 SWEPT = ("batch_size", "width", "seq_len")
+ITEMS = {"models": str, "frameworks": str, "seeds": int, "batch_size": int, "width": int,
+         "seq_len": int, "sweep": dict}  # what a list value must hold
+MINIMUM = {"seeds": 0, "epochs": 1, "batch_size": 1, "threads": 1, "train_limit": 1, "folds": 2,
+           "width": 1, "seq_len": 1, "timeout_s": 1}
+DTYPES = ("float32", "float64")
+TOP_LEVEL_ONLY = ("description", "memory", "timeout_s", "sweep")  # settings of the whole suite
 
 
 @dataclass
@@ -63,7 +69,11 @@ def builtin_suites() -> dict[str, Path]:
 
 
 def load_suite(name_or_path: str, overrides: dict[str, Any] | None = None) -> Suite:
-    """A built-in suite by name, or a TOML file by path; `overrides` (CLI flags) win over the file."""
+    """A built-in suite by name, or a TOML file by path; `overrides` (CLI flags) win over the file.
+
+    In a suite with sweeps, a `models` override picks among each sweep's own models (a sweep of
+    MLP widths stays an MLP sweep); sweeps left without models are dropped.
+    """
     path = builtin_suites().get(name_or_path) or Path(name_or_path)
     if not path.is_file():
         raise UsageError(f"no suite {name_or_path!r}: give a built-in name "
@@ -73,36 +83,99 @@ def load_suite(name_or_path: str, overrides: dict[str, Any] | None = None) -> Su
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise UsageError(f"{path}: not valid TOML: {error}") from None
-    for key, value in {**raw, **(overrides or {})}.items():
-        _validate(path, text, key, value)
-    for group in raw.get("sweep", []):
+    overrides = overrides or {}
+    for key, value in raw.items():
+        _validate(_where(path, text, key), key, value)
+    for index, group in enumerate(raw.get("sweep", [])):
         for key, value in group.items():
-            _validate(path, text, key, value)
-    options = {**{k: v for k, v in raw.items() if k != "sweep"}, **(overrides or {})}
-    groups = [{**options, **group, **(overrides or {})} for group in raw.get("sweep", [])] or [options]
+            where = _where(path, text, key, sweep=index)
+            if key in TOP_LEVEL_ONLY:
+                raise UsageError(f"{where}: field {key!r} applies to the whole suite; "
+                                 "set it at the top level, not in a [[sweep]]")
+            _validate(where, key, value)
+    for key, value in overrides.items():
+        _validate(f"--{key.replace('_', '-')}", key, value)
+    options = {**{k: v for k, v in raw.items() if k != "sweep"}, **overrides}
+    groups = []
+    for group in raw.get("sweep", []):
+        merged = {**options, **group, **overrides}
+        if "models" in overrides and "models" in group:
+            merged["models"] = [m for m in group["models"] if m in overrides["models"]]
+            if not merged["models"]:
+                continue
+        groups.append(merged)
+    if raw.get("sweep") and not groups:
+        swept = sorted({m for group in raw["sweep"] for m in group.get("models", [])})
+        raise UsageError(f"{path}: no sweep of this suite has the models {', '.join(overrides['models'])}; "
+                         f"its sweeps have: {', '.join(swept)}")
+    groups = groups or [options]
     name = path.stem
     cases = [case for group in groups for case in _expand(name, group, path, text)]
     return Suite(name, raw.get("description", ""), cases, options.get("memory", True),
                  options.get("timeout_s", 3600), str(path), options)
 
 
-def _line_of(text: str, key: str) -> int | None:
+_HEADER = re.compile(r"\s*\[(\[?)\s*([A-Za-z_][\w.-]*)\s*\]\]?\s*(#.*)?$")
+
+
+def _line_of(text: str, key: str, sweep: int | None = None) -> int | None:
+    """The line of `key = ...` at the top level, or in the `sweep`-th [[sweep]] table (0-based)."""
+    table: int | None = -1  # -1: the top level; n: the n-th [[sweep]]; None: another table
+    sweeps = 0
     for number, line in enumerate(text.splitlines(), 1):
-        if re.match(rf"\s*{re.escape(key)}\s*=", line):
+        header = _HEADER.match(line)
+        if header:
+            if key == "sweep" and header.group(2) == "sweep" and sweep is None:
+                return number  # `[sweep]` where `[[sweep]]` was meant
+            table = None
+            if header.group(1) and header.group(2) == "sweep":
+                table, sweeps = sweeps, sweeps + 1
+            continue
+        if table == (-1 if sweep is None else sweep) and re.match(rf"\s*{re.escape(key)}\s*=", line):
             return number
     return None
 
 
-def _validate(path: Path, text: str, key: str, value: Any) -> None:
-    line = _line_of(text, key)
-    where = f"{path}" + (f", line {line}" if line else "")
+def _where(path: Path, text: str, key: str, sweep: int | None = None) -> str:
+    """Where field `key` is written: "file, line N" (and which [[sweep]], counted from 1)."""
+    line = _line_of(text, key, sweep)
+    return (f"{path}" + (f", line {line}" if line else "")
+            + (f" ([[sweep]] {sweep + 1})" if sweep is not None else ""))
+
+
+def _validate(where: str, key: str, value: Any) -> None:
+    """Raise a UsageError, prefixed with `where`, unless `value` is a valid value of field `key`."""
     if key not in SETTINGS:
         raise UsageError(f"{where}: unknown field {key!r}; valid fields: {', '.join(SETTINGS)}")
     kind, meaning = SETTINGS[key]
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        return
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        value = float(value)
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
         raise UsageError(f"{where}: field {key!r} must be {_type_name(kind)} ({meaning}), got {value!r}")
+    values = value if isinstance(value, list) else [value]
+    if isinstance(value, list):
+        item = ITEMS[key]
+        if not value and key != "sweep":
+            raise UsageError(f"{where}: field {key!r} must not be empty ({meaning})")
+        if any(not isinstance(v, item) or isinstance(v, bool) for v in value):
+            raise UsageError(f"{where}: field {key!r} must be a list of "
+                             f"{ {str: 'strings', int: 'integers', dict: 'tables'}[item]} ({meaning}), got {value!r}")
+    if key in MINIMUM and any(v < MINIMUM[key] for v in values):
+        raise UsageError(f"{where}: field {key!r} must be at least {MINIMUM[key]} ({meaning}), got {value!r}")
+    if key == "lr" and value <= 0:
+        raise UsageError(f"{where}: field 'lr' must be positive, got {value!r}")
+    if key == "dtype" and value not in DTYPES:
+        raise UsageError(f"{where}: unknown dtype {value!r}; choose from: {', '.join(DTYPES)}")
+    if key in ("models", "frameworks", "dataset"):
+        from .data import DATASETS
+        from .frameworks import available
+        from .specs import MODELS
+
+        known = {"models": MODELS, "frameworks": available(), "dataset": DATASETS}[key]
+        for name in values:
+            if name not in known:
+                what = {"models": "model", "frameworks": "framework", "dataset": "dataset"}[key]
+                raise UsageError(f"{where}: unknown {what} {name!r}; choose from: {', '.join(known)}")
 
 
 def _type_name(kind) -> str:
@@ -116,25 +189,22 @@ def _listed(value: Any) -> list:
 
 
 def _expand(suite: str, group: dict[str, Any], path: Path, text: str) -> list[Case]:
-    from .data import DATASETS
-    from .frameworks import available
-
+    """The cases of one group, whose values `load_suite` has validated."""
     models = group.get("models") or []
     frameworks = group.get("frameworks") or []
     if not models or not frameworks:
         raise UsageError(f"{path}: a group of cases needs 'models' and 'frameworks'")
-    for name in frameworks:
-        if name not in available():
-            raise UsageError(f"{path}: unknown framework {name!r}; choose from: {', '.join(available())}")
     cases = []
     sweeps = [_listed(group.get(k, [None])) for k in SWEPT]
     for model, framework, seed, *swept in itertools.product(
             models, frameworks, group.get("seeds", [0]), *sweeps):
         spec = get_model(model)
         dataset = group.get("dataset", spec.dataset)
-        if dataset not in DATASETS:
-            raise UsageError(f"{path}: unknown dataset {dataset!r}; choose from: {', '.join(DATASETS)}")
         batch_size, width, seq_len = swept
+        try:  # width and seq_len fit only some models: say so now, not in every case's worker
+            scaled(spec, width=width, seq_len=seq_len)
+        except UsageError as error:
+            raise UsageError(f"{path}: {error}") from None
         extra = {"momentum": spec.momentum, "width": width, "seq_len": seq_len}
         folds = group.get("folds")
         for fold in range(folds) if folds else [None]:
