@@ -93,7 +93,6 @@ def _run(args) -> int:
     from .runner import RunOptions, run_suite
     from .store import ResultsStore
     from .suites import load_suite
-    from .tables import format_model_tables, model_summary
 
     overrides = {k: v for k, v in {
         "models": args.models, "frameworks": args.frameworks, "dataset": args.dataset,
@@ -114,7 +113,7 @@ def _run(args) -> int:
         cases = cases[cases["key"].isin(keys)]
         epochs = store.epochs(suite.name)
         if len(cases):
-            print("\n" + format_model_tables(model_summary(cases, epochs[epochs["key"].isin(keys)])))
+            print("\n" + _model_tables(cases, epochs[epochs["key"].isin(keys)]))
     failed = [r for r in outcome.results if r.status not in ("ok", "diverged", "interrupted")]
     print(f"\n{len(outcome.results)} cases run, {len(outcome.skipped)} skipped (--resume), "
           f"{len(failed)} failed; results in {args.store}")
@@ -165,7 +164,6 @@ def _list(args) -> int:
 
 def _results(args) -> int:
     from .store import ResultsStore
-    from .tables import format_model_tables, model_summary
 
     if not Path(args.store).exists():
         raise UsageError(f"no results at {args.store}: run `adh run` first (or pass --store)")
@@ -179,8 +177,18 @@ def _results(args) -> int:
             raise UsageError(f"no results for suite {args.suite!r} in {args.store}; stored: {', '.join(store.suites()) or 'none'}")
         for suite in suites:
             print(f"# {suite}\n")
-            print(format_model_tables(model_summary(store.cases(suite), store.epochs(suite))) + "\n")
+            print(_model_tables(store.cases(suite), store.epochs(suite)) + "\n")
     return 0
+
+
+def _model_tables(cases, epochs) -> str:
+    """The per-model tables of the finished ("ok") cases among `cases`."""
+    from .tables import format_model_tables, model_summary
+
+    finished = cases[cases["status"] == "ok"]
+    if not len(finished):  # model_summary needs at least one
+        return f"no finished case to tabulate ({', '.join(sorted(set(cases['status'])))})"
+    return format_model_tables(model_summary(finished, epochs))
 
 
 if __name__ == "__main__":
