@@ -1,0 +1,12 @@
+"""The report: a suite's figures (PNG and PDF), tables (Markdown, LaTeX, CSV) and report.md.
+
+    from harness.report import build_report
+    build_report(ResultsStore("results/adh.sqlite"), "quick")  # writes reports/quick/
+
+Modules: `style` (the look of every figure), `frames` (the store's frames shaped for figures),
+`figures` (one function per figure, each returning a matplotlib Figure), `build` (what a suite
+gets, and report.md). The tables' formats live in `harness.tables`.
+"""
+from .build import build_report
+
+__all__ = ["build_report"]

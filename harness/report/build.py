@@ -1,0 +1,356 @@
+"""`build_report`: a suite's figures, tables and report.md, from the results store.
+
+Which figures a suite gets depends on its data: a plain suite (quick, paper) gets the learning
+curves, the time, memory and time-to-accuracy figures (1-5, 7); a sweep suite (scaling) the
+cost-growth figures (6); a cross-validation suite (circles) the time and memory bars and the
+circles curves (4, 5, 8). Figure numbers are the same in every report.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from .. import tables
+from ..errors import UsageError
+from ..runner import CONTENTION_THRESHOLD, RETRIES
+from ..store import ResultsStore
+from . import figures, frames
+from .style import framework_order, save
+
+REFERENCE = "torch"
+OUTPUT_SUFFIXES = {".png", ".pdf", ".md", ".tex", ".csv"}
+
+
+@dataclass
+class PlannedFigure:
+    number: str  # "1", "6a", "8": the same figure has the same number in every report
+    stem: str  # file name without suffix
+    title: str
+    caption: str
+    draw: Callable[[], Figure]
+
+
+@dataclass
+class Table:
+    title: str
+    stem: str
+    headers: list[str]
+    rows: list[list[str]]
+    csv: pd.DataFrame
+    left: int = 1  # leading name columns (left-aligned in LaTeX)
+
+
+def _over(data: frames.SuiteData, spread: str = "", absent: str = "") -> str:
+    """How a figure aggregates the repetitions: '; the mean over 3 seeds, <spread>' or, with one
+    run, '; one seed, so no <absent>'."""
+    n = data.repetitions
+    if n > 1:
+        what = "runs (seeds × folds)" if data.has_folds else "seeds"
+        return f"; the mean over {n} {what}" + (f", {spread}" if spread else "")
+    return f"; one {'run' if data.has_folds else 'seed'}" + (f", so no {absent}" if absent else "")
+
+
+def _standard_figures(data: frames.SuiteData) -> list[PlannedFigure]:
+    dodge = (" Lines are shifted by a few hundredths of an epoch, so that frameworks with equal "
+             "numbers stay visible.")
+    return [
+        PlannedFigure("1", "fig1_train_accuracy", "Training accuracy per epoch",
+                      "Mean training accuracy over each epoch's batches, a line per framework"
+                      + _over(data, "the band from their minimum to maximum", "band") + "." + dodge,
+                      lambda: figures.accuracy_per_epoch(data, "train_acc")),
+        PlannedFigure("2", "fig2_test_accuracy", "Test accuracy per epoch",
+                      "Accuracy on the test set after each epoch, a line per framework"
+                      + _over(data, "the band from their minimum to maximum", "band") + "." + dodge,
+                      lambda: figures.accuracy_per_epoch(data, "test_acc")),
+        PlannedFigure("3", "fig3_batches", "Loss and accuracy over batches",
+                      "Training loss and accuracy of each batch, in order across epochs (grey lines "
+                      "mark the epochs)" + _over(data) + ". Faint: the raw "
+                      "series; solid: an exponential moving average over a tenth of an epoch.",
+                      lambda: figures.batch_curves(data)),
+    ]
+
+
+def _bar_figures(data: frames.SuiteData) -> list[PlannedFigure]:
+    out = []
+    if not data.steps.empty:
+        out.append(PlannedFigure(
+            "4", "fig4_time", "Training time and step time",
+            "Top: training time of all epochs (warm-up step and evaluation excluded)"
+            + _over(data, "error bars ±1 std", "error bars") + ". Bottom: time of one training step, the median "
+            "over all timed steps; error bars from the first to the third quartile.",
+            lambda: figures.time_bars(data)))
+    if data.has_memory:
+        out.append(PlannedFigure(
+            "5", "fig5_memory", "Memory",
+            "Top: bytes allocated in the whole training loop (memray; GiB). Bottom: peak of live "
+            "bytes in the loop (MiB)" + _over(data, "error bars ±1 std", "error bars") + ".",
+            lambda: figures.memory_bars(data)))
+    return out
+
+
+def _sweep_figures(data: frames.SuiteData) -> list[PlannedFigure]:
+    out = []
+    if "batch_size" in data.swept:
+        out.append(PlannedFigure(
+            "6a", "fig6a_scaling_batch", "Cost against batch size",
+            "Time per training step (top) and per example (bottom) against the batch size, log-log; "
+            "medians over all timed steps, error bars from the first to the third quartile.",
+            lambda: figures.scaling_batch(data)))
+    if {"extra_width", "extra_seq_len"} & set(data.swept):
+        out.append(PlannedFigure(
+            "6b", "fig6b_scaling_size", "Cost against model size",
+            "Time per training step against the MLP's hidden width and the RNN's sequence length "
+            "(at the default batch size), log-log; medians over all timed steps, error bars from "
+            "the first to the third quartile.",
+            lambda: figures.scaling_size(data)))
+    return out
+
+
+def _circles_figures(data: frames.SuiteData) -> list[PlannedFigure]:
+    return [PlannedFigure(
+        "8", f"fig8_circles_{re.sub(r'[^A-Za-z0-9_-]+', '_', fw)}", f"The circles study ({fw})",
+        "Mean squared error on the training data (mean over each epoch's batches) and on the "
+        "held-out fold after each epoch, for the six variants (dashed: sigmoid-clipped output)"
+        + _over(data, "the band ±1 std", "band") + ".",
+        lambda fw=fw: figures.circles_curves(data, fw)) for fw in framework_order(data.ok["framework"])]
+
+
+def plan_figures(data: frames.SuiteData) -> tuple[list[PlannedFigure], list[tuple[str, str]]]:
+    """The figures this suite's data supports, and (figures, reason) for those it does not."""
+    if data.swept:
+        return _sweep_figures(data), [("Figures 1-5, 7", "a sweep suite has several settings per "
+                                                         "model and framework; see figure 6")]
+    planned, skipped = [], []
+    if data.has_folds:
+        planned += _bar_figures(data) + _circles_figures(data)
+        skipped.append(("Figures 1-3, 7", "the circles study's learning curves are figure 8 and its "
+                                          "accuracies are in the table"))
+    else:
+        standard = _standard_figures(data)
+        if data.batches.empty:
+            standard.pop()
+            skipped.append(("Figure 3", "no per-batch records were stored"))
+        planned += standard + _bar_figures(data)
+        planned.append(PlannedFigure(
+            "7", "fig7_time_to_accuracy", "Accuracy against training time",
+            "Test accuracy after each epoch against the training time spent so far (evaluation "
+            "excluded)" + _over(data) + ".",
+            lambda: figures.time_to_accuracy(data)))
+        skipped.append(("Figures 6 and 8", "figure 6 needs a sweep suite (scaling), figure 8 the "
+                                           "circles cross-validation suite"))
+    if data.steps.empty:
+        skipped.append(("Figure 4", "no step times were stored"))
+    if not data.has_memory:
+        skipped.append(("Figure 5", "this suite ran without the memory pass"))
+    return sorted(planned, key=lambda f: f.number), skipped
+
+
+def plan_tables(data: frames.SuiteData) -> list[Table]:
+    """The papers' table per model (not for sweeps: they mix settings), the accuracy table of a
+    cross-validation suite, and a step-time table per swept setting."""
+    out: list[Table] = []
+    if data.swept:
+        for column in data.swept:
+            points = frames.sweep_points(data, column)
+            label = frames.SWEEP_COLUMNS[column]
+            headers, rows = tables.sweep_table(points, column, label[0].upper() + label[1:],
+                                               framework_order(points["framework"]))
+            name = column.removeprefix("extra_")
+            out.append(Table(f"Step time against {label} (median [quartiles], ms)",
+                             f"scaling_{name}", headers, rows, points, left=2))
+        return out
+    summary = tables.relative_to_reference(tables.model_summary(data.ok, data.epochs), REFERENCE)
+    count = "Runs" if data.has_folds else "Seeds"
+    for model, rows in summary.groupby("model", sort=False):
+        headers, body = tables.paper_table(rows, REFERENCE)
+        headers[-1] = count
+        out.append(Table(f"{model}: time, memory and accuracy (mean ± std over {count.lower()})",
+                         f"model_{model}", headers, body, rows))
+    if data.has_folds:
+        accuracy = tables.accuracy_summary(data.ok, data.epochs)
+        headers, rows = tables.accuracy_table(accuracy)
+        out.append(Table("Train and test accuracy (mean ± std over folds × repetitions)",
+                         "accuracy", headers, rows, accuracy, left=2))
+    return out
+
+
+def _distinct(values: pd.Series) -> str:
+    """The distinct values of a provenance column, most frequent first, with their run counts
+    when there are several."""
+    counts = values.dropna().astype(str).value_counts()
+    if counts.empty:
+        return "unknown"
+    if len(counts) == 1:
+        return counts.index[0]
+    return ", ".join(f"{v} ({n} runs)" for v, n in counts.items())
+
+
+def _column(cases: pd.DataFrame, name: str) -> pd.Series:
+    return cases[name] if name in cases.columns else pd.Series([None] * len(cases), dtype=object)
+
+
+def provenance_section(cases: pd.DataFrame) -> str:
+    """Where and with what the suite's runs ran, as a Markdown list."""
+    commit = _column(cases, "prov_commit").astype(str) + _column(cases, "prov_dirty").map(
+        lambda d: " (uncommitted changes)" if d is True else "")
+    dataset = _column(cases, "prov_dataset").fillna(cases["dataset"]).astype(str)
+    checksum = _column(cases, "prov_dataset_checksum").fillna("unknown").astype(str)
+    started = pd.to_datetime(cases["started_at"], utc=True, errors="coerce").dropna()
+    when = ("unknown" if started.empty else
+            f"{started.min():%Y-%m-%d %H:%M} to {started.max():%Y-%m-%d %H:%M} UTC")
+    versions = ", ".join(f"{name} {_distinct(_column(cases, f'prov_{name}'))}"
+                         for name in ("python", "numpy", "torch", "memray"))
+    cores = _column(cases, "prov_logical_cores").map(lambda c: f"{int(c)} logical cores", na_action="ignore")
+    lines = [
+        f"- Machine: {_distinct(_column(cases, 'prov_cpu_model'))}, {_distinct(cores)}; "
+        f"{_distinct(_column(cases, 'prov_os'))}",
+        f"- Threads per run: {_distinct(cases['threads'])}; dtype {_distinct(cases['dtype'])}",
+        f"- Versions: {versions}",
+        f"- Code: commit {_distinct(commit)}",
+        f"- Dataset: {_distinct(dataset + ' (sha256 ' + checksum.str[:16] + '…)')}",
+        f"- Runs: {len(cases)}, started {when}",
+    ]
+    return "\n".join(lines)
+
+
+def method_section(data: frames.SuiteData) -> str:
+    """How the numbers were measured, with this suite's counts (seeds, contended runs)."""
+    n = data.repetitions
+    warmup = data.ok["warmup_s"].median()
+    contended = data.cases[data.cases["contended"]]
+    timed = int(data.cases["train_time_s"].notna().sum())
+    if data.swept:
+        spread = ("The scaling tables give each setting's median step time over all timed steps, "
+                  "with its quartiles.")
+    else:
+        reps = f"{n} runs (seeds × folds)" if data.has_folds else f"{n} seeds"
+        spread = ((f"Tables give the mean ± standard deviation over {reps} per model and framework"
+                   if n > 1 else "Each model and framework ran once (one seed), so the tables show "
+                                 "no spread")
+                  + "; step times are medians over all timed steps, with their quartiles.")
+    text = [
+        f"Every case ran in a fresh process with {_distinct(data.ok['threads'])} threads for every "
+        f"numeric library (BLAS, OpenMP, torch intra-op), from the same initial weights and the same "
+        f"batch order in every framework. Timing and memory were measured in separate passes of the "
+        f"same training loop, so that memory tracking never slows a timed step. The timing pass "
+        f"times every training step; the first step (warm-up: graph and buffer creation, lazy "
+        f"initialisation" + ("" if pd.isna(warmup) else f"; median {1000 * warmup:.1f} ms here")
+        + ") is excluded and reported apart, and evaluation on the test set is timed apart from "
+        "training.",
+        ("The memory pass runs memray around the training loop only (imports and data loading "
+         "excluded): bytes allocated in total and the peak of live bytes."
+         if data.has_memory else "This suite ran without the memory pass."),
+        spread,
+        f"While each timing pass ran, the CPU time used by other processes was measured (the "
+        f"machine's busy time from /proc/stat minus the run's own); a run in which they used more "
+        f"than {CONTENTION_THRESHOLD:.0%} of the machine was repeated, up to {RETRIES} times, and "
+        f"then kept and flagged as contended. **{len(contended)} of {timed} timed runs were "
+        f"flagged contended.**",
+    ]
+    out = " ".join(text)
+    if len(contended):
+        rows = [[r["model"], r["framework"], str(r["seed"]),
+                 "-" if pd.isna(r["foreign_cpu_s"]) else f"{r['foreign_cpu_s']:.2f}"]
+                for _, r in contended.iterrows()]
+        out += "\n\n" + tables.markdown_table(["Model", "Framework", "Seed", "Foreign CPU (s)"], rows)
+    return out
+
+
+def _cell(text: object) -> str:
+    """Text that cannot break a Markdown table row."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _unfinished_section(cases: pd.DataFrame) -> list[str]:
+    """The runs that did not finish, with their reasons (nothing when all finished)."""
+    bad = cases[cases["status"] != "ok"]
+    if bad.empty:
+        return []
+    rows = [[r["model"], r["framework"], str(r["seed"]), r["status"], _cell(r["reason"])[:100]]
+            for _, r in bad.iterrows()]
+    return ["## Runs left out", "", "These runs did not finish and are in no figure or table:", "",
+            tables.markdown_table(["Model", "Framework", "Seed", "Status", "Reason"], rows), ""]
+
+
+def _clear_outputs(folder: Path) -> None:
+    """Remove a previous build's files, so that a figure no longer drawn does not linger."""
+    if folder.is_dir():
+        for path in folder.iterdir():
+            if path.is_file() and path.suffix in OUTPUT_SUFFIXES:
+                path.unlink()
+
+
+def load_suite_data(store: ResultsStore, suite: str) -> frames.SuiteData:
+    """The suite's frames; UsageError naming the stored suites when it has no finished case."""
+    stored = store.suites()
+    if suite not in stored:
+        have = f"the stored suites are: {', '.join(stored)}" if stored else "the store is empty"
+        raise UsageError(f"no results for suite {suite!r} in {store.path}; {have} "
+                         f"(run `adh run {suite}` first)")
+    cases = store.cases(suite)
+    data = frames.SuiteData.from_frames(cases, store.epochs(suite), store.batches(suite), store.steps(suite))
+    if data.ok.empty:
+        statuses = ", ".join(f"{n} {s}" for s, n in cases["status"].value_counts().items())
+        raise UsageError(f"suite {suite!r} in {store.path} has no finished case ({statuses}); "
+                         f"the stored suites are: {', '.join(stored)}")
+    return data
+
+
+def _tables_section(data: frames.SuiteData, suite: str, table_dir: Path) -> list[str]:
+    """Write every table as Markdown, LaTeX and CSV; the report's lines showing them."""
+    lines = ["## Tables", ""]
+    for table in plan_tables(data):
+        markdown = tables.markdown_table(table.headers, table.rows)
+        (table_dir / f"{table.stem}.md").write_text(markdown + "\n")
+        (table_dir / f"{table.stem}.tex").write_text(tables.latex_table(
+            table.headers, table.rows, caption=table.title, label=f"tab:{suite}-{table.stem}",
+            left=table.left))
+        table.csv.to_csv(table_dir / f"{table.stem}.csv", index=False)
+        lines += [f"### {table.title}", "", markdown, "",
+                  f"[LaTeX](tables/{table.stem}.tex) · [CSV](tables/{table.stem}.csv)", ""]
+    return lines
+
+
+def _figures_section(data: frames.SuiteData, figure_dir: Path) -> list[str]:
+    """Draw and write every figure the suite supports; the report's lines showing them."""
+    lines = ["## Figures", ""]
+    planned, skipped = plan_figures(data)
+    for fig in planned:
+        save(fig.draw(), figure_dir / fig.stem)
+        lines += [f"### Figure {fig.number}. {fig.title}", "",
+                  f"![Figure {fig.number}: {fig.title}](figures/{fig.stem}.png)", "",
+                  f"{fig.caption} [PDF](figures/{fig.stem}.pdf)", ""]
+    if skipped:
+        lines += ["Not drawn for this suite:", "", *(f"- {what}: {why}." for what, why in skipped), ""]
+    return lines
+
+
+def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None) -> Path:
+    """Write the report of `suite` to `out_dir` (default reports/<suite>/): figures as PNG (200
+    dpi) and PDF under figures/, tables as Markdown, LaTeX and CSV under tables/, and report.md
+    showing them all with the provenance and the measurement method. Files of an earlier build
+    in figures/ and tables/ are removed first. Returns report.md's path. Raises UsageError when
+    the store holds no finished case of `suite`."""
+    data = load_suite_data(store, suite)
+    out_dir = Path(out_dir) if out_dir is not None else Path("reports") / suite
+    figure_dir, table_dir = out_dir / "figures", out_dir / "tables"
+    for folder in (figure_dir, table_dir):
+        _clear_outputs(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+    frameworks = framework_order(data.ok["framework"])
+    lines = [f"# Report: suite `{suite}`", "",
+             f"{len(data.ok)} finished runs of {len(data.models)} models × {len(frameworks)} frameworks "
+             f"({', '.join(frameworks)}) on {_distinct(data.ok['dataset'])}.", "",
+             "## Provenance", "", provenance_section(data.cases), "",
+             "## How this was measured", "", method_section(data), "",
+             *_unfinished_section(data.cases),
+             *_tables_section(data, suite, table_dir),
+             *_figures_section(data, figure_dir)]
+    report = out_dir / "report.md"
+    report.write_text("\n".join(lines))
+    return report

@@ -1,0 +1,372 @@
+"""The report's figures. Each function takes a suite's `SuiteData` and returns a matplotlib
+`Figure`, so that tests can inspect its axes, lines and labels; `style.save` writes it.
+
+Conventions in every figure: one panel per model, titled with the model's name; one colour,
+marker and line style per framework (`style.framework_look`); one legend above the panels;
+accuracy in percent; a line is the mean over repetitions (seeds, or seeds x folds) and a band
+or error bar shows their spread, as each figure's caption in the report says. Each figure
+function runs under `style.styled()`, because matplotlib reads rcParams when an artist is made.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
+
+from ..errors import UsageError
+from ..specs import get_model
+from ..tables import GIB, MIB
+from . import frames
+from .style import (MAX_COLUMNS, framework_look, framework_order, grid_shape, hide_unused, legend_above,
+                    new_figure, styled, variant_look)
+
+BAND_ALPHA = 0.18
+RAW_ALPHA = 0.3
+LOG_SPAN = 20.0  # a positive axis whose data spans more than this factor is drawn in log scale
+DODGE = 0.04  # epochs between the lines of neighbouring frameworks in figures 1 and 2
+MAX_TICKS = 4  # ticks on a swept axis, so that the labels never touch at ~1 in per panel
+LOSS_NAMES = {"softmax_cross_entropy": "Cross-entropy loss", "mse": "MSE loss"}
+SIZE_LABELS = {"extra_width": "Hidden width", "extra_seq_len": "Sequence length (steps)"}
+
+_plain = FuncFormatter(lambda value, _: f"{value:g}")
+
+
+def _framework_handles(frameworks: list[str], patches: bool = False) -> list:
+    """Legend entries for `frameworks` (the same in every panel, so one legend serves all)."""
+    if patches:
+        return [Patch(facecolor=framework_look(f).color, label=f) for f in frameworks]
+    return [Line2D([], [], label=f, **framework_look(f).kwargs()) for f in frameworks]
+
+
+def _framework_legend(fig: Figure, frameworks: list[str], patches: bool = False) -> None:
+    legend_above(fig, _framework_handles(frameworks, patches), frameworks)
+
+
+def short_names(models: list[str]) -> list[str]:
+    """Model names without the prefix they all share ("circles-relu" -> "relu"), so that panel
+    titles and tick labels fit."""
+    prefix = os.path.commonprefix(models) if len(models) > 1 else ""
+    prefix = prefix[:prefix.rfind("-") + 1]
+    return [m.removeprefix(prefix) for m in models]
+
+
+def loss_label(model: str) -> str:
+    """The axis label of a model's training loss, named after its loss function."""
+    try:
+        return LOSS_NAMES.get(get_model(model).loss, "Loss")
+    except UsageError:  # a model this harness version does not define
+        return "Loss"
+
+
+def _model_panels(models: list[str], sharex: bool = False) -> tuple[Figure, list[Axes]]:
+    """A figure with one panel per model, titled with its name, at most three per row."""
+    rows, columns = grid_shape(len(models))
+    fig, grid = new_figure(rows, columns, sharex=sharex)
+    hide_unused(grid, len(models))
+    axes = [ax for row in grid for ax in row][:len(models)]
+    for ax, title in zip(axes, short_names(models)):
+        ax.set_title(title)
+    return fig, axes
+
+
+def _labels(fig: Figure, x: str, y: str) -> None:
+    """Axis labels shared by all panels, written once for the figure."""
+    fig.supxlabel(x, fontsize="medium")
+    fig.supylabel(y, fontsize="medium")
+
+
+def _log_ticks(ax: Axes, axis: str) -> None:
+    """Readable ticks on a log axis: plain numbers (0.5, 2, 10, not 10^0), at 1-2-3-5 steps
+    within a decade, 1-2-5 steps within two, else at powers of ten only."""
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    low, high = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    span = high / low
+    subs = (1.0, 2.0, 3.0, 5.0) if span <= 10 else (1.0, 2.0, 5.0) if span <= 100 else (1.0,)
+    target.set_major_locator(LogLocator(base=10, subs=subs))
+    target.set_major_formatter(_plain)
+    target.set_minor_formatter(NullFormatter())
+
+
+def _log_if_wide(ax: Axes, axis: str, values) -> None:
+    """A log scale on `axis` when its positive values span more than `LOG_SPAN`."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values) & (values > 0)]
+    if len(values) and values.max() / values.min() > LOG_SPAN:
+        (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+        _log_ticks(ax, axis)
+
+
+def _swept_ticks(ax: Axes, values) -> None:
+    """A log x axis ticked at (every k-th of) the swept values, as plain numbers."""
+    values = sorted(set(float(v) for v in values))
+    step = -(-len(values) // MAX_TICKS)
+    ax.xaxis.set_major_locator(FixedLocator(values[::step]))
+    ax.xaxis.set_major_formatter(_plain)
+    ax.xaxis.set_minor_locator(NullLocator())
+
+
+# --- Figures 1 and 2: accuracy per epoch ------------------------------------------------------
+
+@styled()
+def accuracy_per_epoch(data: frames.SuiteData, column: str) -> Figure:
+    """Training (`column`="train_acc") or test ("test_acc") accuracy after each epoch: one panel
+    per model, a line per framework (mean over seeds), a band from the seeds' min to max.
+    Frameworks that compute the same numbers would hide each other, so each line is shifted by
+    a few hundredths of an epoch (`DODGE`)."""
+    curves = frames.epoch_curves(data.epochs, column)
+    frameworks = framework_order(data.ok["framework"])
+    fig, axes = _model_panels(data.models, sharex=True)
+    for ax, model in zip(axes, data.models):
+        of_model = curves[curves["model"] == model]
+        for i, fw in enumerate(frameworks):
+            c = of_model[of_model["framework"] == fw]
+            if c.empty:
+                continue
+            look = framework_look(fw)
+            epoch = c["epoch"] + DODGE * (i - (len(frameworks) - 1) / 2)
+            ax.plot(epoch, 100 * c["mean"], label=fw, **look.kwargs())
+            if (c["count"] > 1).any():
+                ax.fill_between(epoch, 100 * c["min"], 100 * c["max"], color=look.color,
+                                alpha=BAND_ALPHA, linewidth=0)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=5))
+    kind = "Training" if column == "train_acc" else "Test"
+    _labels(fig, "Epoch", f"{kind} accuracy (%)")
+    _framework_legend(fig, frameworks)
+    return fig
+
+
+# --- Figure 3: loss and accuracy over batches -------------------------------------------------
+
+def smoothing_span(steps_per_epoch: int) -> int:
+    """The EMA span of the batch curves: a tenth of an epoch, at least 5 batches."""
+    return max(5, round(steps_per_epoch / 10))
+
+
+@styled()
+def batch_curves(data: frames.SuiteData) -> Figure:
+    """Loss and training accuracy over consecutive batches: a row per model (loss left, accuracy
+    right); per framework the mean over seeds, smoothed by an exponential moving average
+    (`smoothing_span`), over the raw series drawn faint; grey lines mark the epochs."""
+    series = frames.batch_series(data.batches)
+    frameworks = framework_order(series["framework"])
+    fig, grid = new_figure(len(data.models), 2, panel_height=1.15)
+    for row, model in zip(grid, data.models):
+        of_model = series[series["model"] == model]
+        present = [f for f in frameworks if f in set(of_model["framework"])]
+        span = smoothing_span(int(of_model[of_model["epoch"] == 1].groupby("framework").size().max()))
+        epoch_starts = of_model.loc[(of_model["batch"] == 0) & (of_model["step"] > 0), "step"].unique()
+        for ax, value, label in ((row[0], "loss", loss_label(model)), (row[1], "acc", "Accuracy (%)")):
+            scale = 100 if value == "acc" else 1
+            for i, fw in enumerate(present):
+                s = of_model[of_model["framework"] == fw]
+                look = framework_look(fw)
+                raw = scale * s[value]
+                ax.plot(s["step"], raw, color=look.color, alpha=RAW_ALPHA, linewidth=0.5,
+                        label=f"_{fw} raw")
+                # Markers, staggered per framework, tell apart curves lying on top of each other.
+                every = max(1, len(s) // 6)
+                ax.plot(s["step"], raw.ewm(span=span).mean(), label=fw,
+                        markevery=(i * every // max(1, len(present)), every), **look.kwargs())
+            for start in epoch_starts:
+                ax.axvline(start, color="0.6", linewidth=0.5, zorder=0)
+            ax.set_title(f"{model}: {value if value == 'loss' else 'accuracy'}")
+            ax.set_ylabel(label)
+    for ax in grid[-1]:
+        ax.set_xlabel("Batch (consecutive)")
+    _framework_legend(fig, frameworks)
+    return fig
+
+
+# --- Figures 4 and 5: bars per model and framework --------------------------------------------
+
+def _errors(bars: pd.DataFrame):
+    """Error bar lengths (2 x n) for `ax.bar`, or None where no bar has a spread: with one seed a
+    zero-length bar with caps would claim a measured spread of zero."""
+    errors = bars[["err_low", "err_high"]]
+    return None if errors.isna().all().all() else errors.fillna(0.0).to_numpy().T
+
+
+def _bar_rows(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]]) -> Figure:
+    """Bars per framework for each metric, whose frame has model, framework, value, err_low and
+    err_high (error bar lengths). Up to three models: a panel per model, each with its own
+    linear scale (models differ by decades); more models: one panel per metric, grouped bars."""
+    if len(data.models) > MAX_COLUMNS:
+        return _grouped_bars(data, metrics)
+    models, frameworks = data.models, framework_order(data.ok["framework"])
+    fig, grid = new_figure(len(metrics), len(models), panel_height=1.1)
+    for row, (ylabel, values) in zip(grid, metrics):
+        for ax, model, title in zip(row, models, short_names(models)):
+            of_model = values[values["model"] == model].set_index("framework")
+            bars = of_model.loc[[f for f in frameworks if f in of_model.index]].dropna(subset=["value"])
+            ax.bar(np.arange(len(bars)), bars["value"], width=0.7, yerr=_errors(bars),
+                   color=[framework_look(f).color for f in bars.index],
+                   error_kw={"elinewidth": 0.7, "ecolor": "0.15"})
+            ax.set_xticks([])  # the legend names the frameworks: their names do not fit below
+            ax.grid(axis="x", visible=False)
+            ax.set_title(title)
+        row[0].set_ylabel(ylabel)
+    _framework_legend(fig, frameworks, patches=True)
+    return fig
+
+
+def _grouped_bars(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]]) -> Figure:
+    """A panel per metric: a group of bars per model (named below), a bar per framework; a log
+    scale when the values span more than `LOG_SPAN`."""
+    models, frameworks = data.models, framework_order(data.ok["framework"])
+    fig, grid = new_figure(len(metrics), 1, panel_height=1.3, sharex=True)
+    width = 0.8 / len(frameworks)
+    for (ax,), (ylabel, values) in zip(grid, metrics):
+        for i, fw in enumerate(frameworks):
+            bars = values[values["framework"] == fw].set_index("model").reindex(models)
+            ax.bar(np.arange(len(models)) + (i - (len(frameworks) - 1) / 2) * width, bars["value"],
+                   width=width, color=framework_look(fw).color, yerr=_errors(bars),
+                   error_kw={"elinewidth": 0.6, "ecolor": "0.15"})
+        _log_if_wide(ax, "y", values["value"])
+        ax.grid(axis="x", visible=False)
+        ax.set_ylabel(ylabel)
+    grid[-1][0].set_xticks(np.arange(len(models)), short_names(models), rotation=30, ha="right")
+    _framework_legend(fig, frameworks, patches=True)
+    return fig
+
+
+def _seed_spread(data: frames.SuiteData, column: str, scale: float) -> pd.DataFrame:
+    """Mean of `column` over the repetitions, with +-1 std (NaN with one repetition) as error bars."""
+    s = frames.spread(data.ok, ["model", "framework"], column)
+    err = scale * s["std"]
+    return pd.DataFrame({"model": s["model"], "framework": s["framework"], "value": scale * s["mean"],
+                         "err_low": err, "err_high": err})
+
+
+@styled()
+def time_bars(data: frames.SuiteData) -> Figure:
+    """Training time (mean over seeds, error bars +-1 std) and the time of one training step
+    (median over all timed steps of all seeds, error bars from the first to the third quartile),
+    bars per framework in a panel per model."""
+    stats = frames.step_stats(data.steps, ["model", "framework"])
+    steps = pd.DataFrame({"model": stats["model"], "framework": stats["framework"],
+                          "value": 1000 * stats["median"], "err_low": 1000 * (stats["median"] - stats["q1"]),
+                          "err_high": 1000 * (stats["q3"] - stats["median"])})
+    return _bar_rows(data, [("Training time (s)", _seed_spread(data, "train_time_s", 1.0)),
+                            ("Step time (ms)", steps)])
+
+
+@styled()
+def memory_bars(data: frames.SuiteData) -> Figure:
+    """Bytes allocated in the whole training loop (GiB) and the peak of live bytes (MiB), mean
+    over seeds with +-1 std error bars, bars per framework in a panel per model."""
+    return _bar_rows(data, [("Allocated in total (GiB)", _seed_spread(data, "alloc_bytes", 1 / GIB)),
+                            ("Peak live (MiB)", _seed_spread(data, "peak_bytes", 1 / MIB))])
+
+
+# --- Figure 6: how cost grows ------------------------------------------------------------------
+
+def _sweep_lines(ax: Axes, points: pd.DataFrame, column: str, y: pd.Series, low: pd.Series,
+                 high: pd.Series) -> None:
+    """A line per framework of `y` against `column`, with error bars from `low` to `high`."""
+    for fw in framework_order(points["framework"]):
+        mask = points["framework"] == fw
+        ax.errorbar(points.loc[mask, column], y[mask], yerr=[y[mask] - low[mask], high[mask] - y[mask]],
+                    label=fw, elinewidth=0.6, **framework_look(fw).kwargs())
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _swept_ticks(ax, points[column])
+    _log_ticks(ax, "y")
+
+
+@styled()
+def scaling_batch(data: frames.SuiteData) -> Figure:
+    """Time per step (ms, top) and per example (us, bottom) against the batch size, log-log, a
+    column per model; points are medians over the timed steps, error bars the quartiles."""
+    points = frames.sweep_points(data, "batch_size")
+    models = [m for m in data.models if m in set(points["model"])]
+    fig, grid = new_figure(2, len(models), panel_height=1.25)
+    for j, model in enumerate(models):
+        p = points[points["model"] == model].reset_index(drop=True)
+        ms = lambda s: 1000 * p[s]
+        us = lambda s: 1e6 * p[s] / p["batch_size"]
+        _sweep_lines(grid[0][j], p, "batch_size", ms("median"), ms("q1"), ms("q3"))
+        _sweep_lines(grid[1][j], p, "batch_size", us("median"), us("q1"), us("q3"))
+        grid[0][j].set_title(model)
+        grid[1][j].set_xlabel("Batch size")
+    grid[0][0].set_ylabel("Time per step (ms)")
+    grid[1][0].set_ylabel("Time per example (µs)")
+    _framework_legend(fig, framework_order(points["framework"]))
+    return fig
+
+
+@styled()
+def scaling_size(data: frames.SuiteData) -> Figure:
+    """Time per step (ms) against the model's size, log-log: the MLP's hidden width and the RNN's
+    sequence length, a panel per swept model; medians over the timed steps, quartile error bars."""
+    panels = [(column, model) for column in ("extra_width", "extra_seq_len") if column in data.swept
+              for model in data.models if model in set(frames.sweep_points(data, column)["model"])]
+    fig, grid = new_figure(1, len(panels), panel_height=1.5)
+    frameworks: set[str] = set()
+    for ax, (column, model) in zip(grid[0], panels):
+        points = frames.sweep_points(data, column)
+        p = points[points["model"] == model].reset_index(drop=True)
+        frameworks |= set(p["framework"])
+        _sweep_lines(ax, p, column, 1000 * p["median"], 1000 * p["q1"], 1000 * p["q3"])
+        ax.set_title(model)
+        ax.set_xlabel(SIZE_LABELS[column])
+    grid[0][0].set_ylabel("Time per step (ms)")
+    _framework_legend(fig, framework_order(frameworks))
+    return fig
+
+
+# --- Figure 7: accuracy against training time --------------------------------------------------
+
+@styled()
+def time_to_accuracy(data: frames.SuiteData) -> Figure:
+    """Test accuracy after each epoch against the training time spent so far (both the mean over
+    seeds), a line per framework, a panel per model; log time axis when it spans decades."""
+    points = frames.time_to_accuracy(data.epochs)
+    fig, axes = _model_panels(data.models)
+    for ax, model in zip(axes, data.models):
+        of_model = points[points["model"] == model]
+        for fw in framework_order(of_model["framework"]):
+            p = of_model[of_model["framework"] == fw]
+            ax.plot(p["cum_time_s"], 100 * p["test_acc"], label=fw, **framework_look(fw).kwargs())
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
+        _log_if_wide(ax, "x", of_model["cum_time_s"])
+    _labels(fig, "Training time (s)", "Test accuracy (%)")
+    _framework_legend(fig, framework_order(data.ok["framework"]))
+    return fig
+
+
+# --- Figure 8: the circles study ----------------------------------------------------------------
+
+@styled()
+def circles_curves(data: frames.SuiteData, framework: str) -> Figure:
+    """The circles study for one framework: training and test MSE after each epoch of the six
+    variants, the mean over all folds of all repetitions with a band of +-1 std."""
+    epochs = data.epochs[data.epochs["framework"] == framework]
+    fig, grid = new_figure(1, 2, panel_height=1.6, sharey=True)
+    variants = list(dict.fromkeys(epochs["model"]))
+    for ax, column, title in ((grid[0][0], "train_loss", "Training"), (grid[0][1], "test_loss", "Test")):
+        curves = frames.epoch_curves(epochs, column)
+        for i, (model, name) in enumerate(zip(variants, short_names(variants))):
+            c = curves[curves["model"] == model]
+            look = variant_look(model)
+            std = c["std"].fillna(0.0)
+            # Markers, staggered per variant, so that they do not pile up on the same epochs.
+            every = max(1, len(c) // 5)
+            ax.plot(c["epoch"], c["mean"], label=name, markevery=(i * every // len(variants), every),
+                    **look.kwargs())
+            ax.fill_between(c["epoch"], (c["mean"] - std).clip(lower=c["min"]), c["mean"] + std,
+                            color=look.color, alpha=BAND_ALPHA, linewidth=0)
+        ax.set_title(f"{title} ({framework})")
+        ax.set_xlabel("Epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=5))
+    _log_if_wide(grid[0][0], "y", epochs[["train_loss", "test_loss"]].to_numpy().ravel())
+    grid[0][0].set_ylabel("Mean squared error")
+    handles = [Line2D([], [], label=name, **variant_look(m).kwargs())
+               for m, name in zip(variants, short_names(variants))]
+    legend_above(fig, handles, [h.get_label() for h in handles], columns=3)
+    return fig

@@ -1,0 +1,121 @@
+"""The store's frames shaped for figures: what a suite holds, aggregates over repetitions.
+
+A repetition is one finished case of the same model, framework and settings: another seed, or
+in a cross-validation suite another fold. Only cases with status "ok" are drawn.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+# Settings that a sweep suite varies within one model and framework, as cases() names them.
+SWEEP_COLUMNS = {"batch_size": "batch size", "extra_width": "MLP width", "extra_seq_len": "RNN sequence length"}
+
+
+@dataclass
+class SuiteData:
+    """One suite's finished cases and their rows, restricted to status "ok"."""
+
+    cases: pd.DataFrame  # every case, any status (for the report's counts)
+    ok: pd.DataFrame
+    epochs: pd.DataFrame
+    batches: pd.DataFrame
+    steps: pd.DataFrame
+
+    @classmethod
+    def from_frames(cls, cases: pd.DataFrame, epochs: pd.DataFrame, batches: pd.DataFrame,
+                    steps: pd.DataFrame) -> SuiteData:
+        ok = cases[cases["status"] == "ok"].reset_index(drop=True)
+        keys = set(ok["key"])
+        # The child frames carry the settings but not the extras: add the swept and fold columns.
+        extras = ok[["key", *[c for c in ok.columns if c.startswith("extra_")]]]
+
+        def finished(frame: pd.DataFrame) -> pd.DataFrame:
+            return frame[frame["key"].isin(keys)].merge(extras, on="key", how="left")
+
+        return cls(cases, ok, finished(epochs), finished(batches), finished(steps))
+
+    @property
+    def models(self) -> list[str]:
+        return list(dict.fromkeys(self.ok["model"]))
+
+    @property
+    def swept(self) -> list[str]:
+        """The settings that take several values within one model and framework (a sweep)."""
+        present = [c for c in SWEEP_COLUMNS if c in self.ok.columns]
+        if self.ok.empty or not present:
+            return []
+        counts = self.ok.groupby(["model", "framework"])[present].nunique(dropna=False)
+        return [c for c in present if (counts[c] > 1).any()]
+
+    @property
+    def repetitions(self) -> int:
+        """The most finished runs of one model, framework and setting (seeds, or seeds x folds)."""
+        if self.ok.empty:
+            return 0
+        return int(self.ok.groupby(["model", "framework", *self.swept], dropna=False).size().max())
+
+    @property
+    def has_folds(self) -> bool:
+        return "extra_folds" in self.ok.columns and bool(self.ok["extra_folds"].notna().any())
+
+    @property
+    def has_memory(self) -> bool:
+        return bool(self.ok["alloc_bytes"].notna().any() or self.ok["peak_bytes"].notna().any())
+
+
+def spread(frame: pd.DataFrame, by: list[str], value: str) -> pd.DataFrame:
+    """Mean, std, min, max and count of `value` over the rows of each `by` group."""
+    out = frame.groupby(by, sort=False)[value].agg(["mean", "std", "min", "max", "count"])
+    return out.reset_index()
+
+
+def epoch_curves(epochs: pd.DataFrame, value: str) -> pd.DataFrame:
+    """`value` per model, framework and epoch over the repetitions (mean, std, min, max)."""
+    return spread(epochs, ["model", "framework", "epoch"], value).sort_values(
+        ["model", "framework", "epoch"], kind="stable")
+
+
+def time_to_accuracy(epochs: pd.DataFrame) -> pd.DataFrame:
+    """Test accuracy after each epoch against the training time spent so far, each the mean
+    over the repetitions, per model, framework and epoch."""
+    frame = epochs.sort_values(["key", "epoch"]).copy()
+    frame["cum_time_s"] = frame.groupby("key")["train_time_s"].cumsum()
+    return (frame.groupby(["model", "framework", "epoch"], sort=False)[["cum_time_s", "test_acc"]]
+            .mean().reset_index())
+
+
+def batch_series(batches: pd.DataFrame) -> pd.DataFrame:
+    """Loss and accuracy over consecutive batches (`step`, counted across epochs, with its
+    `epoch` and `batch`), the mean over the repetitions, per model and framework."""
+    frame = batches.sort_values(["key", "epoch", "batch"]).copy()
+    frame["step"] = frame.groupby("key").cumcount()
+    return (frame.groupby(["model", "framework", "step"], sort=False)
+            .agg(epoch=("epoch", "first"), batch=("batch", "first"), loss=("loss", "mean"),
+                 acc=("acc", "mean"))
+            .reset_index())
+
+
+def step_stats(steps: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Median and quartiles of the step time in seconds per `by` group, all repetitions' steps
+    pooled (`median`, `q1`, `q3`, `count`)."""
+    grouped = steps.groupby(by, sort=False, dropna=False)["seconds"]
+    out = pd.DataFrame({"median": grouped.median(), "q1": grouped.quantile(0.25),
+                        "q3": grouped.quantile(0.75), "count": grouped.size()})
+    return out.reset_index()
+
+
+def sweep_points(data: SuiteData, column: str) -> pd.DataFrame:
+    """Step-time statistics against the swept `column` for the cases of that sweep: those that
+    leave the other swept extras unset (the `scaling` suite sweeps one setting at a time).
+    Models keep the suite's order, values ascend."""
+    steps = data.steps
+    for other in data.swept:
+        if other.startswith("extra_"):
+            keep = steps[other].notna() if other == column else steps[other].isna()
+            steps = steps[keep]
+    stats = step_stats(steps, ["model", "framework", column])
+    stats["order"] = stats["model"].map({m: i for i, m in enumerate(data.models)})
+    return (stats.sort_values(["order", "framework", column], kind="stable")
+            .drop(columns="order").reset_index(drop=True))

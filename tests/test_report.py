@@ -1,0 +1,323 @@
+"""Tests of harness.report and the papers' tables: synthetic stores with known numbers (a plain
+suite, a scaling sweep, a circles cross-validation), the figures' series and labels, the tables'
+rows and ratios, the files a report writes, and the refusal of a missing or empty suite."""
+from __future__ import annotations
+
+import math
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.container import ErrorbarContainer
+
+from harness import tables
+from harness.errors import UsageError
+from harness.records import BatchRecord, Case, CaseResult, EpochRecord
+from harness.report import build_report
+from harness.report import figures
+from harness.report.build import load_suite_data, plan_figures
+from harness.report.style import FRAMEWORKS, framework_look, framework_order, variant_look
+from harness.store import ResultsStore
+
+GIB, MIB = 2 ** 30, 2 ** 20
+CIRCLES = [f"circles-{a}{c}" for a in ("tanh", "relu", "sigmoid") for c in ("", "-clipped")]
+# The plain suite's known numbers: (train time s, bytes allocated, peak bytes) per framework.
+# torch is the reference: engine-static takes twice its time and allocates half its bytes.
+KNOWN = {"engine-static": (2.0, 1 * GIB, 40 * MIB), "torch": (1.0, 2 * GIB, 10 * MIB),
+         "acme-grad": (4.0, 3 * GIB, 20 * MIB)}
+
+
+def make_result(suite: str, model: str, framework: str, seed: int, *, epochs: int = 3,
+                batches: int = 10, batch_size: int = 100, extra: dict | None = None,
+                train_time_s: float = 1.0, step_s: float = 0.01, alloc: int | None = GIB,
+                peak: int | None = 10 * MIB, contended: bool = False, status: str = "ok",
+                final_acc: float = 0.9, loss_scale: float = 1.0) -> CaseResult:
+    """A finished case with smooth learning curves that end at `final_acc` (test) and 2 points
+    lower (training); seed s adds s points to both."""
+    case = Case(suite=suite, model=model, framework=framework, dataset="mnist-10k", seed=seed,
+                epochs=epochs, batch_size=batch_size, extra=tuple(sorted((extra or {}).items())))
+    rng = np.random.default_rng(zlib.crc32(f"{model}{framework}{seed}{batch_size}".encode()))
+    accs = [final_acc + 0.01 * seed - 0.3 * (1 / e - 1 / epochs) for e in range(1, epochs + 1)]
+    step_times = list(step_s * (1 + 0.1 * rng.random(epochs * batches - 1)))
+    return CaseResult(
+        case=case, key=case.key("test"), status=status,
+        provenance={"commit": "abc1234", "dirty": False, "python": "3.11.7", "numpy": "2.4.6",
+                    "torch": "2.13.0", "memray": "1.20.0", "cpu_model": "Test CPU",
+                    "logical_cores": 2, "os": "Linux", "dataset": "mnist-10k",
+                    "dataset_checksum": "f" * 64, "started_at": f"2026-01-0{1 + seed}T10:00:00+00:00"},
+        warmup_s=0.05, train_time_s=train_time_s, eval_time_s=0.1, step_times_s=step_times,
+        foreign_cpu_s=0.5 if contended else 0.0, contended=contended,
+        alloc_bytes=alloc, alloc_count=100, peak_bytes=peak,
+        epochs=[EpochRecord(e, loss_scale * 0.5 / e, accs[e - 1] - 0.02, loss_scale * 0.4 / e, accs[e - 1],
+                            train_time_s / epochs, 0.03) for e in range(1, epochs + 1)],
+        batches=[BatchRecord(e, b, 2.3 / (1 + (e - 1) * batches + b) + 0.05 * rng.random(),
+                             min(1.0, 0.1 + 0.08 * ((e - 1) * batches + b))) for e in range(1, epochs + 1)
+                 for b in range(batches)])
+
+
+def fill_plain(store: ResultsStore, suite: str = "plain") -> None:
+    """cnn and mlp x engine-static, torch and a third-party framework x 2 seeds; one contended
+    run and one failed run."""
+    for model in ("cnn", "mlp"):
+        for fw, (time_s, alloc, peak) in KNOWN.items():
+            for seed in (0, 1):
+                store.save(make_result(suite, model, fw, seed, train_time_s=time_s + 0.1 * seed,
+                                       alloc=alloc, peak=peak, step_s=time_s / 30,
+                                       contended=(model, fw, seed) == ("mlp", "torch", 1)))
+    store.save(make_result(suite, "cnn", "torch", 7, status="failed"))
+
+
+def fill_scaling(store: ResultsStore, suite: str = "scaling") -> None:
+    """Step time a + b * size: a batch-size sweep of three models, a width sweep of the MLP and a
+    sequence-length sweep of the RNN, for two frameworks."""
+    for fw, overhead in (("engine-static", 0.5e-3), ("torch", 1e-3)):
+        for model in ("mlp", "cnn", "rnn"):
+            for bs in (16, 64, 256, 1024):
+                store.save(make_result(suite, model, fw, 0, epochs=1, batch_size=bs,
+                                       step_s=overhead + 2e-5 * bs, alloc=None, peak=None))
+        for width in (32, 128, 512):
+            store.save(make_result(suite, "mlp", fw, 0, epochs=1, extra={"width": width},
+                                   step_s=overhead + 4e-6 * width, alloc=None, peak=None))
+        for seq_len in (7, 28, 112):
+            store.save(make_result(suite, "rnn", fw, 0, epochs=1, extra={"seq_len": seq_len},
+                                   step_s=overhead + 5e-5 * seq_len, alloc=None, peak=None))
+
+
+def fill_circles(store: ResultsStore, suite: str = "circles", epochs: int = 4) -> None:
+    """The six variants x two frameworks x 2 repetitions x 5 folds, no memory pass."""
+    for i, model in enumerate(CIRCLES):
+        for fw in ("engine-static", "torch"):
+            for seed in (0, 1):
+                for fold in range(5):
+                    store.save(make_result(suite, model, fw, seed, epochs=epochs, batches=4,
+                                           extra={"fold": fold, "folds": 5}, alloc=None, peak=None,
+                                           final_acc=0.95 + 0.002 * i + 0.001 * fold,
+                                           loss_scale=1 + 0.3 * i + 0.02 * fold))
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory):
+    with ResultsStore(tmp_path_factory.mktemp("store") / "adh.sqlite") as s:
+        fill_plain(s)
+        fill_scaling(s)
+        fill_circles(s)
+        s.save(make_result("broken", "mlp", "torch", 0, status="crashed"))
+        yield s
+
+
+def labels(ax) -> list[str]:
+    return [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
+
+
+def errorbar_lines(ax) -> dict:
+    """The data line of each labelled error-bar series, by label."""
+    return {c.get_label(): c.lines[0] for c in ax.containers if isinstance(c, ErrorbarContainer)}
+
+
+# --- style ------------------------------------------------------------------------------------
+
+def test_every_framework_keeps_its_look() -> None:
+    assert framework_look("torch") == FRAMEWORKS["torch"]
+    assert framework_look("acme-grad") == framework_look("acme-grad")  # deterministic
+    known = {look.color for look in FRAMEWORKS.values()}
+    assert framework_look("acme-grad").color not in known
+    assert framework_order(["zeta", "torch", "acme", "engine-static"]) == ["engine-static", "torch", "acme", "zeta"]
+    assert variant_look("circles-relu").linestyle == "-"
+    assert variant_look("circles-relu-clipped").linestyle == "--"
+    assert variant_look("circles-relu").color == variant_look("circles-relu-clipped").color
+
+
+# --- tables -----------------------------------------------------------------------------------
+
+def test_papers_table_against_torch(store: ResultsStore) -> None:
+    summary = tables.relative_to_reference(
+        tables.model_summary(store.cases("plain"), store.epochs("plain")))
+    cnn = summary[summary["model"] == "cnn"].set_index("framework")
+    # Seeds 0 and 1 add 0.0 and 0.1 s: engine-static 2.05 s against torch 1.05 s.
+    assert cnn.at["engine-static", "time_s_ratio"] == pytest.approx(2.05 / 1.05)
+    assert cnn.at["engine-static", "alloc_gib_ratio"] == pytest.approx(0.5)
+    assert cnn.at["engine-static", "peak_mib_ratio"] == pytest.approx(4.0)
+    assert cnn.at["torch", "time_s_ratio"] == pytest.approx(1.0)
+    assert cnn.at["engine-static", "test_pct_diff"] == pytest.approx(0.0)
+    assert cnn.at["torch", "n"] == 2  # the failed run is left out
+
+    headers, rows = tables.paper_table(summary[summary["model"] == "cnn"])
+    assert headers == ["Framework", "Time (s)", "vs torch", "Allocations (GiB)", "vs torch", "Peak (MiB)",
+                       "vs torch", "Test accuracy (%)", "vs torch (pp)", "Seeds"]
+    by_fw = {row[0]: row for row in rows}
+    assert set(by_fw) == set(KNOWN)
+    assert by_fw["engine-static"][1] == "2.05 ± 0.07"
+    assert by_fw["engine-static"][2] == f"{2.05 / 1.05:.2f}× slower"
+    assert by_fw["engine-static"][4] == "2.00× less"
+    assert by_fw["engine-static"][6] == "4.00× more"
+    assert by_fw["torch"][2] == "reference"
+    assert by_fw["acme-grad"][4] == "1.50× more"
+
+
+def test_relative_words() -> None:
+    assert tables.relative_words(2.0, ("slower", "faster")) == "2.00× slower"
+    assert tables.relative_words(0.25, ("slower", "faster")) == "4.00× faster"
+    assert tables.relative_words(math.nan, ("more", "less")) == "-"
+
+
+def test_papers_table_leaves_out_memory_not_measured(store: ResultsStore) -> None:
+    summary = tables.relative_to_reference(
+        tables.model_summary(store.cases("circles"), store.epochs("circles")))
+    headers, _ = tables.paper_table(summary[summary["model"] == "circles-tanh"])
+    assert "Allocations (GiB)" not in headers and "Time (s)" in headers
+    # Without a torch row there is nothing to compare with: no "vs torch" columns.
+    headers, rows = tables.paper_table(summary[(summary["model"] == "circles-tanh")
+                                               & (summary["framework"] != "torch")])
+    assert headers == ["Framework", "Time (s)", "Test accuracy (%)", "Seeds"] and len(rows[0]) == 4
+
+
+def test_accuracy_table_over_folds(store: ResultsStore) -> None:
+    summary = tables.accuracy_summary(store.cases("circles"), store.epochs("circles"))
+    assert len(summary) == 6 * 2
+    row = summary[(summary["model"] == "circles-tanh") & (summary["framework"] == "torch")].iloc[0]
+    # final test accuracy 0.95 + 0.001 fold + 0.01 seed over 2 x 5 runs
+    tests = [100 * (0.95 + 0.001 * f + 0.01 * s) for s in (0, 1) for f in range(5)]
+    assert row["n"] == 10
+    assert row["test_pct"] == pytest.approx(np.mean(tests))
+    assert row["test_pct_std"] == pytest.approx(np.std(tests, ddof=1))
+    assert row["train_pct"] == pytest.approx(np.mean(tests) - 2)
+    headers, rows = tables.accuracy_table(summary)
+    assert headers[:2] == ["Model", "Framework"] and len(rows) == 12
+
+
+def test_latex_table_is_booktabs_and_escaped() -> None:
+    tex = tables.latex_table(["Framework", "Test accuracy (%)"], [["engine_x", "91.00 ± 0.20"]],
+                             caption="cnn & co", label="tab:cnn")
+    assert r"\toprule" in tex and r"\midrule" in tex and r"\bottomrule" in tex
+    assert r"Test accuracy (\%)" in tex and r"engine\_x" in tex and r"91.00 $\pm$ 0.20" in tex
+    assert r"\caption{cnn \& co}" in tex and r"\begin{tabular}{lr}" in tex
+
+
+def test_existing_model_tables_unchanged(store: ResultsStore) -> None:
+    text = tables.format_model_tables(tables.model_summary(store.cases("plain"), store.epochs("plain")))
+    assert "Time vs torch" in text and "Step (ms, median)" in text
+
+
+# --- figures ----------------------------------------------------------------------------------
+
+def test_accuracy_figures(store: ResultsStore) -> None:
+    data = load_suite_data(store, "plain")
+    for column in ("train_acc", "test_acc"):
+        fig = figures.accuracy_per_epoch(data, column)
+        axes = [ax for ax in fig.axes if ax.get_visible()]
+        assert [ax.get_title() for ax in axes] == ["cnn", "mlp"]
+        assert labels(axes[0]) == ["engine-static", "torch", "acme-grad"]
+        line = axes[0].get_lines()[1]  # torch: mean over seeds 0 and 1, in percent
+        expected = 100 * (0.905 - 0.3 * (1 / np.arange(1, 4) - 1 / 3)) - (2 if column == "train_acc" else 0)
+        np.testing.assert_allclose(line.get_ydata(), expected)
+        assert len(axes[0].collections) == 3  # a band per framework over the two seeds
+        assert [t.get_text() for t in fig.legends[0].get_texts()] == ["engine-static", "torch", "acme-grad"]
+
+
+def test_batch_figure(store: ResultsStore) -> None:
+    fig = figures.batch_curves(load_suite_data(store, "plain"))
+    loss, acc = fig.axes[0], fig.axes[1]
+    assert loss.get_ylabel() == "Cross-entropy loss" and acc.get_ylabel() == "Accuracy (%)"
+    assert labels(loss) == ["engine-static", "torch", "acme-grad"]
+    raw = [line for line in loss.get_lines() if line.get_label() == "_torch raw"][0]
+    assert len(raw.get_xdata()) == 30  # 3 epochs x 10 batches, consecutive
+    assert max(acc.get_lines()[0].get_ydata()) <= 100
+
+
+def test_bar_figures(store: ResultsStore) -> None:
+    data = load_suite_data(store, "plain")
+    time_fig = figures.time_bars(data)
+    cnn_time = time_fig.axes[0]
+    heights = [p.get_height() for p in cnn_time.patches]
+    assert heights == pytest.approx([2.05, 1.05, 4.05])  # mean over seeds, legend order
+    assert cnn_time.get_ylabel() == "Training time (s)"
+    assert time_fig.axes[2].get_ylabel() == "Step time (ms)"  # two models: two panels a row
+    memory = figures.memory_bars(data)
+    assert [p.get_height() for p in memory.axes[0].patches] == pytest.approx([1, 2, 3])
+    assert [p.get_height() for p in memory.axes[2].patches] == pytest.approx([40, 10, 20])
+
+
+def test_time_to_accuracy_figure(store: ResultsStore) -> None:
+    fig = figures.time_to_accuracy(load_suite_data(store, "plain"))
+    torch = [line for line in fig.axes[0].get_lines() if line.get_label() == "torch"][0]
+    np.testing.assert_allclose(torch.get_xdata(), [0.35, 0.7, 1.05])  # cumulative, seeds' mean
+
+
+def test_scaling_figures(store: ResultsStore) -> None:
+    data = load_suite_data(store, "scaling")
+    assert set(data.swept) == {"batch_size", "extra_width", "extra_seq_len"}
+    fig = figures.scaling_batch(data)
+    assert [ax.get_title() for ax in fig.axes[:3]] == ["mlp", "cnn", "rnn"]
+    top, bottom = fig.axes[0], fig.axes[3]
+    assert top.get_xscale() == top.get_yscale() == "log"
+    torch = errorbar_lines(top)["torch"]
+    np.testing.assert_array_equal(torch.get_xdata(), [16, 64, 256, 1024])
+    # step time 1 ms + 20 us per example (up to 10 % noise): the median per example falls
+    per_example = errorbar_lines(bottom)["torch"].get_ydata()
+    assert list(per_example) == sorted(per_example, reverse=True)
+    assert per_example[-1] == pytest.approx(1e6 * (1e-3 + 2e-5 * 1024) / 1024, rel=0.1)
+    assert bottom.get_ylabel() == "Time per example (µs)"
+    size = figures.scaling_size(data)
+    assert [ax.get_xlabel() for ax in size.axes] == ["Hidden width", "Sequence length (steps)"]
+    np.testing.assert_array_equal(errorbar_lines(size.axes[0])["engine-static"].get_xdata(), [32, 128, 512])
+    np.testing.assert_array_equal(errorbar_lines(size.axes[1])["torch"].get_xdata(), [7, 28, 112])
+
+
+def test_circles_figure(store: ResultsStore) -> None:
+    fig = figures.circles_curves(load_suite_data(store, "circles"), "torch")
+    train, test = fig.axes
+    assert labels(train) == [m.removeprefix("circles-") for m in CIRCLES]
+    assert train.get_ylabel() == "Mean squared error" and "Test" in test.get_title()
+    # tanh: loss scale 1 + 0.02 fold, 1.04 on average over the folds
+    np.testing.assert_allclose(train.get_lines()[0].get_ydata(), 1.04 * 0.5 / np.arange(1, 5))
+
+
+def test_plans_follow_the_data(store: ResultsStore) -> None:
+    numbers = lambda suite: [f.number for f in plan_figures(load_suite_data(store, suite))[0]]
+    assert numbers("plain") == ["1", "2", "3", "4", "5", "7"]
+    assert numbers("scaling") == ["6a", "6b"]
+    assert numbers("circles") == ["4", "8", "8"]  # no memory pass; a figure 8 per framework
+
+
+# --- the report -------------------------------------------------------------------------------
+
+def test_plain_report(store: ResultsStore, tmp_path: Path) -> None:
+    report = build_report(store, "plain", tmp_path / "out")
+    assert report == tmp_path / "out" / "report.md"
+    figs = {p.name for p in (tmp_path / "out" / "figures").iterdir()}
+    for stem in ("fig1_train_accuracy", "fig2_test_accuracy", "fig3_batches", "fig4_time",
+                 "fig5_memory", "fig7_time_to_accuracy"):
+        assert {f"{stem}.png", f"{stem}.pdf"} <= figs
+    tabs = {p.name for p in (tmp_path / "out" / "tables").iterdir()}
+    assert {f"model_{m}.{ext}" for m in ("cnn", "mlp") for ext in ("md", "tex", "csv")} == tabs
+    csv = pd.read_csv(tmp_path / "out" / "tables" / "model_cnn.csv")
+    assert csv.set_index("framework").at["engine-static", "time_s_ratio"] == pytest.approx(2.05 / 1.05)
+    text = report.read_text()
+    for fig in figs:
+        if fig.endswith(".png"):
+            assert f"(figures/{fig})" in text
+    assert "| engine-static" in text and "2.00× less" in text
+    assert "Test CPU" in text and "abc1234" in text and "2026-01-01 10:00 to 2026-01-08 10:00" in text
+    assert "1 of 13 timed runs were flagged contended" in text
+    assert "failed" in text  # the failed run is listed as left out
+
+
+def test_rebuild_removes_stale_files(store: ResultsStore, tmp_path: Path) -> None:
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "fig9_old.png").write_bytes(b"")
+    build_report(store, "scaling", tmp_path)
+    assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == [
+        "fig6a_scaling_batch.pdf", "fig6a_scaling_batch.png", "fig6b_scaling_size.pdf", "fig6b_scaling_size.png"]
+    assert {p.stem for p in (tmp_path / "tables").iterdir()} == {"scaling_batch_size", "scaling_width",
+                                                                 "scaling_seq_len"}
+
+
+def test_missing_or_empty_suite(store: ResultsStore, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="'nope'.*stored suites are: broken, circles, plain, scaling"):
+        build_report(store, "nope", tmp_path)
+    with pytest.raises(UsageError, match="'broken'.*no finished case.*1 crashed"):
+        build_report(store, "broken", tmp_path)
+    with ResultsStore(tmp_path / "empty.sqlite") as empty, pytest.raises(UsageError, match="store is empty"):
+        build_report(empty, "quick", tmp_path)
