@@ -1,0 +1,365 @@
+"""`adh compare BASE NEW`: did NEW make a case slower, hungrier or less accurate than BASE?
+
+A result set is a results store or an exported folder (`load_result_set`), or the cases measured
+by `harness.abtest`. Cases are matched by their settings (everything but the suite name), not by
+key, since a key includes the code version. Cases with equal settings in one set are pooled:
+A/B rounds, or repeated runs of one commit.
+
+Per matched case and metric, a row with the ratio NEW/BASE and a verdict, as asv does:
+- step time: `regressed` / `improved` when the ratio of medians passes `min_factor` AND
+  Mann-Whitney U says the samples differ (p < alpha); a ratio inside the factor is `unchanged`;
+  a larger change that is not significant, or too few samples, is `~`. Wide spread is `unstable`.
+- memory (bytes and count allocated, peak bytes): deterministic, so a relative tolerance alone.
+- test accuracy after the last epoch: deterministic at a fixed seed and thread count, so a
+  tolerance in percentage points alone.
+A NEW case that did not finish where BASE did is `failed`. `exit_code` is 1 on any regression.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import mannwhitneyu, rankdata
+
+from .errors import UsageError
+from .records import CaseResult
+from .store import SETTINGS_COLUMNS, ResultsStore
+from .tables import MIB, markdown_table
+
+MATCH_COLUMNS = tuple(c for c in SETTINGS_COLUMNS if c != "suite")  # a renamed suite still matches
+MEMORY_METRICS = ("alloc_bytes", "alloc_count", "peak_bytes")
+FAILING = ("regressed", "failed")
+VERDICTS = (*FAILING, "improved", "unchanged", "~", "missing")
+_LABELS = {"step_time_s": "step time", "alloc_bytes": "allocated", "alloc_count": "allocations",
+           "peak_bytes": "peak", "test_acc": "test accuracy", "status": "status", "case": "case"}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When a difference counts. For time, as asv: a minimum factor and Mann-Whitney U."""
+
+    min_factor: float = 1.10  # time: a smaller change of the median is `unchanged`, however significant
+    alpha: float = 0.01  # time: two-sided significance level of Mann-Whitney U (asv: 0.002)
+    min_samples: int = 10  # time: fewer samples (or independent blocks) on a side: no verdict
+    unstable_spread: float = 0.15  # time: IQR / median above this on a side is `unstable`
+    memory_tolerance: float = 0.02  # memory: relative change allowed
+    accuracy_tolerance_pp: float = 0.5  # final test accuracy: percentage points allowed
+
+
+@dataclass
+class ResultSet:
+    """Cases and their samples, as the results store's frames: `cases` (id, settings, status,
+    memory numbers, contended, prov_code_version), `steps` (case_id, idx, seconds) and `epochs`
+    (case_id, epoch, test_acc, ...). Cases with equal settings are pooled by `compare`."""
+
+    cases: pd.DataFrame
+    steps: pd.DataFrame
+    epochs: pd.DataFrame
+    label: str = ""
+
+    @classmethod
+    def from_results(cls, results: list[CaseResult], label: str = "") -> ResultSet:
+        """A result set of freshly measured cases (not stored), numbered in order."""
+        cases, steps, epochs = [], [], []
+        for i, r in enumerate(results):
+            cases.append({"id": i, **r.case.settings(), "extra": json.dumps(dict(r.case.extra)),
+                          "status": r.status, "reason": r.reason, "contended": r.contended,
+                          **{m: getattr(r, m) for m in MEMORY_METRICS},
+                          "prov_code_version": r.provenance.get("code_version")})
+            steps += [{"case_id": i, "idx": j, "seconds": s} for j, s in enumerate(r.step_times_s)]
+            epochs += [{"case_id": i, **asdict(e)} for e in r.epochs]
+        return cls(pd.DataFrame(cases), pd.DataFrame(steps, columns=["case_id", "idx", "seconds"]),
+                   pd.DataFrame(epochs, columns=["case_id", "epoch", "test_acc"]), label)
+
+    def code_versions(self) -> list[str]:
+        """The code versions the cases ran, in order of appearance."""
+        return list(dict.fromkeys(self.cases.get("prov_code_version", pd.Series()).dropna()))
+
+
+def load_result_set(spec: str) -> ResultSet:
+    """The result set `PATH[#SUITE][@VERSION]`: PATH is a results store (.sqlite) or a folder
+    written by `ResultsStore.export` (csv or parquet); SUITE keeps one suite's cases; VERSION keeps
+    cases whose code version starts with it. Without VERSION, each case's latest code version
+    is taken, so a store holding the history of many commits compares its newest results.
+    Interrupted cases are ignored."""
+    path, suite, version = (spec, None, None) if Path(spec).exists() else \
+        re.fullmatch(r"(.+?)(?:#([^@]*))?(?:@(.+))?", spec).groups()
+    folder = Path(path)
+    if folder.is_dir():
+        cases, steps, epochs = _read_exported(folder)
+    elif folder.is_file():
+        with ResultsStore(folder) as store:  # StoreError if it is not one
+            cases, steps, epochs = store.cases(suite), store.steps(suite), store.epochs(suite)
+    else:
+        raise UsageError(f"no results store or exported folder at {path!r}"
+                         + ("; to measure a git ref, use `adh compare --against REF`"
+                            if path.startswith("git:") else ""))
+    if suite:
+        cases = cases[cases["suite"] == suite]
+    cases = cases[cases["status"] != "interrupted"].copy()
+    cases["prov_code_version"] = cases.get("prov_code_version", pd.Series(index=cases.index, dtype=object)).fillna("")
+    if version:
+        cases = cases[cases["prov_code_version"].str.startswith(version)]
+    if cases.empty:
+        raise UsageError(f"no cases in {spec!r}" + (f" for suite {suite!r}" if suite else "")
+                         + (f" at code version {version!r}" if version else ""))
+    match = cases.apply(_match_key, axis=1)
+    latest = cases.groupby(match)["prov_code_version"].last()  # cases come oldest first
+    cases = cases[cases["prov_code_version"].to_numpy() == match.map(latest).to_numpy()]
+    return ResultSet(cases, steps[steps["case_id"].isin(cases["id"])],
+                     epochs[epochs["case_id"].isin(cases["id"])], spec)
+
+
+def _read_exported(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    for fmt, read in (("parquet", pd.read_parquet), ("csv", pd.read_csv)):
+        if (folder / f"cases.{fmt}").exists():
+            return tuple(read(folder / f"{name}.{fmt}") for name in ("cases", "steps", "epochs"))
+    raise UsageError(f"{folder} holds no cases.csv or cases.parquet: export a store with "
+                     "`adh results --export DIR`")
+
+
+def _settings(case: pd.Series) -> dict[str, Any]:
+    """The case's settings as plain values: a csv round trip turns an int column with a
+    missing value into floats, and the `extra` JSON may list its keys in any order."""
+    plain = {c: None if pd.isna(case[c]) else case[c].item() if hasattr(case[c], "item") else case[c]
+             for c in MATCH_COLUMNS if c != "extra"}
+    for c, kind in SETTINGS_COLUMNS.items():
+        if kind.startswith("INTEGER") and plain.get(c) is not None:
+            plain[c] = int(plain[c])
+    return {**plain, "extra": json.loads(case["extra"]) if isinstance(case["extra"], str) else {}}
+
+
+def _match_key(case: pd.Series) -> str:
+    return json.dumps(_settings(case), sort_keys=True)
+
+
+@dataclass
+class ComparisonRow:
+    """One metric of one matched case. `change` is NEW/BASE, except for test_acc: NEW - BASE in
+    percentage points. For step time, `p_value` is Mann-Whitney U's, `n_base` / `n_new` count
+    the independent samples it compared and `spread_*` is IQR / median."""
+
+    model: str
+    framework: str
+    variant: str  # the settings that tell this case from the others with its model and framework
+    metric: str  # step_time_s, alloc_bytes, alloc_count, peak_bytes, test_acc; status or case
+    base: float | None
+    new: float | None
+    change: float | None
+    verdict: str  # regressed, improved, unchanged, ~; failed (NEW did not finish), missing
+    notes: str = ""
+    p_value: float | None = None
+    n_base: int | None = None
+    n_new: int | None = None
+    spread_base: float | None = None
+    spread_new: float | None = None
+
+
+def compare(base: ResultSet, new: ResultSet, thresholds: Thresholds = Thresholds()) -> list[ComparisonRow]:
+    """Match the cases of BASE and NEW by settings and compare every metric; rows in BASE's
+    case order, then the cases only NEW has."""
+    groups = [_groups(s) for s in (base, new)]
+    keys = list(dict.fromkeys([*groups[0], *groups[1]]))
+    settings = {k: _settings(next(g[k] for g in groups if k in g).iloc[0]) for k in keys}
+    variants = _variants(settings)
+    runs = [_runs(s) for s in (base, new)]
+    accuracies = [_final_accuracies(s) for s in (base, new)]
+    rows = []
+    for key in keys:
+        b, n = (g.get(key) for g in groups)
+        s = settings[key]
+        row = lambda metric, *values, **kw: ComparisonRow(s["model"], s["framework"], variants[key],
+                                                          metric, *values, **kw)
+        if b is None or n is None:
+            rows.append(row("case", None, None, None, "missing", f"only in {'NEW' if b is None else 'BASE'}"))
+            continue
+        b_ok, n_ok = b[b["status"] == "ok"], n[n["status"] == "ok"]
+        if len(b_ok) < len(b) or len(n_ok) < len(n):  # a run that did not finish is news, even in one round
+            verdict = "failed" if len(n_ok) < len(n) and len(b_ok) == len(b) else "~"
+            rows.append(row("status", None, None, None, verdict, f"BASE {_status(b)}; NEW {_status(n)}"))
+        if b_ok.empty or n_ok.empty:
+            continue
+        time = _compare_time(*([r[i] for i in c["id"] if i in r] for r, c in zip(runs, (b_ok, n_ok))),
+                             thresholds)
+        if b_ok["contended"].any() or n_ok["contended"].any():  # retried, still disturbed: say so
+            time["notes"] = ", ".join(filter(None, [time["notes"], "contended"]))
+        rows.append(row("step_time_s", **time))
+        for metric in MEMORY_METRICS:
+            values = [c[metric].dropna() for c in (b_ok, n_ok)]
+            if any(len(v) for v in values):
+                rows.append(row(metric, *_compare_memory(*values, thresholds.memory_tolerance)))
+        accuracy = [a.reindex(c["id"]).median() for a, c in zip(accuracies, (b_ok, n_ok))]
+        accuracy = [None if pd.isna(a) else float(a) for a in accuracy]
+        if any(a is not None for a in accuracy):
+            rows.append(row("test_acc", *_compare_accuracy(*accuracy, thresholds.accuracy_tolerance_pp)))
+    return rows
+
+
+def _groups(result_set: ResultSet) -> dict[str, pd.DataFrame]:
+    cases = result_set.cases
+    return {k: g for k, g in cases.groupby(cases.apply(_match_key, axis=1), sort=False)} if len(cases) else {}
+
+
+def _variants(settings: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """For each case, `name=value` of the settings (extra ones included) that differ between
+    cases, model and framework aside: empty when one case per model and framework."""
+    flat = {k: {**{c: v for c, v in s.items() if c not in ("model", "framework", "extra")}, **s["extra"]}
+            for k, s in settings.items()}
+    names = list(dict.fromkeys(n for f in flat.values() for n in f))
+    varying = [n for n in names if len({json.dumps(f.get(n)) for f in flat.values()}) > 1]
+    return {k: " ".join(f"{n}={f.get(n)}" for n in varying) for k, f in flat.items()}
+
+
+def _status(cases: pd.DataFrame) -> str:
+    """How many runs ended how, and why the first unfinished one stopped."""
+    counts = ", ".join(f"{n} {s}" for s, n in cases["status"].value_counts().items())
+    bad = cases[cases["status"] != "ok"]
+    reason = str(bad["reason"].fillna("").iloc[0]).strip().splitlines() if len(bad) else []
+    return counts + (f" ({reason[0][:80]})" if reason else "")
+
+
+def _runs(result_set: ResultSet) -> dict[int, np.ndarray]:
+    """Each case's step times in order, by case id."""
+    steps = result_set.steps.sort_values(["case_id", "idx"])
+    return {i: g["seconds"].to_numpy(float) for i, g in steps.groupby("case_id")}
+
+
+def _final_accuracies(result_set: ResultSet) -> pd.Series:
+    """Each case's test accuracy after its last epoch, by case id."""
+    last = result_set.epochs.sort_values("epoch").groupby("case_id").tail(1)
+    return last.set_index("case_id")["test_acc"]
+
+
+def _block_size(runs: list[np.ndarray]) -> int:
+    """Steps per block: twice the integrated autocorrelation time of an AR(1) process with the
+    runs' lag-1 autocorrelation (of ranks, so that one slow outlier step does not dominate).
+
+    Consecutive steps are autocorrelated (lag-1 0.4-0.6 measured on the ci suite): caches, CPU
+    frequency and the neighbours' load persist over several steps. Mann-Whitney U on raw steps
+    counts them as independent: on simulated AR(1) noise with rho = 0.5-0.7 it raised a false
+    alarm in 13-25 % of identical pairs at alpha = 0.01; on medians of blocks this long, 1-2 %;
+    blocks of half this length left 3-5 %. The estimate is pooled over runs (blocks stay within a
+    run: each run is its own process) and corrected for its downward bias in short series
+    (Marriott & Pope: about -(1 + 4 rho) / n). The runs' common course (the first steps after
+    warm-up are slower, measured: lag-1 0.37 on rnn, 0.09 without it) is not noise that differs
+    between the sides, so it is taken out first: the median over runs of each step index."""
+    padded = np.full((len(runs), max(map(len, runs))), np.nan)
+    for i, run in enumerate(runs):
+        padded[i, :len(run)] = run
+    common = np.nanmedian(padded, axis=0) if len(runs) > 1 else np.zeros(padded.shape[1])
+    num = den = 0.0
+    for run in runs:
+        centred = rankdata(run - common[:len(run)]) - (len(run) + 1) / 2
+        num, den = num + centred[1:] @ centred[:-1], den + centred @ centred
+    if not den:
+        return 1
+    rho = num / den
+    rho += (1 + 4 * max(rho, 0.0)) / (sum(map(len, runs)) / len(runs))
+    rho = min(max(rho, 0.0), 0.9)
+    return math.ceil(2 * (1 + rho) / (1 - rho))
+
+
+def _block_medians(runs: list[np.ndarray], size: int) -> np.ndarray:
+    """Medians of consecutive blocks of `size` steps within each run (a short tail is dropped)."""
+    return np.concatenate([np.median(r[:len(r) // size * size].reshape(-1, size), axis=1) for r in runs])
+
+
+def _spread(x: np.ndarray) -> float:
+    q1, median, q3 = np.percentile(x, [25, 50, 75])
+    return float((q3 - q1) / median)
+
+
+def _compare_time(base_runs: list[np.ndarray], new_runs: list[np.ndarray], th: Thresholds) -> dict[str, Any]:
+    """Ratio of the medians of the pooled steps, and Mann-Whitney U on block medians."""
+    a, b = (np.concatenate(r) if r else np.empty(0) for r in (base_runs, new_runs))
+    if not len(a) or not len(b):
+        return dict(base=None, new=None, change=None, verdict="~", notes="no step times",
+                    n_base=len(a), n_new=len(b))
+    ratio = float(np.median(b) / np.median(a))
+    out = dict(base=float(np.median(a)), new=float(np.median(b)), change=ratio,
+               spread_base=_spread(a), spread_new=_spread(b))
+    notes = ["unstable"] if max(out["spread_base"], out["spread_new"]) > th.unstable_spread else []
+    size = _block_size(base_runs + new_runs)
+    blocks = [_block_medians(runs, size) for runs in (base_runs, new_runs)]
+    out.update(n_base=len(blocks[0]), n_new=len(blocks[1]))
+    beyond = ratio > th.min_factor or ratio < 1 / th.min_factor
+    if min(len(a), len(b), *map(len, blocks)) < th.min_samples:
+        notes.append(f"too few samples ({len(blocks[0])}/{len(blocks[1])} blocks of {size} steps, "
+                     f"need {th.min_samples})")
+        verdict = "~"
+    else:
+        out["p_value"] = float(mannwhitneyu(*blocks, alternative="two-sided").pvalue)
+        notes.append(f"p={out['p_value']:.2g} (n={len(blocks[0])}/{len(blocks[1])}, blocks of {size})")
+        verdict = ("unchanged" if not beyond else "~" if out["p_value"] >= th.alpha
+                   else "regressed" if ratio > 1 else "improved")
+    return {**out, "verdict": verdict, "notes": ", ".join(notes)}
+
+
+def _compare_memory(base: pd.Series, new: pd.Series, tolerance: float) -> tuple:
+    if base.empty or new.empty:
+        return (None if base.empty else float(base.median()), None if new.empty else float(new.median()),
+                None, "~", f"not measured in {'BASE' if base.empty else 'NEW'}")
+    b, n = float(base.median()), float(new.median())
+    change = n / b if b else (1.0 if n == b else math.inf)
+    verdict = ("regressed" if change > 1 + tolerance else "improved" if change < 1 - tolerance
+               else "unchanged")
+    return b, n, change if math.isfinite(change) else None, verdict
+
+
+def _compare_accuracy(base: float | None, new: float | None, tolerance_pp: float) -> tuple:
+    if base is None or new is None:
+        return base, new, None, "~", f"not measured in {'BASE' if base is None else 'NEW'}"
+    delta = 100 * (new - base)
+    verdict = ("regressed" if delta < -tolerance_pp else "improved" if delta > tolerance_pp
+               else "unchanged")
+    return base, new, delta, verdict
+
+
+def exit_code(rows: list[ComparisonRow]) -> int:
+    """1 if any case regressed or failed in NEW, else 0."""
+    return int(any(r.verdict in FAILING for r in rows))
+
+
+def summary(rows: list[ComparisonRow]) -> str:
+    """One line: how many rows have each verdict."""
+    verdicts = [r.verdict for r in rows]
+    return ", ".join(f"{verdicts.count(v)} {v}" for v in VERDICTS if v in verdicts) or "nothing compared"
+
+
+def _format(metric: str, value: float | None, spread: float | None = None) -> str:
+    if value is None:
+        return "-"
+    if metric == "step_time_s":
+        return f"{1e3 * value:.3f} ms" + ("" if spread is None else f" (IQR {100 * spread:.0f}%)")
+    if metric in ("alloc_bytes", "peak_bytes"):
+        return f"{value / MIB:.2f} MiB"
+    if metric == "test_acc":
+        return f"{100 * value:.2f} %"
+    return f"{value:,.0f}"
+
+
+def to_markdown(rows: list[ComparisonRow], base_label: str = "BASE", new_label: str = "NEW") -> str:
+    """The rows as a Markdown table for CI logs, and a summary line."""
+    with_variant = any(r.variant for r in rows)
+    headers = ["Model", "Framework", *(["Variant"] if with_variant else []), "Metric", base_label,
+               new_label, "Change", "Verdict", "Notes"]
+    table = []
+    for r in rows:
+        change = ("-" if r.change is None else f"{r.change:+.2f} pp" if r.metric == "test_acc"
+                  else f"{r.change:.3f}x")
+        table.append([r.model, r.framework, *([r.variant] if with_variant else []), _LABELS[r.metric],
+                      _format(r.metric, r.base, r.spread_base), _format(r.metric, r.new, r.spread_new),
+                      change, r.verdict, r.notes])
+    return f"{markdown_table(headers, table)}\n\n{summary(rows)}"
+
+
+def to_json(rows: list[ComparisonRow]) -> str:
+    """The rows for machines: {"exit_code", "summary", "rows": [every field of each row]}."""
+    return json.dumps({"exit_code": exit_code(rows), "summary": summary(rows),
+                       "rows": [asdict(r) for r in rows]}, indent=2)

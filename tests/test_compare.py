@@ -1,0 +1,244 @@
+"""Tests of harness.compare and harness.abtest on synthetic samples: verdicts for time (factor and
+significance, autocorrelated steps, too few samples, unstable), memory and accuracy; outputs and
+exit code; loading stores and exported folders; the A/B alternation and its worktree cleanup."""
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness import abtest
+from harness.compare import (ResultSet, Thresholds, compare, exit_code, load_result_set, to_json,
+                             to_markdown)
+from harness.errors import UsageError
+from harness.records import Case, CaseResult, EpochRecord
+from harness.store import ResultsStore
+from harness.suites import Suite
+
+MEDIAN_STEP_S = 1e-3
+
+
+def steps(rng: np.random.Generator, n: int = 40, scale: float = 1.0, sigma: float = 0.05,
+          phi: float = 0.0) -> list[float]:
+    """Log-normal step times around `scale` ms; `phi` > 0 makes consecutive steps AR(1)-correlated."""
+    noise = rng.normal(0, sigma * np.sqrt(1 - phi ** 2), n)
+    noise[0] = rng.normal(0, sigma)
+    for t in range(1, n):
+        noise[t] += phi * noise[t - 1]
+    return list(scale * MEDIAN_STEP_S * np.exp(noise))
+
+
+def result(step_times: list[float], model: str = "mlp", seed: int = 0, status: str = "ok",
+           alloc_bytes: int = 100_000_000, test_acc: float = 0.90, version: str = "v1",
+           suite: str = "ci") -> CaseResult:
+    case = Case(suite=suite, model=model, framework="engine-static", dataset="mnist-10k", seed=seed,
+                train_limit=4000, extra=(("momentum", 0.0),))
+    return CaseResult(case=case, key=case.key(version), status=status,
+                      reason="" if status == "ok" else "boom", provenance={"code_version": version},
+                      step_times_s=step_times, alloc_bytes=alloc_bytes, alloc_count=5000,
+                      peak_bytes=8_000_000, epochs=[EpochRecord(1, 0.5, 0.8, 0.4, test_acc, 1.0, 0.1)])
+
+
+def sets(base_runs: list[list[float]], new_runs: list[list[float]], **new_fields) -> tuple[ResultSet, ResultSet]:
+    """BASE and NEW with one mlp case run once per list of step times."""
+    return (ResultSet.from_results([result(r) for r in base_runs]),
+            ResultSet.from_results([result(r, **new_fields) for r in new_runs]))
+
+
+def row(rows, metric: str):
+    (found,) = [r for r in rows if r.metric == metric]
+    return found
+
+
+def time_verdict(base_scale: float, new_scale: float, seed: int = 0, runs: int = 3, n: int = 40,
+                 thresholds: Thresholds = Thresholds(), **noise):
+    rng = np.random.default_rng(seed)
+    base, new = sets([steps(rng, n, base_scale, **noise) for _ in range(runs)],
+                     [steps(rng, n, new_scale, **noise) for _ in range(runs)])
+    return row(compare(base, new, thresholds), "step_time_s")
+
+
+def time_rows_over_seeds(seeds: int = 200, runs: int = 3, n: int = 40,
+                         thresholds: Thresholds = Thresholds(), **noise) -> list:
+    """Step-time rows of `seeds` cases whose BASE and NEW draw from the same distribution."""
+    rng = np.random.default_rng(0)
+    base, new = (ResultSet.from_results([result(steps(rng, n, **noise), seed=seed)
+                                         for seed in range(seeds) for _ in range(runs)]) for _ in "ab")
+    return [r for r in compare(base, new, thresholds) if r.metric == "step_time_s"]
+
+
+def test_clear_slow_down_and_speed_up() -> None:
+    slower, faster = time_verdict(1.0, 1.3), time_verdict(1.0, 0.7)
+    assert slower.verdict == "regressed" and slower.change == pytest.approx(1.3, rel=0.03)
+    assert slower.p_value < 0.01 and "p=" in slower.notes
+    assert faster.verdict == "improved" and faster.change == pytest.approx(0.7, rel=0.03)
+    assert exit_code([slower]) == 1 and exit_code([faster]) == 0
+
+
+def test_identical_distributions_raise_no_false_alarm() -> None:
+    rows = time_rows_over_seeds()
+    assert len(rows) == 200 and rows[7].variant == "seed=7"
+    assert not [r for r in rows if r.verdict in ("regressed", "improved")]
+    # The significance test alone (factor 1): false alarms at about alpha, not more.
+    rows = time_rows_over_seeds(thresholds=Thresholds(min_factor=1.0))
+    assert sum(r.verdict in ("regressed", "improved") for r in rows) / 200 <= 0.025
+
+
+def test_autocorrelated_steps_are_tested_in_blocks() -> None:
+    # Consecutive steps correlate (lag-1 0.4-0.6 measured); counted as independent samples,
+    # these identical distributions differ "significantly" in 15 % of pairs at alpha 0.01. Block
+    # medians bring that to about alpha (1-2 % over more pairs; 3 % in these 200).
+    rows = time_rows_over_seeds(runs=1, n=200, phi=0.5, thresholds=Thresholds(min_factor=1.0))
+    assert sum(r.verdict in ("regressed", "improved") for r in rows) / 200 <= 0.04
+    assert all(r.n_base < 100 for r in rows)  # blocks, not 200 steps
+    assert time_verdict(1.0, 1.3, runs=1, n=200, phi=0.5).verdict == "regressed"
+
+
+def test_a_significant_change_below_the_factor_is_unchanged() -> None:
+    small = time_verdict(1.0, 1.05, n=200, sigma=0.02)
+    assert small.p_value < 0.01 and small.verdict == "unchanged"
+
+
+def test_too_few_samples_give_no_verdict() -> None:
+    few = time_verdict(1.0, 1.5, runs=1, n=8)
+    assert few.verdict == "~" and "too few samples" in few.notes and few.p_value is None
+
+
+def test_wide_spread_is_flagged_unstable() -> None:
+    wide = time_verdict(1.0, 1.0, sigma=0.5)
+    assert "unstable" in wide.notes and wide.spread_base > 0.15
+    assert "unstable" not in time_verdict(1.0, 1.0).notes
+
+
+@pytest.mark.parametrize("factor, verdict", [(1.03, "regressed"), (1.01, "unchanged"), (0.97, "improved")])
+def test_memory_has_a_tolerance_and_no_test(factor: float, verdict: str) -> None:
+    rng = np.random.default_rng(0)
+    base, new = sets([steps(rng)], [steps(rng)], alloc_bytes=int(100_000_000 * factor))
+    rows = compare(base, new)
+    assert row(rows, "alloc_bytes").verdict == verdict
+    assert row(rows, "alloc_bytes").change == pytest.approx(factor)
+    assert row(rows, "peak_bytes").verdict == row(rows, "alloc_count").verdict == "unchanged"
+
+
+@pytest.mark.parametrize("test_acc, verdict", [(0.894, "regressed"), (0.897, "unchanged"), (0.91, "improved")])
+def test_accuracy_has_a_tolerance_in_points(test_acc: float, verdict: str) -> None:
+    rng = np.random.default_rng(0)
+    acc = row(compare(*sets([steps(rng)], [steps(rng)], test_acc=test_acc)), "test_acc")
+    assert acc.verdict == verdict and acc.change == pytest.approx(100 * (test_acc - 0.90))
+
+
+def test_a_case_failing_in_new_fails_the_comparison() -> None:
+    rng = np.random.default_rng(0)
+    rows = compare(*sets([steps(rng)], [[]], status="crashed"))
+    assert [(r.metric, r.verdict) for r in rows] == [("status", "failed")]
+    assert "crashed (boom)" in rows[0].notes and exit_code(rows) == 1
+    # Fixed in NEW: reported, not failed.
+    base, new = sets([[]], [steps(rng)])
+    base.cases["status"] = "crashed"
+    assert [(r.metric, r.verdict) for r in compare(base, new)] == [("status", "~")]
+
+
+def test_cases_are_matched_by_settings_not_by_key() -> None:
+    rng = np.random.default_rng(0)
+    base = ResultSet.from_results([result(steps(rng), model="mlp"), result(steps(rng), model="cnn"),
+                                   result(steps(rng), model="rnn", seed=1)])
+    new = ResultSet.from_results([result(steps(rng), model="cnn", version="v2", suite="renamed"),
+                                  result(steps(rng), model="rnn", seed=2)])
+    rows = compare(base, new)
+    assert {(r.model, r.variant, r.verdict) for r in rows if r.metric == "case"} == {
+        ("mlp", "seed=0", "missing"), ("rnn", "seed=1", "missing"), ("rnn", "seed=2", "missing")}
+    assert row([r for r in rows if r.model == "cnn"], "step_time_s").verdict == "unchanged"
+
+
+def test_outputs_and_exit_code() -> None:
+    rng = np.random.default_rng(0)
+    base, new = sets([steps(rng, scale=1.0) for _ in range(3)], [steps(rng, scale=1.3) for _ in range(3)])
+    rows = compare(base, new)
+    text = to_markdown(rows, "main", "branch")
+    assert "| Model" in text and "| main" in text and "step time" in text and "regressed" in text
+    assert f"{rows[0].change:.3f}x" in text and "1 regressed, 4 unchanged" in text
+    data = json.loads(to_json(rows))
+    assert data["exit_code"] == 1 and len(data["rows"]) == len(rows) == 5
+    assert data["rows"][0]["metric"] == "step_time_s" and data["rows"][0]["verdict"] == "regressed"
+    assert exit_code([r for r in rows if r.verdict != "regressed"]) == 0
+
+
+def test_load_result_set_from_a_store_and_an_exported_folder(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    store_path = tmp_path / "adh.sqlite"
+    with ResultsStore(store_path) as store:
+        store.save(result(steps(rng), version="old1", alloc_bytes=1))
+        store.save(result(steps(rng), version="new2"))  # the latest version is taken
+        store.save(result(steps(rng), model="cnn", version="new2", suite="quick"))
+        store.save(result([], model="rnn", status="interrupted"))  # ignored
+        store.export(tmp_path / "csv")
+        store.export(tmp_path / "parquet", "parquet")
+    for spec in (f"{store_path}#ci", f"{tmp_path / 'csv'}#ci", f"{tmp_path / 'parquet'}#ci"):
+        loaded = load_result_set(spec)
+        assert loaded.code_versions() == ["new2"] and len(loaded.steps) == 40 and len(loaded.epochs) == 1
+        rows = compare(loaded, load_result_set(f"{store_path}#ci"))
+        assert {r.verdict for r in rows} == {"unchanged"}
+    assert load_result_set(f"{store_path}#ci@old").cases["alloc_bytes"].tolist() == [1]
+    assert sorted(load_result_set(str(store_path)).cases["model"]) == ["cnn", "mlp"]
+    for bad in (f"{store_path}#paper", str(tmp_path / "none.sqlite"), "git:HEAD"):
+        with pytest.raises(UsageError):
+            load_result_set(bad)
+    assert not (tmp_path / "none.sqlite").exists()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A git repository with one commit, as the REF side."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "file.txt").write_text("v1\n")
+    for args in (["init", "-q"], ["add", "file.txt"],
+                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True)
+    return root
+
+
+def worktrees(repo: Path) -> int:
+    out = subprocess.run(["git", "-C", str(repo), "worktree", "list"], capture_output=True, text=True)
+    return len(out.stdout.splitlines())
+
+
+def test_ab_test_alternates_per_case_and_removes_the_worktree(repo: Path, monkeypatch) -> None:
+    calls, trees = [], set()
+
+    def fake_run_case(case, options, on_retry=None):
+        side = "A" if options.code_dir != str(repo) else "B"
+        assert Path(options.code_dir, "file.txt").exists()  # the worktree is there while measuring
+        calls.append((case.model, side, options.memory))
+        trees.add(Path(options.code_dir))
+        rng = np.random.default_rng(len(calls))
+        return replace(result(steps(rng), model=case.model), case=case)
+
+    monkeypatch.setattr(abtest, "run_case", fake_run_case)
+    cases = [result([], model=m).case for m in ("mlp", "cnn")]
+    out = abtest.ab_test("HEAD", Suite("ci", "", cases), rounds=3, repo=repo)
+    assert calls == [(m, side, memory) for m in ("mlp", "cnn")
+                     for memory in (True, False, False) for side in "AB"]
+    assert len(out.base.cases) == len(out.new.cases) == 6 and len(out.rows) == 2 * 5
+    assert row([r for r in out.rows if r.model == "mlp"], "step_time_s").n_base > 0
+    (ref_tree,) = trees - {repo}
+    assert not ref_tree.exists() and worktrees(repo) == 1
+
+
+def test_ab_test_removes_the_worktree_on_ctrl_c_and_refuses_unknown_refs(repo: Path, monkeypatch) -> None:
+    seen = []
+
+    def interrupted(case, options, on_retry=None):
+        seen.append(Path(options.code_dir))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(abtest, "run_case", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        abtest.ab_test("HEAD", Suite("ci", "", [result([]).case]), repo=repo)
+    assert not seen[0].exists() and worktrees(repo) == 1
+    with pytest.raises(UsageError):
+        abtest.ab_test("no-such-ref", Suite("ci", "", []), repo=repo)
