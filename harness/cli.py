@@ -97,7 +97,7 @@ def _run(args) -> int:
     overrides = {k: v for k, v in {
         "models": args.models, "frameworks": args.frameworks, "dataset": args.dataset,
         "epochs": args.epochs, "threads": args.threads, "batch_size": args.batch_size,
-        "train_limit": args.train_limit, "seeds": list(range(args.seeds)) if args.seeds else None,
+        "train_limit": args.train_limit, "seeds": list(range(args.seeds)) if args.seeds is not None else None,
     }.items() if v is not None}
     suite = load_suite(args.suite, overrides)
     if args.dataset:
