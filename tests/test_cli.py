@@ -1,0 +1,294 @@
+"""`adh`: help, list, errors as one line, results and export, and real runs of toy suites in
+subprocesses (end to end, Ctrl-C and --resume)."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.cli import main
+from harness.data import DATASETS
+from harness.specs import MODELS
+from harness.store import ResultsStore
+from harness.suites import builtin_suites
+from toy_adapters import NAMES, activate, launches, toy_dist, write_suite  # noqa: F401 (toy_dist: a fixture)
+
+ADH = str(Path(sys.executable).with_name("adh"))
+COLUMNS = ["Framework", "Time (s)", "Allocations (GiB)", "Peak (MiB)", "Test accuracy (%)"]
+
+
+def adh(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([ADH, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def table_headers(text: str) -> list[list[str]]:
+    """The header cells of every Markdown table in `text`."""
+    lines = text.splitlines()
+    return [[c.strip() for c in line.strip("|").split("|")]
+            for line, below in zip(lines, lines[1:]) if line.startswith("|") and below.startswith("|-")]
+
+
+@pytest.fixture
+def toys(toy_dist, tmp_path, monkeypatch):
+    """The toy adapters visible here and in every process started from here."""
+    dist, cache = toy_dist
+    markers = tmp_path / "markers"
+    activate(monkeypatch, dist, cache, markers, release=tmp_path / "release")
+    return markers
+
+
+# --- help and list -------------------------------------------------------------------------------
+
+def test_help_answers():
+    top = adh("--help")
+    assert top.returncode == 0
+    for command in ("run", "check", "list", "results"):
+        assert command in top.stdout
+    run = adh("run", "--help")
+    assert run.returncode == 0
+    for flag in ("--models", "--frameworks", "--resume", "--no-memory", "--timeout", "--store"):
+        assert flag in run.stdout
+    module = subprocess.run([sys.executable, "-m", "harness", "--help"], capture_output=True, text=True)
+    assert module.returncode == 0 and module.stdout == top.stdout
+
+
+def test_no_command_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main([])
+    assert exit_.value.code == 2
+
+
+def test_list_shows_models_frameworks_datasets_and_suites(toys, capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    sections = {}
+    for line in out.splitlines():
+        if not line.startswith(" "):
+            current = sections.setdefault(line.rstrip(":"), [])
+        else:
+            current.append(line.split()[0])
+    assert list(sections) == ["models", "frameworks", "datasets", "suites"]
+    assert sections["models"] == list(MODELS)
+    assert sections["datasets"] == list(DATASETS)
+    assert sections["suites"] == sorted(builtin_suites())
+    assert sections["frameworks"][:3] == ["engine-static", "engine-dynamic", "torch"]
+    assert set(NAMES) <= set(sections["frameworks"])  # third-party adapters are listed too
+    assert " 9 cases" in next(line for line in out.splitlines() if line.strip().startswith("quick"))
+
+
+# --- errors: one line, exit status 2 ------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, words", [
+    (["run", "--models", "lenet"], ["unknown model 'lenet'", "choose from: " + ", ".join(MODELS)]),
+    (["run", "--frameworks", "jax"], ["unknown framework 'jax'", "engine-static, engine-dynamic, torch"]),
+    (["run", "--dataset", "cifar"], ["unknown dataset 'cifar'", "mnist-10k"]),
+    (["run", "no-such-suite"], ["no suite 'no-such-suite'", "quick"]),
+])
+def test_bad_names_are_one_line_errors(tmp_path, capsys, argv, words):
+    assert main([*argv, *(["--store", str(tmp_path / "s.sqlite")] if argv[0] == "run" else [])]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith("adh: error: ")
+    assert all(w in line for w in words), line
+    assert not (tmp_path / "s.sqlite").exists()  # refused before anything ran
+
+
+def test_bad_flag_in_a_real_process_has_no_traceback(tmp_path):
+    result = adh("run", "--models", "lenet", "--frameworks", "torch", "--store", str(tmp_path / "s.sqlite"))
+    assert result.returncode == 2
+    assert result.stderr.startswith("adh: error: --models: unknown model 'lenet'; choose from: cnn, mlp")
+    assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("flag, value, words", [
+    ("--seeds", "0", "--seeds: field 'seeds' must not be empty"),
+    ("--epochs", "0", "--epochs: field 'epochs' must be at least 1"),
+    ("--batch-size", "-1", "--batch-size: field 'batch_size' must be at least 1"),
+])
+def test_out_of_range_flags_are_refused(tmp_path, capsys, flag, value, words):
+    assert main(["run", "ci", flag, value, "--store", str(tmp_path / "s.sqlite")]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert words in line
+    assert not (tmp_path / "s.sqlite").exists()
+
+
+def test_check_with_an_unknown_model(tmp_path):
+    # in a real process: `adh check` pins its thread count, which this process cannot do any more
+    result = adh("check", "--models", "lenet")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == f"adh: error: unknown model 'lenet'; choose from: {', '.join(MODELS)}\n"
+
+
+def test_bad_suite_file_names_file_and_line(tmp_path, capsys):
+    path = tmp_path / "mine.toml"
+    path.write_text('models = ["mlp"]\nframeworks = ["engine-static"]\nepochs = "two"\n')
+    assert main(["run", str(path), "--store", str(tmp_path / "s.sqlite")]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert f"{path}, line 3: field 'epochs' must be an integer" in line
+
+
+def test_results_without_a_store(tmp_path, capsys):
+    missing = tmp_path / "nothing.sqlite"
+    assert main(["results", "--store", str(missing)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == f"adh: error: no results at {missing}: run `adh run` first (or pass --store)"
+    assert not missing.exists()  # reading does not create a store
+
+
+def test_results_on_something_that_is_not_a_store(tmp_path, capsys):
+    junk = tmp_path / "junk.sqlite"
+    junk.write_text("not a database")
+    assert main(["results", "--store", str(junk)]) == 2
+    assert "not a readable SQLite results store" in capsys.readouterr().err
+
+
+# --- real runs -----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def finished_store(toy_dist, tmp_path_factory):
+    """`adh run` on a toy suite (toy-ok with its memory pass, toy-nan) in a real process:
+    (completed process, store path)."""
+    dist, cache = toy_dist
+    tmp = tmp_path_factory.mktemp("cli_run")
+    suite = write_suite(tmp, "toycli", ["toy-ok", "toy-nan"], memory=True)
+    with pytest.MonkeyPatch.context() as mp:
+        activate(mp, dist, cache)
+        result = adh("run", str(suite), "--store", str(tmp / "store.sqlite"), "--no-progress")
+    return result, tmp / "store.sqlite"
+
+
+def test_run_end_to_end(finished_store):
+    result, store_path = finished_store
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    headers = table_headers(result.stdout)
+    assert len(headers) == 1  # one model, one table
+    assert headers[0][:5] == COLUMNS
+    row = next(line for line in result.stdout.splitlines() if line.startswith("| toy-ok"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert all(cell != "-" for cell in cells[:5])  # time, allocations, peak, accuracy all measured
+    assert 0 < float(cells[4]) <= 100
+    assert "toy-nan" not in "\n".join(l for l in result.stdout.splitlines() if l.startswith("|"))
+    assert "toy-nan/mnist-10k/seed0: diverged: loss nan at epoch 1, batch 2" in result.stdout  # said as it happened
+    assert "2 cases run, 0 skipped (--resume), 0 failed" in result.stdout
+    with ResultsStore(store_path) as store:
+        cases = store.cases("toycli")
+    assert dict(zip(cases["framework"], cases["status"])) == {"toy-ok": "ok", "toy-nan": "diverged"}
+    ok = cases[cases["framework"] == "toy-ok"].iloc[0]
+    assert ok["alloc_bytes"] > 0 and ok["prov_threads"] == 1 and ok["prov_commit"]
+    assert ok["started_at"] == ok["prov_started_at"] and ok["started_at"] <= ok["stored_at"]
+
+
+def test_results_shows_the_stored_tables(finished_store, capsys):
+    _, store_path = finished_store
+    assert main(["results", "--store", str(store_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# toycli")
+    assert table_headers(out)[0][:5] == COLUMNS
+    assert main(["results", "--store", str(store_path), "--suite", "nope"]) == 2
+    assert "no results for suite 'nope'" in capsys.readouterr().err
+
+
+def test_results_export_writes_csv(finished_store, tmp_path, capsys):
+    _, store_path = finished_store
+    out_dir = tmp_path / "export"
+    assert main(["results", "--store", str(store_path), "--export", str(out_dir)]) == 0
+    printed = capsys.readouterr().out.split()
+    names = {"cases.csv", "epochs.csv", "batches.csv", "steps.csv"}
+    assert {Path(p).name for p in printed} == names
+    assert {p.name for p in out_dir.iterdir()} == names
+    cases = pd.read_csv(out_dir / "cases.csv")
+    assert sorted(cases["framework"]) == ["toy-nan", "toy-ok"]
+    ok_id = cases.loc[cases["framework"] == "toy-ok", "id"].item()
+    steps = pd.read_csv(out_dir / "steps.csv")
+    assert (steps["case_id"] == ok_id).sum() == 4  # 5 steps, the first one is the warm-up
+    assert len(pd.read_csv(out_dir / "batches.csv")) == 5 + 2  # toy-nan: two batches before NaN
+    assert len(pd.read_csv(out_dir / "epochs.csv")) == 1
+
+
+def test_run_with_only_failures_reports_them_without_a_traceback(toys, tmp_path, capsys):
+    suite = write_suite(tmp_path, "allfail", ["toy-error"])
+    result = adh("run", str(suite), "--store", str(tmp_path / "store.sqlite"), "--no-progress")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr, result.stderr
+    assert "toy-error/mnist-10k/seed0: failed: RuntimeError: toy adapter exploded at step 2" in result.stdout
+    assert "no finished case to tabulate (failed)" in result.stdout
+    assert "1 cases run, 0 skipped (--resume), 1 failed" in result.stdout
+    assert main(["results", "--store", str(tmp_path / "store.sqlite")]) == 0
+    assert "no finished case to tabulate (failed)" in capsys.readouterr().out
+
+
+def _default_sigint():
+    # A process started in the background may inherit SIGINT ignored; Python then never raises
+    # KeyboardInterrupt. Restore the default, as an interactive shell would.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_ctrl_c_then_resume(toys, tmp_path):
+    """Ctrl-C while a case hangs: exit status 130, the finished case stored, the one in flight
+    stored as interrupted; --resume finishes the rest without re-running the finished case."""
+    suite = write_suite(tmp_path, "ctrlc", ["toy-ok", "toy-hang", "toy-nan"])
+    store_path = tmp_path / "store.sqlite"
+    argv = [ADH, "run", str(suite), "--store", str(store_path), "--no-progress"]
+    # Its own session, so that the signal goes to the whole process group (adh and its worker),
+    # as Ctrl-C in a terminal does.
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=_default_sigint)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(toys.glob("toy-hang.*.hanging")):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "toy-hang never started"
+            time.sleep(0.05)
+        time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err, err
+    assert "interrupted: finished cases are stored; run again with --resume to finish" in err
+    assert table_headers(out)[0][:5] == COLUMNS  # the finished case is still reported
+    (hanging,) = toys.glob("toy-hang.*.hanging")
+    with pytest.raises(ProcessLookupError):  # the worker did not outlive the run
+        os.kill(int(hanging.name.split(".")[1]), 0)
+    with ResultsStore(store_path) as store:
+        cases = store.cases("ctrlc")
+    assert list(zip(cases["framework"], cases["status"])) == [("toy-ok", "ok"), ("toy-hang", "interrupted")]
+    assert cases["reason"].iloc[1] == "stopped by Ctrl-C"
+    assert launches(toys, "toy-nan") == 0
+
+    ok_runs = launches(toys, "toy-ok")
+    (tmp_path / "release").touch()  # toy-hang trains normally from now on
+    resumed = adh(*argv[1:], "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "2 cases run, 1 skipped (--resume), 0 failed" in resumed.stdout
+    rows = [line.split("|")[1].strip() for line in resumed.stdout.splitlines() if line.startswith("| toy-")]
+    assert rows == ["toy-ok", "toy-hang"]  # the skipped case is in the table too; toy-nan diverged
+    assert launches(toys, "toy-ok") == ok_runs  # the finished case was not run again
+    with ResultsStore(store_path) as store:
+        cases = store.cases("ctrlc")
+    assert dict(zip(cases["framework"], cases["status"])) == {"toy-ok": "ok", "toy-hang": "ok", "toy-nan": "diverged"}
+    assert len(cases) == 3
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="adh check compares against torch")
+def test_check_passes_and_prints_the_table():
+    result = adh("check", "--models", "mlp", "circles-tanh", "--steps", "5", "--test-limit", "200", "--threads", "1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    headers = table_headers(result.stdout)
+    assert headers and headers[0][:3] == ["model", "framework", "dtype"] and headers[0][-1] == "result"
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ") and "framework" not in line]
+    assert len(rows) == 4  # two models x two engine modes
+    assert all(line.rstrip("| ").endswith("ok") for line in rows)
+    assert "4 passed, 0 failed" in result.stdout

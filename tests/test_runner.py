@@ -1,0 +1,386 @@
+"""The runner: every case in fresh worker processes, failures recorded and the suite going on,
+resume, Ctrl-C, provenance. Framework adapters are toys registered through the entry point group
+`autodiff_harness.frameworks` by a tiny distribution on disk (tests/toy_adapters)."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import threading
+import _thread
+from pathlib import Path
+
+import pytest
+
+from harness import runner
+from harness.frameworks import available, get_framework
+from harness.records import Case, CaseResult
+from harness.runner import RunOptions, WorkerError, run_case, run_suite
+from harness.store import ResultsStore
+from harness.suites import load_suite
+from toy_adapters import GEMM_PEAK, activate, launches, toy_dist, write_suite  # noqa: F401 (toy_dist: a fixture)
+
+STEPS = 5  # train_limit 500 / batch 100, one epoch
+
+
+@pytest.fixture
+def toys(toy_dist, tmp_path, monkeypatch):
+    """The toys visible here and in workers; contention never triggers a retry, so worker
+    launches are counted exactly. Returns the folder where the adapters leave their markers."""
+    dist, cache = toy_dist
+    markers = tmp_path / "markers"
+    activate(monkeypatch, dist, cache, markers, release=tmp_path / "release")
+    monkeypatch.setattr(runner, "CONTENTION_THRESHOLD", math.inf)
+    return markers
+
+
+@pytest.fixture(scope="module")
+def toy_run(toy_dist, tmp_path_factory):
+    """One suite of every toy, run once for the module: (outcome, store path, markers, the
+    results handed to on_case_done)."""
+    dist, cache = toy_dist
+    tmp = tmp_path_factory.mktemp("toy_run")
+    with pytest.MonkeyPatch.context() as mp:
+        activate(mp, dist, cache, tmp / "markers")
+        mp.setattr(runner, "CONTENTION_THRESHOLD", math.inf)
+        path = write_suite(tmp, "toys", ["toy-ok", "toy-crash", "toy-hang", "toy-nan", "toy-error"],
+                           memory=True, timeout_s=3)
+        suite = load_suite(str(path))
+        options = RunOptions(progress=False, memory=suite.memory, timeout_s=suite.timeout_s,
+                             code_version="v1")
+        done = []
+        with ResultsStore(tmp / "store.sqlite") as store:
+            outcome = run_suite(suite, store, options, on_case_done=done.append)
+    return outcome, tmp / "store.sqlite", tmp / "markers", done
+
+
+def by_framework(results) -> dict[str, CaseResult]:
+    return {r.case.framework: r for r in results}
+
+
+# --- the toy distribution itself ---------------------------------------------------------------
+
+def test_toy_adapters_are_found_through_entry_points(toys):
+    found = available()
+    for name in ("toy-ok", "toy-crash", "toy-hang", "toy-nan", "toy-error"):
+        assert found[name].startswith("toy_adh:")
+    assert get_framework("toy-ok").__name__ == "ToyOk"
+    # the toy distribution also registers "engine-static": the built-in wins
+    assert found["engine-static"] == "harness.frameworks.engine:EngineStatic"
+    assert get_framework("engine-static").__name__ == "EngineStatic"
+
+
+# --- outcomes: every failure is recorded and the suite goes on ---------------------------------
+
+def test_every_case_is_run_and_recorded(toy_run):
+    outcome, store_path, _, done = toy_run
+    assert not outcome.interrupted
+    assert [r.case.framework for r in outcome.results] == ["toy-ok", "toy-crash", "toy-hang", "toy-nan", "toy-error"]
+    assert [r.case.framework for r in done] == [r.case.framework for r in outcome.results]
+    with ResultsStore(store_path) as store:
+        cases = store.cases("toys")
+    assert dict(zip(cases["framework"], cases["status"])) == {
+        "toy-ok": "ok", "toy-crash": "crashed", "toy-hang": "timeout", "toy-nan": "diverged",
+        "toy-error": "failed"}
+
+
+def test_crash_records_the_signal(toy_run):
+    crash = by_framework(toy_run[0].results)["toy-crash"]
+    assert crash.status == "crashed"
+    assert "time pass" in crash.reason and "SIGKILL" in crash.reason
+    assert crash.alloc_bytes is None  # no memory pass after a crash
+
+
+def test_hang_is_stopped_at_the_timeout(toy_run):
+    hang = by_framework(toy_run[0].results)["toy-hang"]
+    assert hang.status == "timeout"
+    assert "ran past 3 s" in hang.reason
+
+
+def test_nan_loss_is_diverged_without_memory_pass(toy_run):
+    outcome, _, markers, _ = toy_run
+    nan = by_framework(outcome.results)["toy-nan"]
+    assert nan.status == "diverged"
+    assert "nan" in nan.reason.lower() and "batch 2" in nan.reason
+    assert nan.alloc_bytes is None and nan.peak_bytes is None
+    assert launches(markers, "toy-nan") == 1  # the timing pass only
+    # what was measured before it diverged is kept
+    assert len(nan.batches) == 2 and nan.provenance["seed"] == 0
+
+
+def test_exception_is_failed_with_its_message(toy_run):
+    error = by_framework(toy_run[0].results)["toy-error"]
+    assert error.status == "failed"
+    first = error.reason.splitlines()[0]
+    assert first == "RuntimeError: toy adapter exploded at step 2"
+    assert "Traceback" in error.reason  # the worker's traceback follows the message
+
+
+def test_ok_case_runs_a_timing_and_a_memory_pass(toy_run):
+    _, _, markers, _ = toy_run
+    assert launches(markers, "toy-ok") == 2
+
+
+def test_workers_run_with_the_case_thread_count(toy_run):
+    _, _, markers, _ = toy_run
+    seen = [json.loads(p.read_text()) for p in markers.glob("toy-ok.*.init")]
+    assert seen and all(s == {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"} for s in seen)
+
+
+# --- provenance and records of a finished case -------------------------------------------------
+
+def test_ok_case_record_round_trips_through_the_store(toy_run):
+    outcome, store_path, _, _ = toy_run
+    ok = by_framework(outcome.results)["toy-ok"]
+    with ResultsStore(store_path) as store:
+        cases = store.cases("toys", status="ok")
+        assert len(cases) == 1
+        stored = store.load(int(cases["id"].iloc[0]))
+    assert stored.key == ok.key == ok.case.key("v1")
+    assert stored.case == ok.case
+    assert stored.status == "ok" and stored.reason == ""
+    assert stored.provenance == ok.provenance
+    assert stored.step_times_s == pytest.approx(ok.step_times_s)
+    assert stored.epochs == ok.epochs and stored.batches == ok.batches
+    for name in ("warmup_s", "train_time_s", "alloc_bytes", "alloc_count", "peak_bytes",
+                 "peak_rss_bytes", "flops_per_step"):
+        assert getattr(stored, name) == pytest.approx(getattr(ok, name)), name
+
+
+def test_ok_case_provenance(toy_run):
+    ok = by_framework(toy_run[0].results)["toy-ok"]
+    p = ok.provenance
+    for name in ("commit", "code_version", "python", "numpy", "memray", "cpu_model", "started_at",
+                 "dataset_checksum"):
+        assert p.get(name), name
+    assert p["threads"] == 1 and p["dtype"] == "float32" and p["seed"] == 0
+    assert p["dataset"] == "mnist-10k"
+    assert len(p["dataset_checksum"]) >= 16
+    from datetime import datetime
+
+    assert datetime.fromisoformat(p["started_at"]).tzinfo is not None
+
+
+def test_ok_case_timing_and_series(toy_run):
+    ok = by_framework(toy_run[0].results)["toy-ok"]
+    assert ok.case.train_limit == 500 and ok.case.batch_size == 100
+    # every step but the warm-up is timed; the warm-up is kept apart
+    assert len(ok.step_times_s) == STEPS - 1
+    assert ok.warmup_s is not None and ok.warmup_s > 0
+    assert all(t > 0 for t in ok.step_times_s)
+    assert ok.train_time_s == pytest.approx(sum(ok.step_times_s))
+    assert ok.step_median_s == pytest.approx(statistics.median(ok.step_times_s))
+    # per-batch series, one per step, in order
+    assert [(b.epoch, b.batch) for b in ok.batches] == [(1, i) for i in range(STEPS)]
+    assert all(0 <= b.acc <= 1 and math.isfinite(b.loss) for b in ok.batches)
+    # per-epoch records
+    (epoch,) = ok.epochs
+    assert epoch.epoch == 1
+    assert 0 <= epoch.train_acc <= 1 and 0 <= epoch.test_acc <= 1
+    assert epoch.test_loss < ok.batches[0].loss  # five steps learned something
+    assert epoch.train_loss == pytest.approx(sum(b.loss for b in ok.batches) / STEPS)
+    assert epoch.train_time_s == pytest.approx(ok.train_time_s)
+    assert epoch.eval_time_s > 0 and ok.eval_time_s == pytest.approx(epoch.eval_time_s)
+    # work and machine
+    assert ok.flops_per_step > 0
+    assert ok.gemm_peak_gflops == GEMM_PEAK
+    assert ok.foreign_cpu_s is not None and ok.foreign_cpu_s >= 0
+    assert ok.contended is False
+
+
+def test_ok_case_memory_fields(toy_run):
+    ok = by_framework(toy_run[0].results)["toy-ok"]
+    assert ok.alloc_bytes > 0 and ok.alloc_count > 0
+    assert 0 < ok.peak_bytes <= ok.alloc_bytes
+    assert ok.peak_rss_bytes > ok.peak_bytes
+
+
+# --- resume ------------------------------------------------------------------------------------
+
+def count_workers(monkeypatch) -> list[tuple[str, str]]:
+    """Record (framework, pass) of every worker the runner starts."""
+    calls = []
+    real = runner.run_worker
+
+    def counting(case, pass_name, options, *args, **kwargs):
+        calls.append((case.framework, pass_name))
+        return real(case, pass_name, options, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_worker", counting)
+    return calls
+
+
+def test_resume_skips_finished_and_reruns_the_rest(toys, tmp_path, monkeypatch):
+    suite = load_suite(str(write_suite(tmp_path, "resume", ["toy-ok", "toy-error", "toy-nan", "toy-crash"])))
+    calls = count_workers(monkeypatch)
+    options = RunOptions(progress=False, memory=False, code_version="v1")
+    with ResultsStore(tmp_path / "store.sqlite") as store:
+        first = run_suite(suite, store, options)
+        assert [r.status for r in first.results] == ["ok", "failed", "diverged", "crashed"]
+        ids = dict(zip(store.cases()["framework"], store.cases()["id"]))
+        assert len(calls) == 4
+
+        calls.clear()
+        options.resume = True
+        again = run_suite(suite, store, options)
+        assert [c.framework for c in again.skipped] == ["toy-ok", "toy-nan"]  # ok and diverged are done
+        assert [r.case.framework for r in again.results] == ["toy-error", "toy-crash"]
+        assert calls == [("toy-error", "time"), ("toy-crash", "time")]
+        cases = store.cases()
+        assert len(cases) == 4  # a re-run replaces its case, it does not add one
+        new_ids = dict(zip(cases["framework"], cases["id"]))
+        assert new_ids["toy-ok"] == ids["toy-ok"] and new_ids["toy-nan"] == ids["toy-nan"]
+        assert new_ids["toy-error"] != ids["toy-error"] and new_ids["toy-crash"] != ids["toy-crash"]
+
+        # another code version: nothing stored matches, everything runs again
+        calls.clear()
+        other = run_suite(suite, store, RunOptions(progress=False, memory=False, code_version="v2", resume=True))
+        assert other.skipped == []
+        assert [f for f, _ in calls] == ["toy-ok", "toy-error", "toy-nan", "toy-crash"]
+        assert len(store.cases()) == 8
+
+
+def test_without_resume_everything_runs_again(toys, tmp_path, monkeypatch):
+    suite = load_suite(str(write_suite(tmp_path, "again", ["toy-ok"])))
+    calls = count_workers(monkeypatch)
+    options = RunOptions(progress=False, memory=False, code_version="v1")
+    with ResultsStore(tmp_path / "store.sqlite") as store:
+        run_suite(suite, store, options)
+        run_suite(suite, store, options)
+        assert len(store.cases()) == 1
+    assert len(calls) == 2
+
+
+# --- Ctrl-C --------------------------------------------------------------------------------------
+
+def fake_timing(case: Case) -> dict:
+    return {"status": "ok", "reason": "", "provenance": {"seed": case.seed}, "warmup_s": 0.1,
+            "train_time_s": 0.2, "eval_time_s": 0.01, "step_times_s": [0.1, 0.1], "foreign_cpu_s": 0.0,
+            "foreign_fraction": 0.0, "flops_per_step": 1.0, "gemm_peak_gflops": 1.0,
+            "epochs": [{"epoch": 1, "train_loss": 1.0, "train_acc": 0.5, "test_loss": 1.0, "test_acc": 0.5,
+                        "train_time_s": 0.2, "eval_time_s": 0.01}],
+            "batches": [{"epoch": 1, "batch": i, "loss": 1.0, "acc": 0.5} for i in range(3)]}
+
+
+def test_ctrl_c_records_the_case_in_flight_and_resume_finishes(toys, tmp_path, monkeypatch):
+    suite = load_suite(str(write_suite(tmp_path, "ctrlc", ["toy-ok", "toy-hang", "toy-nan"])))
+    calls = []
+
+    def fake_worker(case, pass_name, options, on_progress=lambda p: None):
+        calls.append(case.framework)
+        if case.framework == "toy-hang" and not (tmp_path / "release").exists():
+            raise KeyboardInterrupt
+        return fake_timing(case)
+
+    monkeypatch.setattr(runner, "run_worker", fake_worker)
+    options = RunOptions(progress=False, memory=False, code_version="v1")
+    with ResultsStore(tmp_path / "store.sqlite") as store:
+        outcome = run_suite(suite, store, options)
+        assert outcome.interrupted
+        assert calls == ["toy-ok", "toy-hang"]  # nothing after the interrupted case
+        assert [(r.case.framework, r.status) for r in outcome.results] == [("toy-ok", "ok"), ("toy-hang", "interrupted")]
+        assert dict(zip(store.cases()["framework"], store.cases()["status"])) == {"toy-ok": "ok", "toy-hang": "interrupted"}
+
+        (tmp_path / "release").touch()
+        calls.clear()
+        options.resume = True
+        resumed = run_suite(suite, store, options)
+        assert not resumed.interrupted
+        assert calls == ["toy-hang", "toy-nan"]
+        assert set(store.cases()["status"]) == {"ok"}
+
+
+def test_ctrl_c_in_a_real_worker_kills_it(toys, tmp_path, monkeypatch):
+    """A KeyboardInterrupt while the parent waits for a worker kills the worker and propagates."""
+    case = load_suite(str(write_suite(tmp_path, "kill", ["toy-hang"]))).cases[0]
+    def interrupt_when_hanging():
+        for _ in range(300):
+            if list((toys).glob("toy-hang.*.hanging")):
+                _thread.interrupt_main()
+                return
+            threading.Event().wait(0.05)
+
+    watcher = threading.Thread(target=interrupt_when_hanging, daemon=True)
+    watcher.start()
+    with pytest.raises(KeyboardInterrupt):
+        run_case(case, RunOptions(progress=False, memory=False, timeout_s=30))
+    watcher.join()
+    (marker,) = toys.glob("toy-hang.*.hanging")
+    pid = int(marker.name.split(".")[1])
+    with pytest.raises(ProcessLookupError):  # killed and reaped, not left running
+        os.kill(pid, 0)
+
+
+# --- contention retries --------------------------------------------------------------------------
+
+def test_contended_timing_is_retried_then_flagged(monkeypatch):
+    case = Case(suite="s", model="mlp", framework="engine-static", dataset="mnist-10k")
+    passes = []
+
+    def fake_worker(case, pass_name, options, on_progress=lambda p: None):
+        passes.append(pass_name)
+        if pass_name == "memory":
+            return {"status": "ok", "alloc_bytes": 10, "alloc_count": 2, "peak_bytes": 5, "peak_rss_bytes": 100}
+        return {**fake_timing(case), "foreign_fraction": 0.5}
+
+    monkeypatch.setattr(runner, "run_worker", fake_worker)
+    retries = []
+    result = run_case(case, RunOptions(), on_retry=retries.append)
+    assert passes == ["time"] * (runner.RETRIES + 1) + ["memory"]
+    assert result.contended and result.status == "ok"
+    assert len(retries) == runner.RETRIES + 1 and "flagged" in retries[-1]
+    assert result.alloc_bytes == 10
+
+
+def test_a_clean_retry_is_not_flagged(monkeypatch):
+    case = Case(suite="s", model="mlp", framework="engine-static", dataset="mnist-10k")
+    fractions = iter([0.5, 0.01])
+    monkeypatch.setattr(runner, "run_worker",
+                        lambda case, p, o, on_progress=None: {**fake_timing(case), "foreign_fraction": next(fractions)})
+    result = run_case(case, RunOptions(memory=False))
+    assert result.status == "ok" and not result.contended
+
+
+def test_memory_pass_failure_is_recorded(monkeypatch):
+    case = Case(suite="s", model="mlp", framework="engine-static", dataset="mnist-10k")
+
+    def fake_worker(case, pass_name, options, on_progress=lambda p: None):
+        if pass_name == "memory":
+            raise WorkerError("crashed", "memory pass killed by SIGKILL (out of memory?): ")
+        return fake_timing(case)
+
+    monkeypatch.setattr(runner, "run_worker", fake_worker)
+    result = run_case(case, RunOptions())
+    assert result.status == "crashed" and result.reason.startswith("memory pass")
+    assert result.step_times_s == [0.1, 0.1]  # the timing pass is kept
+
+
+# --- the worker's own errors ---------------------------------------------------------------------
+
+def test_too_few_examples_for_one_batch_fails_clearly(toys, tmp_path):
+    case = load_suite(str(write_suite(tmp_path, "tiny", ["toy-ok"], train_limit=50))).cases[0]
+    result = run_case(case, RunOptions(progress=False, memory=False))
+    assert result.status == "failed"
+    assert "batch" in result.reason.splitlines()[0] and "50" in result.reason.splitlines()[0]
+
+
+def test_progress_reaches_the_callback(toys, tmp_path):
+    case = load_suite(str(write_suite(tmp_path, "progress", ["toy-ok"]))).cases[0]
+    seen = []
+    result = run_case(case, RunOptions(progress=False, memory=False), on_progress=seen.append)
+    assert result.status == "ok"
+    assert seen and seen[-1]["batch"] == seen[-1]["batches"] == STEPS and "test_acc" in seen[-1]
+
+
+def test_a_failing_progress_callback_does_not_stall_the_worker(toys, tmp_path, monkeypatch):
+    """The worker's stdout must be drained to the end even when the progress callback fails:
+    a worker writing more than a pipe holds would otherwise block until the timeout."""
+    monkeypatch.setenv("TOY_CHATTY", "1")
+    case = load_suite(str(write_suite(tmp_path, "badprogress", ["toy-ok"]))).cases[0]
+
+    def broken(progress):
+        raise ValueError("bar broke")
+
+    result = run_case(case, RunOptions(progress=False, memory=False, timeout_s=10), on_progress=broken)
+    assert (result.status, result.reason) == ("ok", "")

@@ -1,0 +1,93 @@
+"""Builds a tiny installed-looking distribution, `toy_adh`, that registers the toy adapters of
+toy_adh.py under the entry point group `autodiff_harness.frameworks`, and helpers to put it on
+the path of this process and of every process it starts."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.frameworks import ENTRY_POINT_GROUP
+
+HERE = Path(__file__).parent
+NAMES = ("toy-ok", "toy-crash", "toy-hang", "toy-nan", "toy-error")
+CLASSES = {"toy-ok": "ToyOk", "toy-crash": "ToyCrash", "toy-hang": "ToyHang", "toy-nan": "ToyNan",
+           "toy-error": "ToyError"}
+GEMM_PEAK = 123.0  # the GEMM peak the prepared cache reports (no 2048^3 GEMM measured in tests)
+
+
+def build_distribution(root: Path) -> Path:
+    """`root` holding toy_adh.py and toy_adh-0.0.dist-info (METADATA, entry_points.txt)."""
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copy(HERE / "toy_adh.py", root / "toy_adh.py")
+    info = root / "toy_adh-0.0.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy_adh\nVersion: 0.0\n")
+    (info / "entry_points.txt").write_text(
+        f"[{ENTRY_POINT_GROUP}]\n" + "".join(f"{n} = toy_adh:{c}\n" for n, c in CLASSES.items())
+        + "engine-static = toy_adh:ToyError\n")  # tries to shadow a built-in: must be ignored
+    (info / "top_level.txt").write_text("toy_adh\n")
+    return root
+
+
+def write_gemm_cache(cache_dir: Path, threads=(1, 2)) -> Path:
+    """A GEMM-peak cache with this machine's keys, so workers never measure the peak (about a
+    second per worker on a busy machine, where a contended measurement is not cached)."""
+    import numpy as np
+
+    from harness.measure import cpu_model
+    from harness.measure.gemm_peak import CACHE_FILE
+
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    cache = {f"{cpu_model()}|threads={t}|numpy={np.__version__}|n=2048":
+             {"gflops": GEMM_PEAK, "measured_at": "2026-01-01T00:00:00+00:00"} for t in threads}
+    (cache_dir / CACHE_FILE).write_text(json.dumps(cache))
+    return cache_dir
+
+
+def activate(monkeypatch, dist: Path, cache_dir: Path, marker_dir: Path | None = None,
+             release: Path | None = None) -> None:
+    """Make the distribution visible here (sys.path) and in child processes (PYTHONPATH)."""
+    monkeypatch.syspath_prepend(str(dist))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(dist), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("ADH_CACHE_DIR", str(cache_dir))
+    if marker_dir is not None:
+        marker_dir.mkdir(parents=True, exist_ok=True)
+        monkeypatch.setenv("TOY_MARKER_DIR", str(marker_dir))
+    if release is not None:
+        monkeypatch.setenv("TOY_RELEASE", str(release))
+
+
+def launches(marker_dir: Path, name: str | None = None) -> int:
+    """How many adapters (worker passes) were built, of `name` or of any toy."""
+    return sum(1 for p in marker_dir.glob("*.init") if name is None or p.name.startswith(name + "."))
+
+
+def write_suite(folder: Path, name: str, frameworks, **fields) -> Path:
+    """A suite file `name`.toml in `folder`: one epoch of the MLP on 500 mnist-10k images (5 steps),
+    one thread, no memory pass, unless `fields` say otherwise."""
+    fields = {"description": f"toy suite {name}", "dataset": "mnist-10k", "models": ["mlp"],
+              "frameworks": list(frameworks), "epochs": 1, "train_limit": 500, "threads": 1,
+              "memory": False, **fields}
+    lines = []
+    for key, value in fields.items():
+        if isinstance(value, bool):
+            text = str(value).lower()
+        elif isinstance(value, (list, str)):
+            text = json.dumps(value)
+        else:
+            text = str(value)
+        lines.append(f"{key} = {text}")
+    path = folder / f"{name}.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="session")
+def toy_dist(tmp_path_factory) -> tuple[Path, Path]:
+    """(folder of the toy distribution, GEMM-peak cache folder); import it into a test module."""
+    root = tmp_path_factory.mktemp("toy")
+    return build_distribution(root / "site"), write_gemm_cache(root / "cache")

@@ -1,0 +1,89 @@
+"""Toy framework adapters, registered by a tiny on-disk distribution (see __init__.py) through the
+entry point group `autodiff_harness.frameworks`, exactly as a third-party package would.
+
+Each wraps the engine's static mode and injects one behaviour into `train_step`:
+    toy-ok      trains normally
+    toy-crash   kills its own process (SIGKILL) at the third step
+    toy-hang    sleeps "forever" in train_step, unless the file $TOY_RELEASE exists
+    toy-nan     returns a NaN loss from the third step on
+    toy-error   raises RuntimeError at the second step
+When $TOY_MARKER_DIR is set, every adapter writes `<name>.<pid>.init` (holding the thread
+variables it saw) when it is built, and toy-hang writes `toy-hang.<pid>.hanging` before it hangs:
+tests count worker launches and know when a case is in flight. With $TOY_CHATTY set, every step
+prints about 130 kB to stdout.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+from harness.frameworks.engine import EngineStatic
+
+
+class ToyOk(EngineStatic):
+    name = "toy-ok"
+    description = "toy adapter: trains normally"
+
+    def __init__(self, spec, weights, dtype, threads) -> None:
+        super().__init__(spec, weights, dtype, threads)
+        self.step = 0
+        self._mark("init", json.dumps({k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}))
+
+    def _mark(self, what: str, text: str = "") -> None:
+        folder = os.environ.get("TOY_MARKER_DIR")
+        if folder:
+            Path(folder, f"{self.name}.{os.getpid()}.{what}").write_text(text)
+
+    def train_step(self, x, y):
+        self.step += 1
+        if os.environ.get("TOY_CHATTY"):  # a framework that writes a lot to stdout
+            print(("chatter " * 16 + "\n") * 1000, end="", flush=True)
+        self.before_step()
+        loss, outputs = super().train_step(x, y)
+        return self.loss_after(loss), outputs
+
+    def before_step(self) -> None:
+        pass
+
+    def loss_after(self, loss: float) -> float:
+        return loss
+
+
+class ToyCrash(ToyOk):
+    name = "toy-crash"
+
+    def before_step(self) -> None:
+        if self.step == 3:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+class ToyHang(ToyOk):
+    name = "toy-hang"
+
+    def before_step(self) -> None:
+        release = os.environ.get("TOY_RELEASE")
+        if release and os.path.exists(release):
+            return
+        self._mark("hanging")
+        time.sleep(3600)
+
+
+class ToyNan(ToyOk):
+    name = "toy-nan"
+
+    def loss_after(self, loss: float) -> float:
+        return float("nan") if self.step >= 3 else loss
+
+
+class ToyError(ToyOk):
+    name = "toy-error"
+
+    def before_step(self) -> None:
+        if self.step == 2:
+            raise RuntimeError("toy adapter exploded at step 2")
+
+
+ADAPTERS = {cls.name: cls for cls in (ToyOk, ToyCrash, ToyHang, ToyNan, ToyError)}
