@@ -9,6 +9,7 @@ Per matched case and metric, a row with the ratio NEW/BASE and a verdict, as asv
 - step time: `regressed` / `improved` when the ratio of medians passes `min_factor` AND
   Mann-Whitney U says the samples differ (p < alpha); a ratio inside the factor is `unchanged`;
   a larger change that is not significant, or too few samples, is `~`. Wide spread is `unstable`.
+  Runs the runner flagged as contended are left out while their side has others.
 - memory (bytes and count allocated, peak bytes): deterministic, so a relative tolerance alone.
 - test accuracy after the last epoch: deterministic at a fixed seed and thread count, so a
   tolerance in percentage points alone.
@@ -185,11 +186,16 @@ def compare(base: ResultSet, new: ResultSet, thresholds: Thresholds = Thresholds
             rows.append(row("status", None, None, None, verdict, f"BASE {_status(b)}; NEW {_status(n)}"))
         if b_ok.empty or n_ok.empty:
             continue
-        time = _compare_time(*([r[i] for i in c["id"] if i in r] for r, c in zip(runs, (b_ok, n_ok))),
-                             thresholds)
-        if b_ok["contended"].any() or n_ok["contended"].any():  # retried, still disturbed: say so
-            time["notes"] = ", ".join(filter(None, [time["notes"], "contended"]))
-        rows.append(row("step_time_s", **time))
+        # A contended run (another process took the CPU, even after the runner's retries) is left
+        # out while its side has others; a side with nothing else gives no verdict beyond `~`.
+        clean = [c[~c["contended"]] if (~c["contended"]).any() else c for c in (b_ok, n_ok)]
+        time = _compare_time(*([r[i] for i in c["id"] if i in r] for r, c in zip(runs, clean)), thresholds)
+        left_out = len(b_ok) + len(n_ok) - sum(map(len, clean))
+        notes = [time["notes"], f"left out {left_out} contended run{'s' * (left_out > 1)}" if left_out else ""]
+        if any(c["contended"].all() for c in clean):
+            notes.append("contended")
+            time["verdict"] = "~" if time["verdict"] in ("regressed", "improved") else time["verdict"]
+        rows.append(row("step_time_s", **{**time, "notes": ", ".join(filter(None, notes))}))
         for metric in MEMORY_METRICS:
             values = [c[metric].dropna() for c in (b_ok, n_ok)]
             if any(len(v) for v in values):

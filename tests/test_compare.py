@@ -34,11 +34,12 @@ def steps(rng: np.random.Generator, n: int = 40, scale: float = 1.0, sigma: floa
 
 def result(step_times: list[float], model: str = "mlp", seed: int = 0, status: str = "ok",
            alloc_bytes: int = 100_000_000, test_acc: float = 0.90, version: str = "v1",
-           suite: str = "ci") -> CaseResult:
+           suite: str = "ci", contended: bool = False) -> CaseResult:
     case = Case(suite=suite, model=model, framework="engine-static", dataset="mnist-10k", seed=seed,
                 train_limit=4000, extra=(("momentum", 0.0),))
     return CaseResult(case=case, key=case.key(version), status=status,
                       reason="" if status == "ok" else "boom", provenance={"code_version": version},
+                      contended=contended,
                       step_times_s=step_times, alloc_bytes=alloc_bytes, alloc_count=5000,
                       peak_bytes=8_000_000, epochs=[EpochRecord(1, 0.5, 0.8, 0.4, test_acc, 1.0, 0.1)])
 
@@ -112,6 +113,18 @@ def test_wide_spread_is_flagged_unstable() -> None:
     wide = time_verdict(1.0, 1.0, sigma=0.5)
     assert "unstable" in wide.notes and wide.spread_base > 0.15
     assert "unstable" not in time_verdict(1.0, 1.0).notes
+
+
+def test_contended_runs_are_left_out_or_give_no_verdict() -> None:
+    rng = np.random.default_rng(0)
+    base = ResultSet.from_results([result(steps(rng)) for _ in range(3)]
+                                  + [result(steps(rng, scale=2.0), contended=True)])
+    new = ResultSet.from_results([result(steps(rng)) for _ in range(3)])
+    time = row(compare(base, new), "step_time_s")
+    assert time.verdict == "unchanged" and "left out 1 contended run" in time.notes
+    slower = ResultSet.from_results([result(steps(rng, scale=1.3), contended=True) for _ in range(3)])
+    time = row(compare(new, slower), "step_time_s")
+    assert time.verdict == "~" and time.p_value < 0.01 and "contended" in time.notes
 
 
 @pytest.mark.parametrize("factor, verdict", [(1.03, "regressed"), (1.01, "unchanged"), (0.97, "improved")])
