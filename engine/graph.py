@@ -70,7 +70,7 @@ class Constant(Node):
 
     def __init__(self, value: np.ndarray | float, name: str = "", dtype: np.dtype | type | None = None) -> None:
         array = np.asarray(value, dtype=dtype)
-        if dtype is None and array.dtype == np.float64 and not isinstance(value, np.ndarray):
+        if dtype is None and array.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
             array = array.astype(DEFAULT_DTYPE)  # Python floats and lists become float32, as in Variable
         super().__init__(array, requires_grad=False, name=name)
 

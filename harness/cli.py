@@ -6,6 +6,7 @@ nothing heavy at the top.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -19,6 +20,8 @@ EPILOG = """examples:
   adh run quick --resume       finish an interrupted run, skipping finished cases
   adh check                    prove the engine and torch compute the same thing
   adh results --export out/    every stored table as CSV
+  adh report paper             figures and tables for a paper, in reports/paper/
+  adh compare --against main   is the working tree slower than main? (A/B, exit 1 on regression)
 """
 
 
@@ -43,7 +46,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--batch-size", type=int, help="batch size")
     run.add_argument("--train-limit", type=int, metavar="N", help="train on the first N examples only")
     run.add_argument("--no-memory", action="store_true", help="skip the memory pass (memray)")
-    run.add_argument("--timeout", type=int, metavar="S", help="stop a case after S seconds (recorded as timeout)")
+    run.add_argument("--timeout", type=_positive_int, metavar="S",
+                     help="stop a pass of a case after S seconds (recorded as timeout)")
     run.add_argument("--resume", action="store_true", help="skip cases already finished with the same code")
     run.add_argument("--store", default="results/adh.sqlite", help="results database (default: %(default)s)")
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -61,6 +65,36 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("list", help="models, frameworks, datasets and suites")
 
+    report = sub.add_parser("report", help="figures and tables of a stored suite, for a paper",
+                            description="Write figures (PNG, PDF), tables (Markdown, LaTeX, CSV) and "
+                                        "report.md with provenance, from the results store.")
+    report.add_argument("suite", nargs="?", default="quick", help="suite name (default: quick)")
+    report.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: reports/SUITE)")
+    report.add_argument("--store", default="results/adh.sqlite", help="results database (default: %(default)s)")
+
+    compare = sub.add_parser(
+        "compare", help="did a change make things slower, hungrier or less accurate?",
+        description="Compare two result sets per model, framework and metric: step time (ratio of "
+                    "medians, minimum factor and Mann-Whitney U), memory (tight threshold), accuracy "
+                    "(tolerance). Exit status 1 on any regression. BASE and NEW are a results store "
+                    "(PATH.sqlite, optionally PATH.sqlite#SUITE or @CODE_VERSION) or a folder of "
+                    "exported tables. With --against REF, measure REF (a git worktree) and the "
+                    "working tree in alternation instead.",
+        epilog="examples:\n  adh compare base.sqlite#ci results/adh.sqlite#ci\n"
+               "  adh compare --against main --suite ci --rounds 3",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    compare.add_argument("base", nargs="?", help="BASE result set")
+    compare.add_argument("new", nargs="?", help="NEW result set")
+    compare.add_argument("--against", metavar="REF", help="measure git REF and the working tree, A B A B")
+    compare.add_argument("--suite", default="ci", help="suite for --against (default: %(default)s)")
+    compare.add_argument("--rounds", type=_positive_int, default=3, help="A/B rounds (default: %(default)s)")
+    compare.add_argument("--min-factor", type=float, default=1.10, help="smallest time ratio called a change (default: %(default)s)")
+    compare.add_argument("--alpha", type=float, default=0.01, help="significance level (default: %(default)s)")
+    compare.add_argument("--memory-tolerance", type=float, default=0.02, help="relative memory change allowed (default: %(default)s)")
+    compare.add_argument("--accuracy-tolerance", type=float, default=0.5, help="test accuracy drop allowed, in points (default: %(default)s)")
+    compare.add_argument("--json", type=Path, metavar="FILE", help="also write the verdicts as JSON")
+    compare.add_argument("--data-dir", help="folder holding IDX files, for --against")
+
     results = sub.add_parser("results", help="show or export stored results")
     results.add_argument("--suite", help="only this suite")
     results.add_argument("--store", default="results/adh.sqlite", help="results database (default: %(default)s)")
@@ -74,7 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "threads", None):
             pin_threads(args.threads)
-        return {"run": _run, "check": _check, "list": _list, "results": _results}[args.command](args)
+        signal.signal(signal.SIGTERM, _interrupt)  # a terminated run stops like Ctrl-C: nothing finished is lost
+        commands = {"run": _run, "check": _check, "list": _list, "results": _results, "report": _report,
+                    "compare": _compare}
+        return commands[args.command](args)
     except UsageError as error:
         print(f"adh: error: {error}", file=sys.stderr)
         return 2
@@ -86,6 +123,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"adh: error: {error}", file=sys.stderr)
             return 2
         raise
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def _run(args) -> int:
@@ -179,6 +227,46 @@ def _results(args) -> int:
             print(f"# {suite}\n")
             print(_model_tables(store.cases(suite), store.epochs(suite)) + "\n")
     return 0
+
+
+def _report(args) -> int:
+    from .report import build_report
+    from .store import ResultsStore
+
+    if not Path(args.store).exists():
+        raise UsageError(f"no results at {args.store}: run `adh run {args.suite}` first (or pass --store)")
+    with ResultsStore(args.store) as store:
+        print(build_report(store, args.suite, args.out))
+    return 0
+
+
+def _compare(args) -> int:
+    from .compare import Thresholds, compare, exit_code, load_result_set, to_json, to_markdown
+
+    thresholds = Thresholds(min_factor=args.min_factor, alpha=args.alpha,
+                            memory_tolerance=args.memory_tolerance,
+                            accuracy_tolerance_pp=args.accuracy_tolerance)
+    if args.against:
+        from .abtest import ab_test
+        from .runner import RunOptions
+        from .suites import load_suite
+
+        if args.base or args.new:
+            raise UsageError("give either BASE and NEW, or --against REF, not both")
+        suite = load_suite(args.suite)
+        options = RunOptions(data_dir=args.data_dir, memory=suite.memory, timeout_s=suite.timeout_s)
+        outcome = ab_test(args.against, suite, args.rounds, options, thresholds,
+                          on_run=lambda line: print(line, file=sys.stderr))
+        rows, labels = outcome.rows, (args.against, "working tree")
+    else:
+        if not (args.base and args.new):
+            raise UsageError("give BASE and NEW result sets (or --against REF); see adh compare --help")
+        rows = compare(load_result_set(args.base), load_result_set(args.new), thresholds)
+        labels = (args.base, args.new)
+    print(to_markdown(rows, *labels))
+    if args.json:
+        args.json.write_text(to_json(rows))
+    return exit_code(rows)
 
 
 def _model_tables(cases, epochs) -> str:

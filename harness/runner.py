@@ -16,6 +16,7 @@ import sys
 import tempfile
 import threading
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -26,6 +27,9 @@ from .threads import THREAD_VARIABLES
 from .worker import PROGRESS_PREFIX
 
 CONTENTION_THRESHOLD = 0.10  # share of the machine's CPU time other processes may use
+# /proc/stat counts in 10 ms ticks: on a run of a few milliseconds one tick is already "10 %".
+# Below this much foreign CPU time a run is not called contended, whatever the share.
+MIN_FOREIGN_CPU_S = 0.05
 RETRIES = 2
 STDERR_TAIL = 2000
 
@@ -87,7 +91,7 @@ def run_worker(case: Case, pass_name: str, options: RunOptions,
             tail = stderr_path.read_text()[-STDERR_TAIL:].strip()
             how = (f"killed by {signal.Signals(-proc.returncode).name}" if proc.returncode < 0
                    else f"exit status {proc.returncode}")
-            hint = " (out of memory?)" if proc.returncode == -signal.SIGKILL else ""
+            hint = " (out of memory, or killed from outside)" if proc.returncode == -signal.SIGKILL else ""
             raise WorkerError("crashed", f"{pass_name} pass {how}{hint}: {tail}")
         return json.loads(result.read_text())
 
@@ -110,8 +114,9 @@ def run_case(case: Case, options: RunOptions, on_progress=lambda p: None, on_ret
     try:
         for attempt in range(RETRIES + 1):
             timing = run_worker(case, "time", options, on_progress)
-            fraction = timing.get("foreign_fraction")
-            result.contended = fraction is not None and fraction > CONTENTION_THRESHOLD
+            fraction, foreign = timing.get("foreign_fraction"), timing.get("foreign_cpu_s")
+            result.contended = (fraction is not None and fraction > CONTENTION_THRESHOLD
+                                and foreign is not None and foreign > MIN_FOREIGN_CPU_S)
             if not result.contended or timing["status"] != "ok":
                 break
             on_retry(f"{case.label()}: other processes used {100 * fraction:.0f} % of the CPU; "
@@ -151,34 +156,38 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
     todo = [c for c in suite.cases if c.key(options.code_version) not in done]
     outcome.skipped = [c for c in suite.cases if c.key(options.code_version) in done]
     disable = True if not options.progress else None  # None: bars only on a terminal
+    note = lambda message: tqdm.write(message, file=sys.stderr)
     cases_bar = tqdm(todo, desc=f"suite {suite.name}", unit="case", position=0, disable=disable)
-    for case in cases_bar:
-        cases_bar.set_postfix_str(case.label())
-        steps_bar = tqdm(total=None, desc="  training", unit="step", position=1, leave=False, disable=disable)
-
-        def on_progress(p, bar=steps_bar):
-            bar.total = p["batches"] * case.epochs
-            bar.n = (p["epoch"] - 1) * p["batches"] + p["batch"]
-            bar.set_description(f"  epoch {p['epoch']}/{case.epochs}")
-            bar.set_postfix(loss=f"{p['loss']:.4f}", **({"test_acc": f"{p['test_acc']:.3f}"} if "test_acc" in p else {}))
-            bar.refresh()
-
-        try:
-            result = run_case(case, options, on_progress, on_retry=lambda msg: tqdm.write(msg))
-        except KeyboardInterrupt:
-            steps_bar.close()
-            cases_bar.close()
+    case = None
+    try:
+        for case in cases_bar:
+            cases_bar.set_postfix_str(case.label())
+            with tqdm(total=None, desc="  training", unit="step", position=1, leave=False,
+                      disable=disable) as steps_bar:
+                result = run_case(case, options, partial(_show_progress, steps_bar, case.epochs), note)
+            store.save(result)
+            outcome.results.append(result)
+            on_case_done(result)
+            case = None
+            if result.status != "ok":
+                note(f"{result.case.label()}: {result.status}: {result.reason.splitlines()[0] if result.reason else ''}")
+    except KeyboardInterrupt:
+        outcome.interrupted = True
+        if case is not None:
             interrupted = CaseResult(case=case, key=case.key(options.code_version), status="interrupted",
                                      reason="stopped by Ctrl-C")
-            store.save(interrupted)
+            # Keep a finished result of the same case (from an earlier run) rather than replace it.
+            if interrupted.key not in store.done_keys(suite.name):
+                store.save(interrupted)
             outcome.results.append(interrupted)
-            outcome.interrupted = True
-            return outcome
-        steps_bar.close()
-        store.save(result)
-        outcome.results.append(result)
-        on_case_done(result)
-        if result.status != "ok":
-            tqdm.write(f"{case.label()}: {result.status}: {result.reason.splitlines()[0] if result.reason else ''}")
-    cases_bar.close()
+    finally:
+        cases_bar.close()
     return outcome
+
+
+def _show_progress(bar, epochs: int, p: dict) -> None:
+    bar.total = p["batches"] * epochs
+    bar.n = (p["epoch"] - 1) * p["batches"] + p["batch"]
+    bar.set_description(f"  epoch {p['epoch']}/{epochs}")
+    bar.set_postfix(loss=f"{p['loss']:.4f}", **({"test_acc": f"{p['test_acc']:.3f}"} if "test_acc" in p else {}))
+    bar.refresh()

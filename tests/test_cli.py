@@ -177,7 +177,7 @@ def test_run_end_to_end(finished_store):
     assert all(cell != "-" for cell in cells[:5])  # time, allocations, peak, accuracy all measured
     assert 0 < float(cells[4]) <= 100
     assert "toy-nan" not in "\n".join(l for l in result.stdout.splitlines() if l.startswith("|"))
-    assert "toy-nan/mnist-10k/seed0: diverged: loss nan at epoch 1, batch 2" in result.stdout  # said as it happened
+    assert "toy-nan/mnist-10k/seed0: diverged: loss nan at epoch 1, batch 2" in result.stderr  # said as it happened
     assert "2 cases run, 0 skipped (--resume), 0 failed" in result.stdout
     with ResultsStore(store_path) as store:
         cases = store.cases("toycli")
@@ -219,7 +219,7 @@ def test_run_with_only_failures_reports_them_without_a_traceback(toys, tmp_path,
     result = adh("run", str(suite), "--store", str(tmp_path / "store.sqlite"), "--no-progress")
     assert result.returncode == 1
     assert "Traceback" not in result.stderr, result.stderr
-    assert "toy-error/mnist-10k/seed0: failed: RuntimeError: toy adapter exploded at step 2" in result.stdout
+    assert "toy-error/mnist-10k/seed0: failed: RuntimeError: toy adapter exploded at step 2" in result.stderr
     assert "no finished case to tabulate (failed)" in result.stdout
     assert "1 cases run, 0 skipped (--resume), 1 failed" in result.stdout
     assert main(["results", "--store", str(tmp_path / "store.sqlite")]) == 0
@@ -292,3 +292,25 @@ def test_check_passes_and_prints_the_table():
     assert len(rows) == 4  # two models x two engine modes
     assert all(line.rstrip("| ").endswith("ok") for line in rows)
     assert "4 passed, 0 failed" in result.stdout
+
+
+def test_report_and_compare_commands_read_the_store(tmp_path, capsys):
+    from test_report import fill_plain
+
+    store_path = tmp_path / "store.sqlite"
+    with ResultsStore(store_path) as store:
+        fill_plain(store, "plain")
+    out = tmp_path / "report"
+    assert main(["report", "plain", "--store", str(store_path), "--out", str(out)]) == 0
+    assert (out / "report.md").is_file() and any((out / "figures").glob("*.png"))
+    assert main(["report", "nosuch", "--store", str(store_path)]) == 2
+    assert "nosuch" in capsys.readouterr().err
+
+    verdicts = tmp_path / "verdicts.json"
+    same = f"{store_path}#plain"
+    assert main(["compare", same, same, "--json", str(verdicts)]) == 0  # a set against itself
+    printed = capsys.readouterr().out
+    assert "| Model" in printed or "| model" in printed
+    assert "regressed" not in printed and verdicts.is_file()
+    assert main(["compare", same]) == 2  # NEW missing: a usage error, not a traceback
+    assert "BASE and NEW" in capsys.readouterr().err
