@@ -1,0 +1,72 @@
+"""How much does the harness add to a training step? (issue: no more than 2 %)
+
+For each model and framework, in one process with the case's thread count, alternately:
+- bare: the training loop a user would write — gather the batch, train_step — over one epoch;
+- harness: the worker's timing pass (harness.worker.time_pass) over the same epoch, whose loop
+  also records per-step times, losses and accuracies and reports progress (evaluation excluded).
+Per-step wall time of each, median over rounds, and the harness's overhead in per cent.
+
+    python scripts/bench_overhead.py [--rounds 5] [--models cnn mlp rnn] [--frameworks ...]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+THREADS = 2
+for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[name] = str(THREADS)
+
+import numpy as np  # noqa: E402
+
+from harness.batches import batch_indices  # noqa: E402
+from harness.frameworks import get_framework  # noqa: E402
+from harness.records import Case  # noqa: E402
+from harness.tables import markdown_table  # noqa: E402
+from harness.weights import initial_weights  # noqa: E402
+from harness.worker import prepare, time_pass  # noqa: E402
+
+
+def bare_loop(case: Case) -> float:
+    """Seconds per step of the plainest loop over the same batches (first step excluded)."""
+    spec, _, x_train, _, targets, _, _ = prepare(case, None)
+    framework = get_framework(case.framework)(spec, initial_weights(spec, case.seed), case.dtype, case.threads)
+    batches = list(batch_indices(len(x_train), spec.batch_size, case.seed, 1))
+    framework.train_step(x_train[batches[0]], targets[batches[0]])  # warm-up, as the harness does
+    start = time.perf_counter()
+    for idx in batches[1:]:
+        framework.train_step(x_train[idx], targets[idx])
+    return (time.perf_counter() - start) / (len(batches) - 1)
+
+
+def harness_loop(case: Case) -> float:
+    result = time_pass(case, None)
+    return (result["loop_time_s"] - result["warmup_s"]) / len(result["step_times_s"])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--models", nargs="+", default=["cnn", "mlp", "rnn"])
+    parser.add_argument("--frameworks", nargs="+", default=["engine-static", "engine-dynamic", "torch"])
+    args = parser.parse_args()
+    rows = []
+    for model in args.models:
+        for framework in args.frameworks:
+            case = Case(suite="bench", model=model, framework=framework, dataset="mnist-10k", epochs=1,
+                        lr=0.01, threads=THREADS, extra=(("momentum", 0.9),))
+            bare, harness = [], []
+            for _ in range(args.rounds):  # alternate, so that drift of the machine hits both alike
+                bare.append(bare_loop(case))
+                harness.append(harness_loop(case))
+            b, h = np.median(bare), np.median(harness)
+            rows.append([model, framework, f"{1e3 * b:.3f}", f"{1e3 * h:.3f}", f"{100 * (h / b - 1):+.1f} %"])
+            print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
+    print(markdown_table(["model", "framework", "bare loop (ms/step)", "harness loop (ms/step)", "overhead"], rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
