@@ -22,7 +22,8 @@ def predictions(spec: ModelSpec, outputs: np.ndarray) -> np.ndarray:
 
 
 def accuracy(spec: ModelSpec, outputs: np.ndarray, labels: np.ndarray) -> float:
-    return float(np.mean(predictions(spec, outputs) == labels))
+    # count_nonzero, not mean: this runs after every training step, and is 3x cheaper.
+    return np.count_nonzero(predictions(spec, outputs) == labels) / len(labels)
 
 
 def loss(spec: ModelSpec, outputs: np.ndarray, labels: np.ndarray) -> float:
