@@ -108,7 +108,7 @@ def test_overrides_win_over_the_file():
 
 
 def test_overrides_change_the_case_keys():
-    base, other = load_suite("ci"), load_suite("ci", {"epochs": 2})
+    base, other = load_suite("ci"), load_suite("ci", {"epochs": 3})
     assert not {c.key("v") for c in base.cases} & {c.key("v") for c in other.cases}
 
 
