@@ -56,7 +56,7 @@ def worktree(ref: str, repo: Path = REPO_DIR) -> Iterator[Path]:
         subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True)
 
 
-def ab_test(ref: str, suite: Suite, rounds: int = 3, options: RunOptions | None = None,
+def ab_test(ref: str, suite: Suite, rounds: int = 5, options: RunOptions | None = None,
             thresholds: Thresholds = Thresholds(), repo: Path = REPO_DIR,
             on_run: Callable[[str], None] = lambda message: None) -> ABResult:
     """Measure every case of `suite` with REF and with the working tree of `repo`, alternating

@@ -81,13 +81,13 @@ def _parser() -> argparse.ArgumentParser:
                     "exported tables. With --against REF, measure REF (a git worktree) and the "
                     "working tree in alternation instead.",
         epilog="examples:\n  adh compare base.sqlite#ci results/adh.sqlite#ci\n"
-               "  adh compare --against main --suite ci --rounds 3",
+               "  adh compare --against main --suite ci --rounds 5",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     compare.add_argument("base", nargs="?", help="BASE result set")
     compare.add_argument("new", nargs="?", help="NEW result set")
     compare.add_argument("--against", metavar="REF", help="measure git REF and the working tree, A B A B")
     compare.add_argument("--suite", default="ci", help="suite for --against (default: %(default)s)")
-    compare.add_argument("--rounds", type=_positive_int, default=3, help="A/B rounds (default: %(default)s)")
+    compare.add_argument("--rounds", type=_positive_int, default=5, help="A/B rounds (default: %(default)s)")
     compare.add_argument("--min-factor", type=float, default=1.10, help="smallest time ratio called a change (default: %(default)s)")
     compare.add_argument("--alpha", type=float, default=0.01, help="significance level (default: %(default)s)")
     compare.add_argument("--memory-tolerance", type=float, default=0.02, help="relative memory change allowed (default: %(default)s)")
