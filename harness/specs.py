@@ -11,7 +11,7 @@ Hyperparameters are chosen to train well in every framework alike from the same 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from .errors import UsageError
 
@@ -64,7 +64,6 @@ class ModelSpec:
     batch_size: int = 100
     epochs: int = 5
     dataset: str = "mnist-10k"
-    extra: dict = field(default_factory=dict, compare=False)
 
     @property
     def n_outputs(self) -> int:

@@ -15,8 +15,7 @@ def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
 
 def final_test_accuracy(epochs: pd.DataFrame) -> pd.Series:
     """Test accuracy after the last epoch, by case key."""
-    last = epochs.sort_values("epoch").groupby("key").tail(1)
-    return last.set_index("key")["test_acc"]
+    return final_epoch(epochs)["test_acc"]
 
 
 def model_summary(cases: pd.DataFrame, epochs: pd.DataFrame) -> pd.DataFrame:

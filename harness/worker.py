@@ -81,6 +81,7 @@ def time_pass(case, data_dir) -> dict:
     import numpy as np
 
     from . import metrics
+    from .batches import steps_per_epoch
     from .flops import train_step_flops
     from .frameworks import get_framework
     from .measure import gemm_peak_gflops, provenance, watch_contention
@@ -89,7 +90,7 @@ def time_pass(case, data_dir) -> dict:
     spec, data, x_train, y_train, targets, x_test, y_test = prepare(case, data_dir)
     framework = get_framework(case.framework)(spec, initial_weights(spec, case.seed, case.dtype),
                                               case.dtype, case.threads)
-    steps_per_epoch = len(x_train) // spec.batch_size
+    steps = steps_per_epoch(len(x_train), spec.batch_size)
     result = {"provenance": provenance(case.threads, case.dtype, data.name, data.checksum, case.seed),
               "flops_per_step": train_step_flops(spec), "gemm_peak_gflops": gemm_peak_gflops(case.threads),
               "step_times_s": [], "batches": [], "epochs": [], "warmup_s": None}
@@ -109,7 +110,7 @@ def time_pass(case, data_dir) -> dict:
         now = time.perf_counter()
         if now - last_report[0] > PROGRESS_INTERVAL_S:
             last_report[0] = now
-            _progress(epoch=epoch, batch=batch + 1, batches=steps_per_epoch, loss=loss)
+            _progress(epoch=epoch, batch=batch + 1, batches=steps, loss=loss)
 
     def on_epoch(epoch):
         start = time.perf_counter()
@@ -120,7 +121,7 @@ def time_pass(case, data_dir) -> dict:
             "train_acc": float(np.mean(epoch_stats["acc"])),
             "test_loss": metrics.loss(spec, outputs, y_test), "test_acc": metrics.accuracy(spec, outputs, y_test),
             "train_time_s": epoch_stats["time"], "eval_time_s": eval_time})
-        _progress(epoch=epoch, batch=steps_per_epoch, batches=steps_per_epoch,
+        _progress(epoch=epoch, batch=steps, batches=steps,
                   loss=result["batches"][-1]["loss"], test_acc=result["epochs"][-1]["test_acc"])
         epoch_stats.update(loss=[], acc=[], time=0.0)
 
