@@ -22,6 +22,7 @@ EPILOG = """examples:
   adh results --export out/    every stored table as CSV
   adh report paper             figures and tables for a paper, in reports/paper/
   adh compare --against main   is the working tree slower than main? (A/B, exit 1 on regression)
+  adh system                   is this machine fit to measure on?
 """
 
 
@@ -42,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--data-dir", help="folder holding the IDX files of mnist / fashion-mnist")
     run.add_argument("--epochs", type=int, help="epochs per case")
     run.add_argument("--seeds", type=int, metavar="K", help="run seeds 0..K-1")
+    run.add_argument("--rounds", type=_positive_int, metavar="R",
+                     help="timing passes per case, each in a fresh process, interleaved across the "
+                          "suite's cases round by round (default: the suite's; quick 3, paper 2)")
     run.add_argument("--threads", type=int, help="threads for every numeric library (default: the suite's)")
     run.add_argument("--batch-size", type=int, help="batch size")
     run.add_argument("--train-limit", type=int, metavar="N", help="train on the first N examples only")
@@ -51,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", action="store_true", help="skip cases already finished with the same code")
     run.add_argument("--store", default="results/adh.sqlite", help="results database (default: %(default)s)")
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
+    _no_wait(run)
 
     check = sub.add_parser("check", help="prove the engine and the reference compute the same thing",
                            description="Gradient and trajectory parity of both engine modes against "
@@ -62,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--threads", type=int, default=2)
     check.add_argument("--test-limit", type=int, metavar="N", help="compare predictions on N test examples only")
     check.add_argument("--data-dir", help="folder holding IDX files, for models on mnist / fashion-mnist")
+    _no_wait(check)
 
     sub.add_parser("list", help="models, frameworks, datasets and suites")
 
@@ -94,6 +100,15 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--accuracy-tolerance", type=float, default=0.5, help="test accuracy drop allowed, in points (default: %(default)s)")
     compare.add_argument("--json", type=Path, metavar="FILE", help="also write the verdicts as JSON")
     compare.add_argument("--data-dir", help="folder holding IDX files, for --against")
+    _no_wait(compare)
+
+    system = sub.add_parser(
+        "system", help="is this machine fit to measure on? (CPU, load, affinity, BLAS, frequency, ASLR, steal)",
+        description="What a measurement depends on, each with a verdict (ok, warning, info) and, where "
+                    "a fix exists, the command for it. Changes nothing. Exit status 1 if any line "
+                    "is a warning.")
+    system.add_argument("--threads", type=_positive_int, default=2,
+                        help="the thread count you will measure with (default: %(default)s)")
 
     results = sub.add_parser("results", help="show or export stored results")
     results.add_argument("--suite", help="only this suite")
@@ -110,19 +125,33 @@ def main(argv: list[str] | None = None) -> int:
             pin_threads(args.threads)
         signal.signal(signal.SIGTERM, _interrupt)  # a terminated run stops like Ctrl-C: nothing finished is lost
         commands = {"run": _run, "check": _check, "list": _list, "results": _results, "report": _report,
-                    "compare": _compare}
+                    "compare": _compare, "system": _system}
         return commands[args.command](args)
     except UsageError as error:
         print(f"adh: error: {error}", file=sys.stderr)
         return 2
     except Exception as error:
         from .data import DatasetError
+        from .measure.lock import LockBusy
         from .store import StoreError
 
-        if isinstance(error, (DatasetError, StoreError)):
+        if isinstance(error, (DatasetError, StoreError, LockBusy)):
             print(f"adh: error: {error}", file=sys.stderr)
             return 2
         raise
+
+
+def _no_wait(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-wait", action="store_true",
+                        help="if another adh measurement is running on this machine, exit with status 2 "
+                             "at once instead of waiting for it (measurements run one at a time)")
+
+
+def _measuring(args):
+    """The machine-wide measurement lock: one adh measurement at a time on this machine."""
+    from .measure.lock import measurement_lock
+
+    return measurement_lock(wait=not args.no_wait)
 
 
 def _positive_int(text: str) -> int:
@@ -152,16 +181,15 @@ def _run(args) -> int:
         from .data import load_dataset
         load_dataset(args.dataset, args.data_dir)  # fail now, with the fix, not in every case
     options = RunOptions(data_dir=args.data_dir, resume=args.resume, progress=not args.no_progress,
-                         memory=suite.memory and not args.no_memory,
+                         memory=suite.memory and not args.no_memory, rounds=args.rounds or suite.rounds,
                          timeout_s=args.timeout or suite.timeout_s, code_version=code_version())
-    with ResultsStore(args.store) as store:
+    with ResultsStore(args.store) as store, _measuring(args):
         outcome = run_suite(suite, store, options)
         keys = {r.key for r in outcome.results} | {c.key(options.code_version) for c in outcome.skipped}
         cases = store.cases(suite.name)
         cases = cases[cases["key"].isin(keys)]
-        epochs = store.epochs(suite.name)
         if len(cases):
-            print("\n" + _model_tables(cases, epochs[epochs["key"].isin(keys)]))
+            print("\n" + _model_tables(cases, store.epochs(suite.name), store.runs(suite.name)))
     failed = [r for r in outcome.results if r.status not in ("ok", "diverged", "interrupted")]
     print(f"\n{len(outcome.results)} cases run, {len(outcome.skipped)} skipped (--resume), "
           f"{len(failed)} failed; results in {args.store}")
@@ -178,10 +206,11 @@ def _check(args) -> int:
 
     specs = [get_model(m) for m in (args.models or MODELS)]
     results = []
-    for spec in specs:
-        data = load_dataset(spec.dataset, args.data_dir, dtype=args.dtype)
-        results += check_model(spec, data, args.dtype, args.steps, args.seed, threads=args.threads,
-                               test_limit=args.test_limit)
+    with _measuring(args):
+        for spec in specs:
+            data = load_dataset(spec.dataset, args.data_dir, dtype=args.dtype)
+            results += check_model(spec, data, args.dtype, args.steps, args.seed, threads=args.threads,
+                                   test_limit=args.test_limit)
     print(format_table(results))
     failed = [r for r in results if not r.passed]
     print(f"\n{len(results) - len(failed)} passed, {len(failed)} failed")
@@ -225,7 +254,7 @@ def _results(args) -> int:
             raise UsageError(f"no results for suite {args.suite!r} in {args.store}; stored: {', '.join(store.suites()) or 'none'}")
         for suite in suites:
             print(f"# {suite}\n")
-            print(_model_tables(store.cases(suite), store.epochs(suite)) + "\n")
+            print(_model_tables(store.cases(suite), store.epochs(suite), store.runs(suite)) + "\n")
     return 0
 
 
@@ -255,8 +284,9 @@ def _compare(args) -> int:
             raise UsageError("give either BASE and NEW, or --against REF, not both")
         suite = load_suite(args.suite)
         options = RunOptions(data_dir=args.data_dir, memory=suite.memory, timeout_s=suite.timeout_s)
-        outcome = ab_test(args.against, suite, args.rounds, options, thresholds,
-                          on_run=lambda line: print(line, file=sys.stderr))
+        with _measuring(args):
+            outcome = ab_test(args.against, suite, args.rounds, options, thresholds,
+                              on_run=lambda line: print(line, file=sys.stderr))
         rows, labels = outcome.rows, (args.against, "working tree")
     else:
         if not (args.base and args.new):
@@ -269,14 +299,24 @@ def _compare(args) -> int:
     return exit_code(rows)
 
 
-def _model_tables(cases, epochs) -> str:
+def _system(args) -> int:
+    from .system import format_facts, system_facts
+
+    facts = system_facts(args.threads)
+    print(format_facts(facts))
+    return 1 if any(f.verdict == "warning" for f in facts) else 0
+
+
+def _model_tables(cases, epochs, runs) -> str:
     """The per-model tables of the finished ("ok") cases among `cases`."""
     from .tables import format_model_tables, model_summary
 
     finished = cases[cases["status"] == "ok"]
     if not len(finished):  # model_summary needs at least one
         return f"no finished case to tabulate ({', '.join(sorted(set(cases['status'])))})"
-    return format_model_tables(model_summary(finished, epochs))
+    keys = set(finished["key"])
+    return format_model_tables(model_summary(finished, epochs[epochs["key"].isin(keys)],
+                                             runs[runs["key"].isin(keys)]))
 
 
 if __name__ == "__main__":

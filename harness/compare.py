@@ -6,10 +6,15 @@ key, since a key includes the code version. Cases with equal settings in one set
 A/B rounds, or repeated runs of one commit.
 
 Per matched case and metric, a row with the ratio NEW/BASE and a verdict, as asv does:
-- step time: `regressed` / `improved` when the ratio of medians passes `min_factor` AND
-  Mann-Whitney U says the samples differ (p < alpha); a ratio inside the factor is `unchanged`;
-  a larger change that is not significant, or too few samples, is `~`. Wide spread is `unstable`.
-  Runs the runner flagged as contended are left out while their side has others.
+- step time: the ratio NEW/BASE of the processes' median step times with its 95 % CI
+  (harness.stats). Measured in pairs (`adh compare --against`: BASE and NEW alternate round by
+  round), one ratio per round and the interval of those, so that drift of the host cancels:
+  `regressed` / `improved` when the ratio passes `min_factor` AND its interval excludes 1.
+  Unpaired (two stores): the ratio of medians with Welch's interval, and the verdict also needs
+  Mann-Whitney U on block medians (p < alpha) and, with several runs a side, Welch's t-test on
+  the runs' log medians. A ratio inside the factor is `unchanged`; a larger change that is not
+  significant, or too few samples, is `~`. Wide spread is `unstable`. Runs the runner flagged
+  (contended or drifted) are left out while their side has others.
 - memory (bytes and count allocated, peak bytes): deterministic, so a relative tolerance alone.
 - test accuracy after the last epoch: deterministic at a fixed seed and thread count, so a
   tolerance in percentage points alone.
@@ -30,6 +35,7 @@ from scipy.stats import mannwhitneyu, rankdata, ttest_ind
 
 from .errors import UsageError
 from .records import CaseResult
+from .stats import paired_ratio, unpaired_ratio
 from .store import SETTINGS_COLUMNS, ResultsStore
 from .tables import MIB, markdown_table
 
@@ -60,26 +66,33 @@ class Thresholds:
 @dataclass
 class ResultSet:
     """Cases and their samples, as the results store's frames: `cases` (id, settings, status,
-    memory numbers, contended, prov_code_version), `steps` (case_id, idx, seconds) and `epochs`
-    (case_id, epoch, test_acc, ...). Cases with equal settings are pooled by `compare`."""
+    memory numbers, prov_code_version), `runs` (case_id, run, contended, drift), `steps` (case_id,
+    run, idx, seconds) and `epochs` (case_id, epoch, test_acc, ...). Cases with equal settings are
+    pooled by `compare`; `paired` says that BASE and NEW ran round by round side by side."""
 
     cases: pd.DataFrame
+    runs: pd.DataFrame
     steps: pd.DataFrame
     epochs: pd.DataFrame
     label: str = ""
+    paired: bool = False
 
     @classmethod
     def from_results(cls, results: list[CaseResult], label: str = "") -> ResultSet:
         """A result set of freshly measured cases (not stored), numbered in order."""
-        cases, steps, epochs = [], [], []
+        cases, runs, steps, epochs = [], [], [], []
         for i, r in enumerate(results):
             cases.append({"id": i, **r.case.settings(), "extra": json.dumps(dict(r.case.extra)),
-                          "status": r.status, "reason": r.reason, "contended": r.contended,
+                          "status": r.status, "reason": r.reason,
                           **{m: getattr(r, m) for m in MEMORY_METRICS},
                           "prov_code_version": r.provenance.get("code_version")})
-            steps += [{"case_id": i, "idx": j, "seconds": s} for j, s in enumerate(r.step_times_s)]
+            runs += [{"case_id": i, "run": run.round, "contended": run.contended, "drift": run.drift}
+                     for run in r.runs]
+            steps += [{"case_id": i, "run": run.round, "idx": j, "seconds": s}
+                      for run in r.runs for j, s in enumerate(run.step_times_s)]
             epochs += [{"case_id": i, **asdict(e)} for e in r.epochs]
-        return cls(pd.DataFrame(cases), pd.DataFrame(steps, columns=["case_id", "idx", "seconds"]),
+        return cls(pd.DataFrame(cases), pd.DataFrame(runs, columns=["case_id", "run", "contended", "drift"]),
+                   pd.DataFrame(steps, columns=["case_id", "run", "idx", "seconds"]),
                    pd.DataFrame(epochs, columns=["case_id", "epoch", "test_acc"]), label)
 
     def code_versions(self) -> list[str]:
@@ -97,10 +110,11 @@ def load_result_set(spec: str) -> ResultSet:
         re.fullmatch(r"(.+?)(?:#([^@]*))?(?:@(.+))?", spec).groups()
     folder = Path(path)
     if folder.is_dir():
-        cases, steps, epochs = _read_exported(folder)
+        cases, runs, steps, epochs = _read_exported(folder)
     elif folder.is_file():
         with ResultsStore(folder) as store:  # StoreError if it is not one
-            cases, steps, epochs = store.cases(suite), store.steps(suite), store.epochs(suite)
+            cases, runs, steps, epochs = (store.cases(suite), store.runs(suite), store.steps(suite),
+                                          store.epochs(suite))
     else:
         raise UsageError(f"no results store or exported folder at {path!r}"
                          + ("; to measure a git ref, use `adh compare --against REF`"
@@ -117,14 +131,17 @@ def load_result_set(spec: str) -> ResultSet:
     match = cases.apply(_match_key, axis=1)
     latest = cases.groupby(match)["prov_code_version"].last()  # cases come oldest first
     cases = cases[cases["prov_code_version"].to_numpy() == match.map(latest).to_numpy()]
-    return ResultSet(cases, steps[steps["case_id"].isin(cases["id"])],
-                     epochs[epochs["case_id"].isin(cases["id"])], spec)
+    kept = lambda frame: frame[frame["case_id"].isin(cases["id"])]
+    return ResultSet(cases, kept(runs), kept(steps), kept(epochs), spec)
 
 
-def _read_exported(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def _read_exported(folder: Path) -> tuple[pd.DataFrame, ...]:
     for fmt, read in (("parquet", pd.read_parquet), ("csv", pd.read_csv)):
         if (folder / f"cases.{fmt}").exists():
-            return tuple(read(folder / f"{name}.{fmt}") for name in ("cases", "steps", "epochs"))
+            if not (folder / f"runs.{fmt}").exists():
+                raise UsageError(f"{folder} was exported by an older harness (no runs.{fmt}); "
+                                 "measure it again and export it with `adh results --export DIR`")
+            return tuple(read(folder / f"{name}.{fmt}") for name in ("cases", "runs", "steps", "epochs"))
     raise UsageError(f"{folder} holds no cases.csv or cases.parquet: export a store with "
                      "`adh results --export DIR`")
 
@@ -147,8 +164,9 @@ def _match_key(case: pd.Series) -> str:
 @dataclass
 class ComparisonRow:
     """One metric of one matched case. `change` is NEW/BASE, except for test_acc: NEW - BASE in
-    percentage points. For step time, `p_value` is Mann-Whitney U's, `n_base` / `n_new` count
-    the independent samples it compared and `spread_*` is IQR / median."""
+    percentage points. For step time, `ci_low` / `ci_high` bound the change's 95 % interval,
+    `p_value` is Mann-Whitney U's (unpaired), `n_base` / `n_new` count the samples compared
+    (rounds when paired, blocks otherwise) and `spread_*` is IQR / median."""
 
     model: str
     framework: str
@@ -159,6 +177,8 @@ class ComparisonRow:
     change: float | None
     verdict: str  # regressed, improved, unchanged, ~; failed (NEW did not finish), missing
     notes: str = ""
+    ci_low: float | None = None
+    ci_high: float | None = None
     p_value: float | None = None
     n_base: int | None = None
     n_new: int | None = None
@@ -190,13 +210,15 @@ def compare(base: ResultSet, new: ResultSet, thresholds: Thresholds = Thresholds
             rows.append(row("status", None, None, None, verdict, f"BASE {_status(b)}; NEW {_status(n)}"))
         if b_ok.empty or n_ok.empty:
             continue
-        # A contended run (another process took the CPU, even after the runner's retries) is left
-        # out while its side has others; a side with nothing else gives no verdict beyond `~`.
-        clean = [c[~c["contended"]] if (~c["contended"]).any() else c for c in (b_ok, n_ok)]
-        time = _compare_time(*([r[i] for i in c["id"] if i in r] for r, c in zip(runs, clean)), thresholds)
-        left_out = len(b_ok) + len(n_ok) - sum(map(len, clean))
-        notes = [time["notes"], f"left out {left_out} contended run{'s' * (left_out > 1)}" if left_out else ""]
-        if any(c["contended"].all() for c in clean):
+        # A flagged run (contended or drifted, even after the runner's retries) is left out while
+        # its side has others; a side with nothing else gives no verdict beyond `~`.
+        sides = [[run for i in c["id"] for run in r.get(i, [])] for r, c in zip(runs, (b_ok, n_ok))]
+        clean = [[run for run in side if not run.flagged] or side for side in sides]
+        compare_time = _compare_paired if base.paired and new.paired else _compare_time
+        time = compare_time(*clean, thresholds)
+        left_out = sum(map(len, sides)) - sum(map(len, clean))
+        notes = [time["notes"], f"left out {left_out} flagged run{'s' * (left_out > 1)}" if left_out else ""]
+        if any(side and all(run.flagged for run in side) for side in clean):
             notes.append("contended")
             time["verdict"] = "~" if time["verdict"] in ("regressed", "improved") else time["verdict"]
         rows.append(row("step_time_s", **{**time, "notes": ", ".join(filter(None, notes))}))
@@ -234,10 +256,23 @@ def _status(cases: pd.DataFrame) -> str:
     return counts + (f" ({reason[0][:80]})" if reason else "")
 
 
-def _runs(result_set: ResultSet) -> dict[int, np.ndarray]:
-    """Each case's step times in order, by case id."""
-    steps = result_set.steps.sort_values(["case_id", "idx"])
-    return {i: g["seconds"].to_numpy(float) for i, g in steps.groupby("case_id")}
+@dataclass(frozen=True)
+class _Run:
+    round: int
+    steps: np.ndarray  # seconds, in order
+    flagged: bool
+
+
+def _runs(result_set: ResultSet) -> dict[int, list[_Run]]:
+    """Each case's runs with their step times in order, by case id."""
+    steps = {k: g["seconds"].to_numpy(float)
+             for k, g in result_set.steps.sort_values(["case_id", "run", "idx"]).groupby(["case_id", "run"])}
+    out: dict[int, list[_Run]] = {}
+    for r in result_set.runs.itertuples(index=False):
+        run = _Run(int(r.run), steps.get((r.case_id, r.run), np.empty(0)), bool(r.contended or r.drift))
+        if len(run.steps):
+            out.setdefault(int(r.case_id), []).append(run)
+    return out
 
 
 def _final_accuracies(result_set: ResultSet) -> pd.Series:
@@ -285,7 +320,31 @@ def _spread(x: np.ndarray) -> float:
     return float((q3 - q1) / median)
 
 
-def _compare_time(base_runs: list[np.ndarray], new_runs: list[np.ndarray], th: Thresholds) -> dict[str, Any]:
+def _compare_paired(base: list[_Run], new: list[_Run], th: Thresholds) -> dict[str, Any]:
+    """Runs measured round by round side by side: one ratio NEW/BASE of the runs' medians per
+    round, and the 95 % interval of those (harness.stats.paired_ratio). A change is called when
+    the ratio passes the factor and its interval excludes 1."""
+    b, n = ({r.round: float(np.median(r.steps)) for r in side} for side in (base, new))
+    rounds = sorted(set(b) & set(n))
+    ratio = paired_ratio([n[k] for k in rounds], [b[k] for k in rounds])
+    pooled = [np.concatenate([r.steps for r in side]) for side in (base, new)]
+    out = dict(base=float(np.median(list(b.values()))), new=float(np.median(list(n.values()))),
+               change=ratio.value, ci_low=ratio.low if ratio.has_interval else None,
+               ci_high=ratio.high if ratio.has_interval else None, n_base=len(rounds), n_new=len(rounds),
+               spread_base=_spread(pooled[0]), spread_new=_spread(pooled[1]))
+    notes = ["unstable"] if max(out["spread_base"], out["spread_new"]) > th.unstable_spread else []
+    beyond = ratio.value > th.min_factor or ratio.value < 1 / th.min_factor
+    if not ratio.has_interval:
+        notes.append(f"{len(rounds)} paired round{'s' * (len(rounds) != 1)}: no interval, need 2")
+        verdict = "unchanged" if not beyond else "~"
+    else:
+        notes.append(f"paired over {len(rounds)} rounds")
+        verdict = ("unchanged" if not beyond else "~" if not ratio.excludes(1.0)
+                   else "regressed" if ratio.value > 1 else "improved")
+    return {**out, "verdict": verdict, "notes": ", ".join(notes)}
+
+
+def _compare_time(base: list[_Run], new: list[_Run], th: Thresholds) -> dict[str, Any]:
     """Ratio of the medians of the pooled steps, Mann-Whitney U on block medians, and, where
     each side has several runs, Welch's t-test on the runs' log medians.
 
@@ -294,6 +353,7 @@ def _compare_time(base_runs: list[np.ndarray], new_runs: list[np.ndarray], th: T
     runs 25-60 % off. Blocks within runs cannot see that, and `adh compare --against` with 3
     rounds called unchanged code 1.12x slower and 0.77x faster before this test was added. A
     verdict now needs the shift to hold from run to run as well."""
+    base_runs, new_runs = ([r.steps for r in side] for side in (base, new))
     a, b = (np.concatenate(r) if r else np.empty(0) for r in (base_runs, new_runs))
     if not len(a) or not len(b):
         return dict(base=None, new=None, change=None, verdict="~", notes="no step times",
@@ -301,6 +361,10 @@ def _compare_time(base_runs: list[np.ndarray], new_runs: list[np.ndarray], th: T
     ratio = float(np.median(b) / np.median(a))
     out = dict(base=float(np.median(a)), new=float(np.median(b)), change=ratio,
                spread_base=_spread(a), spread_new=_spread(b))
+    between = unpaired_ratio([np.median(r) for r in new_runs], [np.median(r) for r in base_runs])
+    if between.has_interval:  # several runs a side: the ratio of the runs' medians, with its interval
+        ratio = between.value
+        out.update(change=ratio, ci_low=between.low, ci_high=between.high)
     notes = ["unstable"] if max(out["spread_base"], out["spread_new"]) > th.unstable_spread else []
     size = _block_size(base_runs + new_runs)
     blocks = [_block_medians(runs, size) for runs in (base_runs, new_runs)]
@@ -376,7 +440,7 @@ def to_markdown(rows: list[ComparisonRow], base_label: str = "BASE", new_label: 
     table = []
     for r in rows:
         change = ("-" if r.change is None else f"{r.change:+.2f} pp" if r.metric == "test_acc"
-                  else f"{r.change:.3f}x")
+                  else f"{r.change:.3f}x" + ("" if r.ci_low is None else f" (95% CI {r.ci_low:.3f}-{r.ci_high:.3f})"))
         table.append([r.model, r.framework, *([r.variant] if with_variant else []), _LABELS[r.metric],
                       _format(r.metric, r.base, r.spread_base), _format(r.metric, r.new, r.spread_new),
                       change, r.verdict, r.notes])

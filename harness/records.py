@@ -1,16 +1,20 @@
 """What one finished case leaves behind: the contract between runner, store, report and compare.
 
-A case is one model x framework x dataset x settings x seed, run in a fresh process. Its result
-is a `CaseResult`: the settings that define it, its outcome, the summary numbers of the timing
-pass and the memory pass, the per-epoch accuracy, the per-batch series, the per-step times, and
-the provenance that says where and how it ran.
+A case is one model x framework x dataset x settings x seed. Its result is a `CaseResult`: the
+settings that define it, its outcome, its timing passes (`RunRecord`, one fresh process per
+round, with the per-step times), the memory pass, the per-epoch accuracy, the per-batch series,
+and the provenance that says where and how it ran.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from statistics import median
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # numpy and scipy load only when asked: a worker pins its threads first
+    from .stats import Estimate
 
 STATUSES = ("ok", "diverged", "failed", "timeout", "crashed", "interrupted")
 
@@ -67,19 +71,45 @@ class BatchRecord:
 
 
 @dataclass
+class RunRecord:
+    """One timing pass of a case: one fresh process, in one round of the suite's schedule."""
+
+    round: int  # 0-based; the runs of one round of a suite ran next to each other
+    step_times_s: list[float]  # every timed step after the warm-up, in order
+    warmup_steps: int  # leading steps left out as warm-up (measured: harness.measure.warmup)
+    warmup_s: float  # their time
+    train_time_s: float  # all epochs, warm-up steps and evaluation excluded
+    eval_time_s: float
+    foreign_cpu_s: float | None = None  # CPU time other processes used during the pass
+    contended: bool = False  # other processes took more than the runner's threshold
+    drift: bool = False  # the drift probe ran off the run's median: the host changed speed
+    probe_before_s: float | None = None  # the drift probe, before and after the training loop
+    probe_after_s: float | None = None
+    attempts: int = 1  # passes run for this round (a contended or drifted one is repeated)
+    started_at: str | None = None
+
+    @property
+    def flagged(self) -> bool:
+        """Contended or drifted: its numbers are kept, but not used while cleaner runs exist."""
+        return self.contended or self.drift
+
+    @property
+    def median_s(self) -> float | None:
+        return float(median(self.step_times_s)) if self.step_times_s else None
+
+
+@dataclass
 class CaseResult:
+    """A case and its runs: the timing pass in several processes (`runs`, one per round), the
+    memory pass once, and the epochs and batches of the first run (training is deterministic:
+    every run trains the same way)."""
+
     case: Case
     key: str
     status: str  # one of STATUSES
     reason: str = ""  # why it is not "ok"
-    provenance: dict[str, Any] = field(default_factory=dict)
-    # Timing pass. Warm-up (the first step: buffer creation, caches, lazy init) is kept apart.
-    warmup_s: float | None = None
-    train_time_s: float | None = None  # all epochs, warm-up step excluded, evaluation excluded
-    eval_time_s: float | None = None
-    step_times_s: list[float] = field(default_factory=list)  # every timed step, in order
-    foreign_cpu_s: float | None = None  # CPU time other processes used during the timed pass
-    contended: bool = False
+    provenance: dict[str, Any] = field(default_factory=dict)  # of the first run
+    runs: list[RunRecord] = field(default_factory=list)
     # Memory pass (memray around the training loop only).
     alloc_bytes: int | None = None  # total bytes allocated
     alloc_count: int | None = None  # number of allocations (frees not counted)
@@ -92,9 +122,41 @@ class CaseResult:
     batches: list[BatchRecord] = field(default_factory=list)
 
     @property
-    def step_median_s(self) -> float | None:
-        if not self.step_times_s:
-            return None
-        s = sorted(self.step_times_s)
-        m = len(s) // 2
-        return s[m] if len(s) % 2 else (s[m - 1] + s[m]) / 2
+    def used_runs(self) -> list[RunRecord]:
+        """The runs the summary numbers come from: the clean ones, or all when none is clean."""
+        clean = [r for r in self.runs if not r.flagged]
+        return clean or self.runs
+
+    @property
+    def flagged(self) -> bool:
+        """Every run was contended or drifted: the summary numbers come from disturbed runs."""
+        return bool(self.runs) and all(r.flagged for r in self.runs)
+
+    @property
+    def step_time(self) -> Estimate:
+        """The median of the used runs' median step times, with its 95 % interval."""
+        from .stats import estimate
+
+        return estimate([r.median_s for r in self.used_runs if r.median_s is not None])
+
+    def _median(self, name: str) -> float | None:
+        values = [getattr(r, name) for r in self.used_runs if getattr(r, name) is not None]
+        return float(median(values)) if values else None
+
+    @property
+    def train_time_s(self) -> float | None:
+        return self._median("train_time_s")
+
+    @property
+    def eval_time_s(self) -> float | None:
+        return self._median("eval_time_s")
+
+    @property
+    def warmup_s(self) -> float | None:
+        return self._median("warmup_s")
+
+    @property
+    def foreign_cpu_s(self) -> float | None:
+        """The most CPU time other processes took during one of the runs."""
+        values = [r.foreign_cpu_s for r in self.runs if r.foreign_cpu_s is not None]
+        return max(values) if values else None

@@ -1,10 +1,15 @@
-"""Runs a suite: every case in fresh worker processes, every finished case saved at once.
+"""Runs a suite: every case in fresh worker processes, in rounds, every finished pass saved at once.
 
-For each case: a timing pass (repeated while another process stole more than
-`CONTENTION_THRESHOLD` of the machine, at most `RETRIES` times, then kept and flagged), then a
-memory pass in a new process. A crash, a timeout or an error in a case is recorded with its
-reason, and the suite goes on. Ctrl-C stops the case in flight, records it as interrupted and
-keeps everything finished; `--resume` then skips the finished cases.
+The timing pass of every case runs once per round, each time in a fresh process; within a round
+the cases run one after the other, and each round starts one case further down the list, so
+that a slow minute of the host falls on every framework and model alike and the runs of one
+round can be paired (harness.stats). A timing pass is repeated, at most `RETRIES` times, while
+other processes took more than `CONTENTION_THRESHOLD` of the machine or the drift probe ran off
+the run's median (`DRIFT_THRESHOLD`), then kept and flagged. The memory pass runs once per case,
+after its first timing pass. A crash, a timeout or an error in a case is recorded with its reason,
+its later rounds are skipped, and the suite goes on. Every pass is saved as soon as it ends;
+Ctrl-C stops the pass in flight and keeps everything finished; `--resume` then runs what is
+missing: cases not finished and rounds not yet run.
 """
 from __future__ import annotations
 
@@ -18,12 +23,14 @@ import threading
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from statistics import median
 from typing import Callable
 
-from .records import BatchRecord, Case, CaseResult, EpochRecord
+from .measure.drift import DRIFT_THRESHOLD, drifted
+from .measure.environment import measured_environment
+from .records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord
 from .store import ResultsStore
 from .suites import Suite
-from .threads import THREAD_VARIABLES
 from .worker import PROGRESS_PREFIX
 
 CONTENTION_THRESHOLD = 0.10  # share of the machine's CPU time other processes may use
@@ -43,6 +50,11 @@ class RunOptions:
     progress: bool = True
     code_version: str = "unknown"
     code_dir: str | None = None  # run the worker from this source tree (another commit's checkout)
+    rounds: int = 1  # timing passes per case, each in a fresh process
+    # Experiments with the measured process's setup (scripts/bench_spread.py): variables to set
+    # (None: unset) over the measurement policy, and a command to start the worker under.
+    env: dict[str, str | None] = field(default_factory=dict)
+    launcher: tuple[str, ...] = ()
 
 
 @dataclass
@@ -64,13 +76,12 @@ def run_worker(case: Case, pass_name: str, options: RunOptions,
     with tempfile.TemporaryDirectory(prefix="adh-") as tmp:
         job, result = Path(tmp, "job.json"), Path(tmp, "result.json")
         job.write_text(json.dumps({"case": case.settings(), "pass": pass_name, "data_dir": options.data_dir}))
-        env = {**os.environ, **{name: str(case.threads) for name in THREAD_VARIABLES},
-               "PYTHONUNBUFFERED": "1"}
+        env = measured_environment(case.threads, overrides={"PYTHONUNBUFFERED": "1", **options.env})
         if options.code_dir:  # that tree's harness and engine are imported, not this one's
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [options.code_dir, env.get("PYTHONPATH")]))
         stderr_path = Path(tmp, "stderr")
         with open(stderr_path, "w") as stderr:
-            proc = subprocess.Popen([sys.executable, "-m", "harness.worker", str(job), str(result)],
+            proc = subprocess.Popen([*options.launcher, sys.executable, "-m", "harness.worker", str(job), str(result)],
                                     stdout=subprocess.PIPE, stderr=stderr, text=True, env=env,
                                     cwd=options.code_dir)
             reader = threading.Thread(target=_read_progress, args=(proc.stdout, on_progress), daemon=True)
@@ -108,21 +119,63 @@ def _read_progress(stream, on_progress) -> None:
                 pass
 
 
-def run_case(case: Case, options: RunOptions, on_progress=lambda p: None, on_retry=lambda r: None) -> CaseResult:
-    """Both passes of one case; never raises except on Ctrl-C."""
-    result = CaseResult(case=case, key=case.key(options.code_version), status="ok")
+class Probes:
+    """The drift probes of one run of the harness so far: each pass is judged against the median
+    of the probes of the passes before it that did not drift (a drifted pass must not move the
+    yardstick it is judged by). The first pass sets the yardstick."""
+
+    def __init__(self) -> None:
+        self.seen: list[float] = []
+
+    def judge(self, timing: dict) -> bool:
+        """Whether this pass drifted; a pass that did not adds its probes to the yardstick."""
+        own = [p for p in (timing.get("probe_before_s"), timing.get("probe_after_s")) if p]
+        drift = bool(self.seen) and drifted(own, median(self.seen), DRIFT_THRESHOLD)
+        if not drift:
+            self.seen += own
+        return drift
+
+
+def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: Probes,
+                  on_progress: Callable[[dict], None] = lambda p: None,
+                  note: Callable[[str], None] = lambda m: None) -> None:
+    """One round of `result`'s case: a timing pass (repeated while contended or drifted), and
+    the memory pass if the case has none yet. Updates `result` in place: a new run, or the
+    status and reason of a failure. Never raises except on Ctrl-C."""
+    case = result.case
     try:
-        for attempt in range(RETRIES + 1):
+        for attempt in range(1, RETRIES + 2):
             timing = run_worker(case, "time", options, on_progress)
-            fraction, foreign = timing.get("foreign_fraction"), timing.get("foreign_cpu_s")
-            result.contended = (fraction is not None and fraction > CONTENTION_THRESHOLD
-                                and foreign is not None and foreign > MIN_FOREIGN_CPU_S)
-            if not result.contended or timing["status"] != "ok":
+            if timing["status"] != "ok":
                 break
-            on_retry(f"{case.label()}: other processes used {100 * fraction:.0f} % of the CPU; "
-                     + ("retrying" if attempt < RETRIES else "kept and flagged as contended"))
-        _fill_timing(result, timing)
-        if result.status == "ok" and options.memory:
+            fraction, foreign = timing.get("foreign_fraction"), timing.get("foreign_cpu_s")
+            contended = (fraction is not None and fraction > CONTENTION_THRESHOLD
+                         and foreign is not None and foreign > MIN_FOREIGN_CPU_S)
+            drift = probes.judge(timing)
+            if not (contended or drift):
+                break
+            why = (f"other processes used {100 * fraction:.0f} % of the CPU" if contended else
+                   f"the drift probe ran more than {DRIFT_THRESHOLD:.0%} off the run's median")
+            note(f"{case.label()} round {round_ + 1}: {why}; "
+                 + ("retrying" if attempt <= RETRIES else "kept and flagged"))
+        if timing["status"] != "ok":
+            result.status, result.reason = timing["status"], timing.get("reason", "")
+            if result.status == "failed":
+                result.reason += "\n" + timing.get("traceback", "")
+            if not result.runs:  # epochs and batches up to a divergence, provenance
+                _fill_first(result, timing)
+            return
+        if not result.runs:
+            _fill_first(result, timing)
+        result.runs.append(RunRecord(
+            # .get: a worker of an older commit (adh compare --against) reports one warm-up step
+            round=round_, step_times_s=timing["step_times_s"], warmup_steps=timing.get("warmup_steps", 1),
+            warmup_s=timing["warmup_s"], train_time_s=timing["train_time_s"],
+            eval_time_s=timing["eval_time_s"], foreign_cpu_s=timing.get("foreign_cpu_s"),
+            contended=contended, drift=drift, probe_before_s=timing.get("probe_before_s"),
+            probe_after_s=timing.get("probe_after_s"), attempts=attempt,
+            started_at=timing.get("provenance", {}).get("started_at")))
+        if options.memory and result.alloc_bytes is None:
             memory = run_worker(case, "memory", options)
             if memory["status"] != "ok":
                 raise WorkerError(memory["status"], "memory pass: " + memory.get("reason", ""))
@@ -130,58 +183,90 @@ def run_case(case: Case, options: RunOptions, on_progress=lambda p: None, on_ret
                 setattr(result, name, memory[name])
     except WorkerError as error:
         result.status, result.reason = error.status, error.reason
+
+
+def run_case(case: Case, options: RunOptions, on_progress: Callable[[dict], None] = lambda p: None,
+             note: Callable[[str], None] = lambda m: None) -> CaseResult:
+    """All `options.rounds` rounds of one case, back to back, stored nowhere (a suite interleaves
+    its cases instead: `run_suite`). Never raises except on Ctrl-C."""
+    result = CaseResult(case=case, key=case.key(options.code_version), status="ok")
+    probes = Probes()
+    for round_ in range(options.rounds):
+        if result.status == "ok":
+            measure_round(result, round_, options, probes, on_progress, note)
     return result
 
 
-def _fill_timing(result: CaseResult, timing: dict) -> None:
-    result.status, result.reason = timing["status"], timing.get("reason", "")
-    if result.status == "failed":
-        result.reason += "\n" + timing.get("traceback", "")
+def _fill_first(result: CaseResult, timing: dict) -> None:
+    """What every run of a case has alike, from its first: provenance, work, the training curves."""
     result.provenance = timing.get("provenance", {})
-    for name in ("warmup_s", "train_time_s", "eval_time_s", "foreign_cpu_s", "flops_per_step",
-                 "gemm_peak_gflops"):
-        setattr(result, name, timing.get(name))
-    result.step_times_s = timing.get("step_times_s", [])
+    result.flops_per_step, result.gemm_peak_gflops = timing.get("flops_per_step"), timing.get("gemm_peak_gflops")
     result.epochs = [EpochRecord(**e) for e in timing.get("epochs", [])]
     result.batches = [BatchRecord(**b) for b in timing.get("batches", [])]
 
 
+def rotated(items: list, round_: int) -> list:
+    """`items` starting `round_` places further on, wrapping around."""
+    k = round_ % len(items) if items else 0
+    return items[k:] + items[:k]
+
+
 def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
               on_case_done: Callable[[CaseResult], None] = lambda r: None) -> SuiteOutcome:
-    """Run every case of `suite` (skipping finished ones with --resume), saving each at once."""
+    """Run `options.rounds` timing passes of every case of `suite`, interleaved round by round,
+    saving each pass at once; with --resume, only what the store does not yet hold for this code
+    version. `on_case_done` hears of each case when its last round ends."""
     from tqdm import tqdm
 
     outcome = SuiteOutcome()
-    done = store.done_keys(suite.name) if options.resume else set()
-    todo = [c for c in suite.cases if c.key(options.code_version) not in done]
-    outcome.skipped = [c for c in suite.cases if c.key(options.code_version) in done]
+    results: dict[str, CaseResult] = {}
+    for case in suite.cases:
+        key = case.key(options.code_version)
+        stored = store.find(key) if options.resume else None
+        if stored is not None and (stored.status == "diverged"
+                                   or stored.status == "ok" and len(stored.runs) >= options.rounds):
+            outcome.skipped.append(case)
+        else:
+            results[key] = stored if stored is not None and stored.status == "ok" else \
+                CaseResult(case=case, key=key, status="ok")
+    todo = list(results.values())
+    passes = sum(options.rounds - len(r.runs) for r in todo)
     disable = True if not options.progress else None  # None: bars only on a terminal
     note = lambda message: tqdm.write(message, file=sys.stderr)
-    cases_bar = tqdm(todo, desc=f"suite {suite.name}", unit="case", position=0, disable=disable)
-    case = None
+    probes = Probes()
+    bar = tqdm(total=passes, desc=f"suite {suite.name}", unit="pass", position=0, disable=disable)
+    current = None
     try:
-        for case in cases_bar:
-            cases_bar.set_postfix_str(case.label())
-            with tqdm(total=None, desc="  training", unit="step", position=1, leave=False,
-                      disable=disable) as steps_bar:
-                result = run_case(case, options, partial(_show_progress, steps_bar, case.epochs), note)
-            store.save(result)
-            outcome.results.append(result)
-            on_case_done(result)
-            case = None
-            if result.status != "ok":
-                note(f"{result.case.label()}: {result.status}: {result.reason.splitlines()[0] if result.reason else ''}")
+        for round_ in range(options.rounds):
+            for result in rotated(todo, round_):
+                if result.status != "ok" or len(result.runs) > round_:
+                    continue  # failed in an earlier round, or this round is stored already
+                current = result
+                bar.set_postfix_str(f"round {round_ + 1}/{options.rounds} {result.case.label()}")
+                with tqdm(total=None, desc="  training", unit="step", position=1, leave=False,
+                          disable=disable) as steps_bar:
+                    measure_round(result, round_, options, probes,
+                                  partial(_show_progress, steps_bar, result.case.epochs), note)
+                store.save(result)
+                current = None
+                bar.update(1)
+                if result.status != "ok":
+                    bar.total -= options.rounds - round_ - 1  # its later rounds are skipped
+                    note(f"{result.case.label()}: {result.status}: "
+                         f"{result.reason.splitlines()[0] if result.reason else ''}")
+                if result.status != "ok" or round_ == options.rounds - 1:
+                    outcome.results.append(result)
+                    on_case_done(result)
     except KeyboardInterrupt:
         outcome.interrupted = True
-        if case is not None:
-            interrupted = CaseResult(case=case, key=case.key(options.code_version), status="interrupted",
-                                     reason="stopped by Ctrl-C")
-            # Keep a finished result of the same case (from an earlier run) rather than replace it.
-            if interrupted.key not in store.done_keys(suite.name):
-                store.save(interrupted)
-            outcome.results.append(interrupted)
+        # A case with nothing stored yet is recorded as interrupted, unless the store holds a
+        # finished result of it (from an earlier run); a case with runs keeps them as they are.
+        if current is not None and not current.runs and current.key not in store.done_keys(suite.name):
+            current.status, current.reason = "interrupted", "stopped by Ctrl-C"
+            store.save(current)
+        outcome.results += [r for r in todo if r not in outcome.results and (r.runs or r is current)]
     finally:
-        cases_bar.close()
+        bar.close()
     return outcome
 
 

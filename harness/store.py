@@ -10,9 +10,12 @@ rows in the same transaction, so the last save wins.
 Schema, version `SCHEMA_VERSION` (a store with another version is refused, not migrated):
     meta(key PRIMARY KEY, value)              -- 'schema_version'
     cases(id PRIMARY KEY, CASE_COLUMNS...)    -- one row per CaseResult; indexed by key, by suite
+    runs(case_id, run, RUN_COLUMNS...)        -- one row per timing pass (process); run = its round
     epochs(case_id, epoch, EPOCH_COLUMNS...)  -- primary key (case_id, epoch)
     batches(case_id, epoch, batch, loss, acc) -- primary key (case_id, epoch, batch)
-    steps(case_id, idx, seconds)              -- primary key (case_id, idx): the timed steps in order
+    steps(case_id, run, idx, seconds)         -- the timed steps of each run in order
+The summary columns of `cases` (step_median_s and its interval, train_time_s, ...) are computed
+from the runs when a case is saved (records.CaseResult), so that readers need not.
 Child rows are deleted with their case (ON DELETE CASCADE). SQLite stores a NaN loss (a diverged
 run) as NULL; it comes back as NaN.
 """
@@ -21,7 +24,6 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from dataclasses import fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -29,10 +31,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .records import STATUSES, BatchRecord, Case, CaseResult, EpochRecord
+from .records import STATUSES, BatchRecord, Case, CaseResult, EpochRecord, RunRecord
 
 DEFAULT_PATH = Path("results/adh.sqlite")
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: runs, several timing passes per case
 DONE_STATUSES = ("ok", "diverged")  # finished, so `--resume` skips them; the others are retried
 
 SETTINGS_COLUMNS: dict[str, str] = {
@@ -45,7 +47,10 @@ SETTINGS_COLUMNS: dict[str, str] = {
 SUMMARY_COLUMNS: dict[str, str] = {
     "status": "TEXT NOT NULL", "reason": "TEXT NOT NULL", "provenance": "TEXT NOT NULL",  # JSON
     "started_at": "TEXT", "warmup_s": "REAL", "train_time_s": "REAL", "eval_time_s": "REAL",
-    "step_median_s": "REAL", "foreign_cpu_s": "REAL", "contended": "INTEGER NOT NULL",
+    "step_median_s": "REAL", "step_ci_low_s": "REAL", "step_ci_high_s": "REAL",
+    "runs": "INTEGER NOT NULL", "flagged_runs": "INTEGER NOT NULL",
+    "flagged": "INTEGER NOT NULL",  # every run contended or drifted: the summary is from those
+    "foreign_cpu_s": "REAL",
     "alloc_bytes": "INTEGER", "alloc_count": "INTEGER", "peak_bytes": "INTEGER",
     "peak_rss_bytes": "INTEGER", "flops_per_step": "REAL", "gemm_peak_gflops": "REAL",
 }
@@ -53,12 +58,16 @@ CASE_COLUMNS = {"key": "TEXT NOT NULL", **SETTINGS_COLUMNS, **SUMMARY_COLUMNS,
                 "stored_at": "TEXT NOT NULL"}
 # table: (key columns after case_id, value columns); named as the fields of the records.
 CHILD_TABLES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
+    "runs": (("run",), {"started_at": "TEXT", "warmup_steps": "INTEGER NOT NULL", "warmup_s": "REAL",
+                        "median_s": "REAL", "train_time_s": "REAL", "eval_time_s": "REAL",
+                        "foreign_cpu_s": "REAL", "contended": "INTEGER NOT NULL",
+                        "drift": "INTEGER NOT NULL", "probe_before_s": "REAL", "probe_after_s": "REAL",
+                        "attempts": "INTEGER NOT NULL"}),
     "epochs": (("epoch",), {"train_loss": "REAL", "train_acc": "REAL", "test_loss": "REAL",
                             "test_acc": "REAL", "train_time_s": "REAL", "eval_time_s": "REAL"}),
     "batches": (("epoch", "batch"), {"loss": "REAL", "acc": "REAL"}),
-    "steps": (("idx",), {"seconds": "REAL NOT NULL"}),
+    "steps": (("run", "idx"), {"seconds": "REAL NOT NULL"}),
 }
-_RESULT_FIELDS = {f.name for f in fields(CaseResult)}
 
 # sqlite3 would silently store a numpy scalar (a float32 loss, an int64 byte count) as a blob.
 for _t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
@@ -86,6 +95,20 @@ def _schema() -> str:
                    f"{''.join(f'{c} {t}, ' for c, t in values.items())}"
                    f"PRIMARY KEY (case_id, {', '.join(keys)})) WITHOUT ROWID;")
     return "\n".join(sql)
+
+
+def _summary(result: CaseResult) -> dict[str, Any]:
+    """The summary columns of a case, from its runs."""
+    step = result.step_time
+    nan_to_none = lambda x: None if x is None or math.isnan(x) else x
+    return {"status": result.status, "reason": result.reason, "started_at": result.provenance.get("started_at"),
+            "warmup_s": result.warmup_s, "train_time_s": result.train_time_s, "eval_time_s": result.eval_time_s,
+            "step_median_s": nan_to_none(step.value), "step_ci_low_s": nan_to_none(step.low),
+            "step_ci_high_s": nan_to_none(step.high), "runs": len(result.runs),
+            "flagged_runs": sum(r.flagged for r in result.runs), "flagged": result.flagged,
+            "foreign_cpu_s": result.foreign_cpu_s,
+            **{c: getattr(result, c) for c in ("provenance", "alloc_bytes", "alloc_count", "peak_bytes",
+                                               "peak_rss_bytes", "flops_per_step", "gemm_peak_gflops")}}
 
 
 class StoreError(Exception):
@@ -152,21 +175,25 @@ class ResultsStore:
         older case with the same key; returns the new case id."""
         if result.status not in STATUSES:
             raise ValueError(f"unknown status {result.status!r}; expected one of {STATUSES}")
-        row: dict[str, Any] = {"key": result.key, **result.case.settings()}
-        row.update((c, getattr(result, c)) for c in SUMMARY_COLUMNS if c != "started_at")
+        row: dict[str, Any] = {"key": result.key, **result.case.settings(), **_summary(result)}
         row["extra"], row["provenance"] = _json(row["extra"]), _json(result.provenance)
-        row["started_at"] = result.provenance.get("started_at")
         row["stored_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        records = {"epochs": result.epochs, "batches": result.batches}
+        records = {"epochs": result.epochs, "batches": result.batches, "runs": result.runs}
         self._db.execute("BEGIN IMMEDIATE")
         try:
+            # A re-saved case (its next round, a re-run) keeps its id, and so its place in the order.
+            replaced = self._db.execute("SELECT id FROM cases WHERE key = ?", (result.key,)).fetchone()
             self._db.execute("DELETE FROM cases WHERE key = ?", (result.key,))
+            if replaced:
+                row = {"id": replaced[0], **row}
             case_id = self._db.execute(
                 f"INSERT INTO cases ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                 tuple(row.values())).lastrowid
             for table, (keys, values) in CHILD_TABLES.items():
-                rows = (((case_id, i, s) for i, s in enumerate(result.step_times_s)) if table == "steps"
-                        else ((case_id, *(getattr(r, c) for c in (*keys, *values))) for r in records[table]))
+                rows = (((case_id, run.round, i, s) for run in result.runs for i, s in enumerate(run.step_times_s))
+                        if table == "steps" else
+                        ((case_id, *(getattr(r, "round" if c == "run" else c) for c in (*keys, *values)))
+                         for r in records[table]))
                 self._db.executemany(
                     f"INSERT INTO {table} VALUES ({', '.join('?' * (1 + len(keys) + len(values)))})", rows)
             self._db.execute("COMMIT")
@@ -198,7 +225,7 @@ class ResultsStore:
         where, params = self._where(suite, status)
         frame = pd.read_sql_query(f"SELECT * FROM cases c {where} ORDER BY c.id", self._db,
                                   params=params, dtype=_dtypes(CASE_COLUMNS))
-        frame["contended"] = frame["contended"].astype(bool)
+        frame["flagged"] = frame["flagged"].astype(bool)
         return _flatten(_flatten(frame, "extra", "extra_"), "provenance", "prov_")
 
     def _child(self, table: str, suite: str | None, join: bool = True) -> pd.DataFrame:
@@ -208,10 +235,21 @@ class ResultsStore:
         where, params = self._where(suite)
         columns = ["t.*"] + (["c.key", *(f"c.{s}" for s in SETTINGS_COLUMNS), "c.status"] if join else [])
         dtypes = _dtypes({**values, **(SETTINGS_COLUMNS if join else {})})
-        return pd.read_sql_query(
+        frame = pd.read_sql_query(
             f"SELECT {', '.join(columns)} FROM {table} t JOIN cases c ON c.id = t.case_id {where} "
             f"ORDER BY t.case_id, {', '.join(f't.{k}' for k in keys)}",
             self._db, params=params, dtype=dtypes)
+        for flag in ("contended", "drift"):  # SQLite has no booleans
+            if flag in values:
+                frame[flag] = frame[flag].astype(bool)
+        return frame
+
+    def runs(self, suite: str | None = None) -> pd.DataFrame:
+        """One row per timing pass (`run`: its round; median_s, warm-up, flags, drift probes),
+        with the case key, settings and status."""
+        frame = self._child("runs", suite)
+        frame["flagged"] = frame["contended"] | frame["drift"]
+        return frame
 
     def epochs(self, suite: str | None = None) -> pd.DataFrame:
         """Per-epoch losses, accuracies and times, with the case key, settings and status."""
@@ -222,8 +260,13 @@ class ResultsStore:
         return self._child("batches", suite)
 
     def steps(self, suite: str | None = None) -> pd.DataFrame:
-        """Per-step times (`idx`, `seconds`), with the case key, settings and status."""
+        """Per-step times (`run`, `idx`, `seconds`), with the case key, settings and status."""
         return self._child("steps", suite)
+
+    def find(self, key: str) -> CaseResult | None:
+        """The stored case with `key`, or None."""
+        row = self._db.execute("SELECT id FROM cases WHERE key = ?", (key,)).fetchone()
+        return None if row is None else self.load(row[0])
 
     def load(self, case_id: int) -> CaseResult:
         """The stored case `case_id` as a CaseResult; KeyError if there is none."""
@@ -242,16 +285,23 @@ class ResultsStore:
             return [cls(**{k: r[k] for k in keys}, **{v: _nan(r[v]) for v in values})
                     for r in child[table]]
 
+        steps: dict[int, list[float]] = {}
+        for r in child["steps"]:
+            steps.setdefault(r["run"], []).append(r["seconds"])
+        runs = [RunRecord(round=r["run"], step_times_s=steps.get(r["run"], []),
+                          **{v: bool(r[v]) if v in ("contended", "drift") else r[v]
+                             for v in CHILD_TABLES["runs"][1] if v != "median_s"})
+                for r in child["runs"]]
         settings = {s: row[s] for s in SETTINGS_COLUMNS}
         settings["extra"] = tuple(json.loads(settings["extra"]).items())
-        summary = {c: row[c] for c in SUMMARY_COLUMNS if c in _RESULT_FIELDS}
-        summary.update(provenance=json.loads(row["provenance"]), contended=bool(row["contended"]))
-        return CaseResult(case=Case(**settings), key=row["key"], **summary,
-                          step_times_s=[r["seconds"] for r in child["steps"]],
+        memory = {c: row[c] for c in ("alloc_bytes", "alloc_count", "peak_bytes", "peak_rss_bytes",
+                                      "flops_per_step", "gemm_peak_gflops")}
+        return CaseResult(case=Case(**settings), key=row["key"], status=row["status"], reason=row["reason"],
+                          provenance=json.loads(row["provenance"]), runs=runs, **memory,
                           epochs=records("epochs", EpochRecord), batches=records("batches", BatchRecord))
 
     def export(self, out_dir: str | Path, fmt: str = "csv") -> list[Path]:
-        """Write `cases()` and the raw epochs, batches and steps tables (linked by case_id) to
+        """Write `cases()` and the raw runs, epochs, batches and steps tables (linked by case_id) to
         `out_dir` as csv or parquet, one file per table; returns the paths."""
         if fmt not in ("csv", "parquet"):
             raise StoreError(f"unknown export format {fmt!r}; use 'csv' or 'parquet'")

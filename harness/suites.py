@@ -39,6 +39,7 @@ SETTINGS = {  # key: (type, meaning) - the only keys a suite file may use
     "folds": (int, "k-fold cross-validation over train+test, each seed one repetition"),
     "width": ((int, list), "hidden width of the MLP; a list is swept"),
     "seq_len": ((int, list), "RNN sequence length (784 / seq_len features a step); a list is swept"),
+    "rounds": (int, "timing passes of every case, each in a fresh process, interleaved round by round"),
     "memory": (bool, "run the memory pass (memray) after the timing pass"),
     "timeout_s": (int, "a case running longer is stopped and recorded as timeout"),
     "sweep": (list, "groups of cases, each a table of the keys above"),
@@ -47,9 +48,11 @@ SWEPT = ("batch_size", "width", "seq_len")
 ITEMS = {"models": str, "frameworks": str, "seeds": int, "batch_size": int, "width": int,
          "seq_len": int, "sweep": dict}  # what a list value must hold
 MINIMUM = {"seeds": 0, "epochs": 1, "batch_size": 1, "threads": 1, "train_limit": 1, "folds": 2,
-           "width": 1, "seq_len": 1, "timeout_s": 1}
+           "width": 1, "seq_len": 1, "timeout_s": 1, "rounds": 1}
 DTYPES = ("float32", "float64")
-TOP_LEVEL_ONLY = ("description", "memory", "timeout_s", "sweep")  # settings of the whole suite
+TOP_LEVEL_ONLY = ("description", "memory", "timeout_s", "rounds", "sweep")
+# One process per case is not a measurement: processes of the same code differ by 10-40 % here.
+DEFAULT_ROUNDS = 3  # settings of the whole suite
 
 
 @dataclass
@@ -59,6 +62,7 @@ class Suite:
     cases: list[Case]
     memory: bool = True
     timeout_s: int = 3600
+    rounds: int = DEFAULT_ROUNDS
     source: str = ""
     options: dict[str, Any] = field(default_factory=dict)
 
@@ -112,7 +116,7 @@ def load_suite(name_or_path: str, overrides: dict[str, Any] | None = None) -> Su
     name = path.stem
     cases = [case for group in groups for case in _expand(name, group, path, text)]
     return Suite(name, raw.get("description", ""), cases, options.get("memory", True),
-                 options.get("timeout_s", 3600), str(path), options)
+                 options.get("timeout_s", 3600), options.get("rounds", DEFAULT_ROUNDS), str(path), options)
 
 
 _HEADER = re.compile(r"\s*\[(\[?)\s*([A-Za-z_][\w.-]*)\s*\]\]?\s*(#.*)?$")

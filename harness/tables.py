@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .store import SETTINGS_COLUMNS
+from .stats import Estimate, estimate, format_ratio, format_value, paired_ratio
+
 GIB, MIB = 2 ** 30, 2 ** 20
 
 
@@ -18,21 +21,88 @@ def final_test_accuracy(epochs: pd.DataFrame) -> pd.Series:
     return final_epoch(epochs)["test_acc"]
 
 
-def model_summary(cases: pd.DataFrame, epochs: pd.DataFrame) -> pd.DataFrame:
+SETTINGS_BUT_FRAMEWORK = [c for c in SETTINGS_COLUMNS if c != "framework"]
+
+
+def used_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs the numbers come from: per case, the clean ones, or all when none is clean."""
+    if runs.empty:
+        return runs
+    clean_any = runs.groupby("key")["flagged"].transform(lambda f: (~f).any())
+    return runs[~runs["flagged"] | ~clean_any]
+
+
+def step_estimates(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per model and framework, over the used runs of all its cases (seeds): the step time as a
+    `stats.Estimate` of the runs' medians (`step`), the runs counted (`processes`) and how many
+    of those were flagged (`flagged`)."""
+    used = used_runs(runs)
+    rows = [{"model": model, "framework": framework, "step": estimate(group["median_s"].dropna()),
+             "processes": len(group), "flagged": int(group["flagged"].sum())}
+            for (model, framework), group in used.groupby(["model", "framework"], sort=False)]
+    return pd.DataFrame(rows, columns=["model", "framework", "step", "processes", "flagged"])
+
+
+def step_ratios(runs: pd.DataFrame, reference: str = "torch") -> pd.DataFrame:
+    """Per model and framework, the step time against the reference framework's as a
+    `stats.Estimate` (`ratio`), paired by round: each run is divided by the reference's run of
+    the same round and settings (seed included), and the pairs of all seeds pooled. Pairs with a
+    flagged run are left out while clean pairs exist; `pairs` counts the pairs used and
+    `flagged_pairs` how many of those hold a flagged run."""
+    out = []
+    ref = runs[(runs["framework"] == reference) & (runs["status"] == "ok")]
+    on = [*SETTINGS_BUT_FRAMEWORK, "run"]
+    for (model, framework), group in runs[runs["status"] == "ok"].groupby(["model", "framework"], sort=False):
+        pairs = group.merge(ref, on=on, suffixes=("", "_ref"))
+        flagged = pairs["flagged"] | pairs["flagged_ref"]
+        if (~flagged).any():
+            pairs, flagged = pairs[~flagged], flagged[~flagged]
+        out.append({"model": model, "framework": framework, "pairs": len(pairs),
+                    "flagged_pairs": int(flagged.sum()),
+                    "ratio": paired_ratio(pairs["median_s"], pairs["median_s_ref"])})
+    return pd.DataFrame(out, columns=["model", "framework", "ratio", "pairs", "flagged_pairs"])
+
+
+def model_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFrame,
+                  reference: str = "torch") -> pd.DataFrame:
     """Per model and framework over the finished cases (seeds): mean and std of total training
-    time, bytes allocated, peak live bytes, final test accuracy, and median step time."""
+    time, bytes allocated, peak live bytes and final test accuracy; the step time over all their
+    processes with its 95 % interval (`step`, `processes`, `flagged`, see `step_estimates`); and
+    against the reference framework: the paired step-time ratio (`ratio`, see `step_ratios`),
+    `<metric>_ratio` for memory and `test_pct_diff` (percentage points), NaN where the model has
+    no reference row."""
     ok = cases[cases["status"] == "ok"].copy()
     ok["test_acc"] = ok["key"].map(final_test_accuracy(epochs))
     ok["time_s"] = ok["train_time_s"]
     ok["alloc_gib"] = ok["alloc_bytes"] / GIB
     ok["peak_mib"] = ok["peak_bytes"] / MIB
     ok["test_pct"] = 100 * ok["test_acc"]
-    ok["step_ms"] = 1000 * ok["step_median_s"]
-    metrics = ["time_s", "alloc_gib", "peak_mib", "test_pct", "step_ms"]
+    metrics = ["time_s", "alloc_gib", "peak_mib", "test_pct"]
     grouped = ok.groupby(["model", "framework"], sort=False)[metrics]
     summary = grouped.mean().join(grouped.std(ddof=1).add_suffix("_std"))
     summary["n"] = grouped.size()
-    return summary.reset_index()
+    summary = summary.reset_index()
+    runs = runs[runs["key"].isin(ok["key"])]
+    summary = (summary.merge(step_estimates(runs), on=["model", "framework"], how="left")
+               .merge(step_ratios(runs, reference), on=["model", "framework"], how="left"))
+    ref = summary[summary["framework"] == reference].drop_duplicates("model").set_index("model")
+    for column in ("alloc_gib", "peak_mib"):
+        summary[f"{column}_ratio"] = summary[column] / summary["model"].map(ref[column])
+    summary["test_pct_diff"] = summary["test_pct"] - summary["model"].map(ref["test_pct"])
+    return summary
+
+
+def flat_estimates(summary: pd.DataFrame) -> pd.DataFrame:
+    """`summary` with each `stats.Estimate` column spread into numbers (for CSV): `step` into
+    step_ms, step_ci_low_ms and step_ci_high_ms; `ratio` into ratio, ratio_ci_low, ratio_ci_high."""
+    out = summary.copy()
+    for column, name, scale in (("step", "step_ms", 1000), ("ratio", "ratio", 1)):
+        if column in out:
+            values = out.pop(column)
+            for part, suffix in (("value", ""), ("low", "_ci_low"), ("high", "_ci_high")):
+                out[name.replace("_ms", "") + suffix + ("_ms" if scale != 1 else "")] = [
+                    scale * getattr(e, part) if isinstance(e, Estimate) else float("nan") for e in values]
+    return out
 
 
 def _mean_std(row: pd.Series, name: str, digits: int) -> str:
@@ -42,51 +112,59 @@ def _mean_std(row: pd.Series, name: str, digits: int) -> str:
     return f"{mean:.{digits}f}" + ("" if pd.isna(std) else f" ± {std:.{digits}f}")
 
 
+def _step_cell(row: pd.Series) -> str:
+    """The step time in ms with its interval; marked when it comes from flagged runs only."""
+    step = row["step"]
+    if not isinstance(step, Estimate):
+        return "-"
+    mark = " [contended]" if row["flagged"] and row["flagged"] == row["processes"] else ""
+    return format_value(step, 1000, 2) + mark
+
+
+def _ratio_cell(row: pd.Series, reference: str) -> str:
+    if row["framework"] == reference:
+        return "reference"
+    ratio = row["ratio"]
+    if not isinstance(ratio, Estimate) or not ratio.n:
+        return "-"
+    mark = " [contended]" if row["flagged_pairs"] and row["flagged_pairs"] == row["pairs"] else ""
+    return format_ratio(ratio) + mark
+
+
+def _processes_cell(row: pd.Series) -> str:
+    if pd.isna(row["processes"]):
+        return "-"
+    flagged = int(row["flagged"])
+    return f"{int(row['processes'])}" + (f" ({flagged} flagged)" if flagged else "")
+
+
 def format_model_tables(summary: pd.DataFrame, reference: str = "torch") -> str:
     """One table per model: Framework, Time (s), Allocations (GiB), Peak (MiB), Test accuracy (%),
-    step time, and the time relative to the reference framework."""
+    step time with its 95 % CI, the paired step-time ratio to the reference framework with its
+    95 % CI, and the processes and seeds behind them."""
     out = []
     for model, rows in summary.groupby("model", sort=False):
-        ref = rows[rows["framework"] == reference]
-        ref_time = ref["time_s"].iloc[0] if len(ref) else None
-        table = []
-        for _, row in rows.iterrows():
-            ratio = "-" if not ref_time else f"{row['time_s'] / ref_time:.2f}x"
-            table.append([row["framework"], _mean_std(row, "time_s", 2), _mean_std(row, "alloc_gib", 3),
-                          _mean_std(row, "peak_mib", 1), _mean_std(row, "test_pct", 2),
-                          _mean_std(row, "step_ms", 2), ratio, str(int(row["n"]))])
+        table = [[row["framework"], _mean_std(row, "time_s", 2), _mean_std(row, "alloc_gib", 3),
+                  _mean_std(row, "peak_mib", 1), _mean_std(row, "test_pct", 2), _step_cell(row),
+                  _ratio_cell(row, reference), _processes_cell(row), str(int(row["n"]))]
+                 for _, row in rows.iterrows()]
         headers = ["Framework", "Time (s)", "Allocations (GiB)", "Peak (MiB)", "Test accuracy (%)",
-                   "Step (ms, median)", f"Time vs {reference}", "Seeds"]
+                   "Step (ms)", f"Step vs {reference}", "Processes", "Seeds"]
         out.append(f"{model}\n{markdown_table(headers, table)}")
     return "\n\n".join(out)
 
 
-# Columns of the papers' table: (summary column, header, digits, ratio words or None for a
-# difference in percentage points). A ratio says "2.10× slower" rather than "2.10", so that a
-# reader never has to guess which way it points.
-PAPER_COLUMNS = [("time_s", "Time (s)", 2, ("slower", "faster")),
-                 ("alloc_gib", "Allocations (GiB)", 3, ("more", "less")),
+# Memory and accuracy columns of the papers' table: (summary column, header, digits, ratio words
+# or None for a difference in percentage points). A ratio says "2.10× more" rather than "2.10",
+# so that a reader never has to guess which way it points. Memory is deterministic (the same
+# bytes in every run), so its ratio needs no interval.
+PAPER_COLUMNS = [("alloc_gib", "Allocations (GiB)", 3, ("more", "less")),
                  ("peak_mib", "Peak (MiB)", 1, ("more", "less")),
                  ("test_pct", "Test accuracy (%)", 2, None)]
 
 
-def relative_to_reference(summary: pd.DataFrame, reference: str = "torch") -> pd.DataFrame:
-    """`model_summary` plus, per model, each mean against the reference framework's:
-    `<metric>_ratio` (framework / reference) for time and memory, `test_pct_diff` (percentage
-    points) for accuracy; NaN where the model has no reference row."""
-    out = summary.copy()
-    ref = summary[summary["framework"] == reference].drop_duplicates("model").set_index("model")
-    for column, _, _, words in PAPER_COLUMNS:
-        base = out["model"].map(ref[column])
-        if words:
-            out[f"{column}_ratio"] = out[column] / base
-        else:
-            out[f"{column}_diff"] = out[column] - base
-    return out
-
-
 def relative_words(ratio: float, words: tuple[str, str]) -> str:
-    """A ratio in words: 2.0 -> '2.00× slower', 0.5 -> '2.00× faster' (words = (above, below))."""
+    """A ratio in words: 2.0 -> '2.00× more', 0.5 -> '2.00× less' (words = (above, below))."""
     if pd.isna(ratio) or ratio <= 0:
         return "-"
     return f"{ratio:.2f}× {words[0]}" if ratio >= 1 else f"{1 / ratio:.2f}× {words[1]}"
@@ -102,23 +180,26 @@ def _relative_cell(row: pd.Series, column: str, words: tuple[str, str] | None, r
 
 
 def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str], list[list[str]]]:
-    """One model's rows of `relative_to_reference` as the papers' table: each metric as mean ±
-    std over seeds, followed by its value against the reference when the model has a reference
-    row. A metric no row measured (no memory pass) is left out."""
+    """One model's rows of `model_summary` as the papers' table: training time as mean ± std
+    over seeds; the step time and its paired ratio to the reference, each with its 95 % CI; the
+    memory and accuracy as mean ± std, each followed by its value against the reference when the
+    model has a reference row. A metric no row measured (no memory pass) is left out."""
     relative = bool((rows["framework"] == reference).any())
     columns = [c for c in PAPER_COLUMNS if rows[c[0]].notna().any()]
-    headers = ["Framework"]
+    headers = ["Framework", "Time (s)", "Step (ms)"] + ([f"Step vs {reference}"] if relative else [])
     for _, header, _, words in columns:
         headers += [header, f"vs {reference}" + ("" if words else " (pp)")] if relative else [header]
     body = []
     for _, row in rows.iterrows():
-        cells = [row["framework"]]
+        cells = [row["framework"], _mean_std(row, "time_s", 2), _step_cell(row)]
+        if relative:
+            cells.append(_ratio_cell(row, reference))
         for column, _, digits, words in columns:
             cells.append(_mean_std(row, column, digits))
             if relative:
                 cells.append(_relative_cell(row, column, words, reference))
-        body.append(cells + [str(int(row["n"]))])
-    return headers + ["Seeds"], body
+        body.append(cells + [_processes_cell(row), str(int(row["n"]))])
+    return headers + ["Processes", "Seeds"], body
 
 
 def final_epoch(epochs: pd.DataFrame) -> pd.DataFrame:

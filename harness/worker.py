@@ -1,8 +1,9 @@
 """One pass of one case, in a fresh process: `python -m harness.worker JOB.json RESULT.json`.
 
 The runner starts this module with the thread count already in the environment, so BLAS,
-OpenMP and torch start with it. Two passes, never mixed: "time" (warm-up apart, every step
-timed, evaluation after each epoch, contention watched) and "memory" (the same training loop
+OpenMP and torch start with it. Two passes, never mixed: "time" (every step timed, the warm-up
+steps measured and kept apart, evaluation after each epoch, contention watched, the drift probe
+before and after) and "memory" (the same training loop
 under memray, nothing timed). Progress goes to stdout as lines starting with PROGRESS_PREFIX.
 """
 from __future__ import annotations
@@ -85,15 +86,22 @@ def time_pass(case, data_dir) -> dict:
     from .flops import train_step_flops
     from .frameworks import get_framework
     from .measure import gemm_peak_gflops, provenance, watch_contention
+    from .measure.drift import probe
+    from .measure.environment import recorded_environment
+    from .measure.warmup import warmup_steps
+    from .system import provenance_facts
     from .weights import initial_weights
 
+    probe_before = probe()  # before the data and the framework load: the host's pace now
     spec, data, x_train, y_train, targets, x_test, y_test = prepare(case, data_dir)
     framework = get_framework(case.framework)(spec, initial_weights(spec, case.seed, case.dtype),
                                               case.dtype, case.threads)
     steps = steps_per_epoch(len(x_train), spec.batch_size)
-    result = {"provenance": provenance(case.threads, case.dtype, data.name, data.checksum, case.seed),
+    result = {"provenance": {**provenance(case.threads, case.dtype, data.name, data.checksum, case.seed),
+                             "environment": recorded_environment(), "system": provenance_facts(sample_s=0)},
               "flops_per_step": train_step_flops(spec), "gemm_peak_gflops": gemm_peak_gflops(case.threads),
-              "step_times_s": [], "batches": [], "epochs": [], "warmup_s": None}
+              "batches": [], "epochs": []}
+    step_times: list[float] = []  # every step, the first included; the warm-up is cut off after
     epoch_stats = {"loss": [], "acc": [], "time": 0.0}
     last_report = [0.0]
 
@@ -102,11 +110,9 @@ def time_pass(case, data_dir) -> dict:
         result["batches"].append({"epoch": epoch, "batch": batch, "loss": loss, "acc": acc})
         epoch_stats["loss"].append(loss)
         epoch_stats["acc"].append(acc)
-        if result["warmup_s"] is None:  # the first step builds graphs, buffers, caches
-            result["warmup_s"] = elapsed
-        else:
-            result["step_times_s"].append(elapsed)
+        if step_times:  # the first step builds graphs, buffers, caches: never in an epoch's time
             epoch_stats["time"] += elapsed
+        step_times.append(elapsed)
         now = time.perf_counter()
         if now - last_report[0] > PROGRESS_INTERVAL_S:
             last_report[0] = now
@@ -131,12 +137,14 @@ def time_pass(case, data_dir) -> dict:
         loop_s = time.perf_counter() - start
     c = contention.value
     eval_time = sum(e["eval_time_s"] for e in result["epochs"])
+    warmup = warmup_steps(step_times)
     result.update(status=status, reason=reason, foreign_cpu_s=c.foreign_cpu_s if c else None,
                   foreign_fraction=c.foreign_fraction if c else None,
-                  train_time_s=sum(result["step_times_s"]), eval_time_s=eval_time,
+                  step_times_s=step_times[warmup:], warmup_steps=warmup, warmup_s=sum(step_times[:warmup]),
+                  train_time_s=sum(step_times[warmup:]), eval_time_s=eval_time,
                   # the whole loop (gathering, bookkeeping, progress) without evaluation:
                   # scripts/bench_overhead.py compares it with the same loop run bare
-                  loop_time_s=loop_s - eval_time)
+                  loop_time_s=loop_s - eval_time, probe_before_s=probe_before, probe_after_s=probe())
     return result
 
 

@@ -13,3 +13,13 @@ def torch_one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_measurement_lock(tmp_path_factory):
+    """The tests' measuring commands take a lock of their own, not the machine's: a benchmark
+    running beside the tests must not make them wait (nor they it)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ADH_LOCK_FILE", str(tmp_path_factory.mktemp("lock") / "measure.lock"))
+    yield
+    mp.undo()

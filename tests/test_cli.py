@@ -202,7 +202,7 @@ def test_results_export_writes_csv(finished_store, tmp_path, capsys):
     out_dir = tmp_path / "export"
     assert main(["results", "--store", str(store_path), "--export", str(out_dir)]) == 0
     printed = capsys.readouterr().out.split()
-    names = {"cases.csv", "epochs.csv", "batches.csv", "steps.csv"}
+    names = {"cases.csv", "runs.csv", "epochs.csv", "batches.csv", "steps.csv"}
     assert {Path(p).name for p in printed} == names
     assert {p.name for p in out_dir.iterdir()} == names
     cases = pd.read_csv(out_dir / "cases.csv")
@@ -314,3 +314,59 @@ def test_report_and_compare_commands_read_the_store(tmp_path, capsys):
     assert "regressed" not in printed and verdicts.is_file()
     assert main(["compare", same]) == 2  # NEW missing: a usage error, not a traceback
     assert "BASE and NEW" in capsys.readouterr().err
+
+
+# --- one measurement at a time, and the machine under it -----------------------------------------
+
+def test_measurements_run_one_at_a_time(toys, tmp_path):
+    """A second measuring command waits for the first (saying whom for), or with --no-wait exits 2."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys\nfrom harness.measure.lock import measurement_lock\n"
+                               "with measurement_lock():\n    print('held', flush=True)\n    sys.stdin.readline()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        suite = str(write_suite(tmp_path, "locked", ["toy-ok"]))
+        store = str(tmp_path / "store.sqlite")
+        busy = adh("run", suite, "--store", store, "--no-progress", "--no-wait")
+        assert busy.returncode == 2 and "Traceback" not in busy.stderr
+        assert f"another adh measurement is running (pid {holder.pid}" in busy.stderr
+        assert not Path(store).exists() or ResultsStore(store).cases().empty
+        waiting = subprocess.Popen([ADH, "run", suite, "--store", store, "--no-progress"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = waiting.stderr.readline()
+        assert f"(pid {holder.pid}" in line and line.rstrip().endswith("waiting")
+        assert waiting.poll() is None  # still waiting: nothing measured while the holder runs
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        holder.wait(timeout=10)
+        out, err = waiting.communicate(timeout=120)
+        assert waiting.returncode == 0, err
+        with ResultsStore(store) as s:
+            assert list(s.cases("locked")["status"]) == ["ok"]
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+
+
+def test_rounds_flag_and_intervals_in_the_closing_table(toys, tmp_path):
+    suite = str(write_suite(tmp_path, "two", ["toy-ok"]))
+    store = str(tmp_path / "store.sqlite")
+    out = adh("run", suite, "--store", store, "--no-progress", "--rounds", "2")
+    assert out.returncode == 0, out.stderr
+    with ResultsStore(store) as s:
+        assert s.runs("two")["run"].tolist() == [0, 1]
+    (row,) = [line for line in out.stdout.splitlines() if line.startswith("| toy-ok")]
+    assert "(95% CI " in row  # two processes: the step time has an interval
+    bad = adh("run", suite, "--store", store, "--rounds", "0")
+    assert bad.returncode == 2 and "at least 1" in bad.stderr
+
+
+def test_system_says_what_the_measurement_depends_on():
+    out = adh("system")
+    assert out.returncode in (0, 1) and "Traceback" not in out.stderr
+    for name in ("CPU model", "CPU affinity", "foreign CPU use", "steal time", "BLAS", "ASLR", "valgrind"):
+        assert name in out.stdout
+    warnings = out.stdout.count("WARNING")
+    assert out.stdout.rstrip().endswith(f"{warnings} warning{'s' * (warnings != 1)}")
+    assert out.returncode == int(warnings > 0)

@@ -15,7 +15,7 @@ from harness import abtest
 from harness.compare import (ResultSet, Thresholds, compare, exit_code, load_result_set, to_json,
                              to_markdown)
 from harness.errors import UsageError
-from harness.records import Case, CaseResult, EpochRecord
+from harness.records import Case, CaseResult, EpochRecord, RunRecord
 from harness.store import ResultsStore
 from harness.suites import Suite
 
@@ -37,10 +37,11 @@ def result(step_times: list[float], model: str = "mlp", seed: int = 0, status: s
            suite: str = "ci", contended: bool = False) -> CaseResult:
     case = Case(suite=suite, model=model, framework="engine-static", dataset="mnist-10k", seed=seed,
                 train_limit=4000, extra=(("momentum", 0.0),))
+    run = RunRecord(round=0, step_times_s=step_times, warmup_steps=1, warmup_s=0.01,
+                    train_time_s=sum(step_times), eval_time_s=0.1, contended=contended)
     return CaseResult(case=case, key=case.key(version), status=status,
                       reason="" if status == "ok" else "boom", provenance={"code_version": version},
-                      contended=contended,
-                      step_times_s=step_times, alloc_bytes=alloc_bytes, alloc_count=5000,
+                      runs=[run] if step_times else [], alloc_bytes=alloc_bytes, alloc_count=5000,
                       peak_bytes=8_000_000, epochs=[EpochRecord(1, 0.5, 0.8, 0.4, test_acc, 1.0, 0.1)])
 
 
@@ -121,7 +122,7 @@ def test_contended_runs_are_left_out_or_give_no_verdict() -> None:
                                   + [result(steps(rng, scale=2.0), contended=True)])
     new = ResultSet.from_results([result(steps(rng)) for _ in range(3)])
     time = row(compare(base, new), "step_time_s")
-    assert time.verdict == "unchanged" and "left out 1 contended run" in time.notes
+    assert time.verdict == "unchanged" and "left out 1 flagged run" in time.notes
     slower = ResultSet.from_results([result(steps(rng, scale=1.3), contended=True) for _ in range(3)])
     time = row(compare(new, slower), "step_time_s")
     assert time.verdict == "~" and time.p_value < 0.01 and "contended" in time.notes
@@ -220,36 +221,65 @@ def worktrees(repo: Path) -> int:
     return len(out.stdout.splitlines())
 
 
-def test_ab_test_alternates_per_case_and_removes_the_worktree(repo: Path, monkeypatch) -> None:
-    calls, trees = [], set()
-
-    def fake_run_case(case, options, on_retry=None):
+def fake_round(calls: list, trees: set, repo: Path, scale: dict[str, float] | None = None):
+    """A stand-in for runner.measure_round: records (model, side, round, memory measured) and adds
+    a run of synthetic steps, `scale[side]` times slower."""
+    def measure(result, round_, options, probes, on_progress=None, note=None):
         side = "A" if options.code_dir != str(repo) else "B"
         assert Path(options.code_dir, "file.txt").exists()  # the worktree is there while measuring
-        calls.append((case.model, side, options.memory))
+        memory = options.memory and result.alloc_bytes is None
+        calls.append((result.case.model, side, round_, memory))
         trees.add(Path(options.code_dir))
         rng = np.random.default_rng(len(calls))
-        return replace(result(steps(rng), model=case.model), case=case)
+        if memory:
+            result.alloc_bytes = 1000
+        # a host whose pace drifts from round to round by +-20 %: pairing must cancel it
+        times = steps(rng, scale=(1 + 0.2 * (-1) ** round_) * (scale or {}).get(side, 1.0), sigma=0.01)
+        result.runs.append(RunRecord(round=round_, step_times_s=times, warmup_steps=1, warmup_s=0.01,
+                                     train_time_s=sum(times), eval_time_s=0.1))
+    return measure
 
-    monkeypatch.setattr(abtest, "run_case", fake_run_case)
+
+def test_ab_test_interleaves_rounds_and_removes_the_worktree(repo: Path, monkeypatch) -> None:
+    calls, trees = [], set()
+    monkeypatch.setattr(abtest, "measure_round", fake_round(calls, trees, repo))
     cases = [result([], model=m).case for m in ("mlp", "cnn")]
     out = abtest.ab_test("HEAD", Suite("ci", "", cases), rounds=3, repo=repo)
-    assert calls == [(m, side, memory) for m in ("mlp", "cnn")
-                     for memory in (True, False, False) for side in "AB"]
-    assert len(out.base.cases) == len(out.new.cases) == 6 and len(out.rows) == 2 * 5
-    assert row([r for r in out.rows if r.model == "mlp"], "step_time_s").n_base > 0
+    # every round runs every case, the order rotated; within a round a case's sides run next to
+    # each other, REF first in even rounds; memory once per side, in the first round
+    assert calls == [("mlp", "A", 0, True), ("mlp", "B", 0, True), ("cnn", "A", 0, True), ("cnn", "B", 0, True),
+                     ("cnn", "B", 1, False), ("cnn", "A", 1, False), ("mlp", "B", 1, False), ("mlp", "A", 1, False),
+                     ("mlp", "A", 2, False), ("mlp", "B", 2, False), ("cnn", "A", 2, False), ("cnn", "B", 2, False)]
+    assert out.base.paired and out.new.paired
+    assert len(out.base.cases) == len(out.new.cases) == 2 and len(out.base.runs) == 6
+    time = row([r for r in out.rows if r.model == "mlp"], "step_time_s")
+    assert time.n_base == 3 and "paired over 3 rounds" in time.notes
+    assert time.ci_low < 1 < time.ci_high and time.verdict == "unchanged"
     (ref_tree,) = trees - {repo}
     assert not ref_tree.exists() and worktrees(repo) == 1
+
+
+def test_ab_test_pairs_rounds_so_that_drift_cancels(repo: Path, monkeypatch) -> None:
+    # The host's pace swings +-20 % between rounds, more than the 15 % slowdown: unpaired, the
+    # rounds' spread would hide it; paired round by round, the ratio is 1.15 with a tight interval.
+    calls, trees = [], set()
+    monkeypatch.setattr(abtest, "measure_round", fake_round(calls, trees, repo, scale={"B": 1.15}))
+    out = abtest.ab_test("HEAD", Suite("ci", "", [result([]).case]), rounds=4, repo=repo)
+    time = row(out.rows, "step_time_s")
+    assert time.change == pytest.approx(1.15, rel=0.02)
+    assert 1.10 < time.ci_low < time.ci_high < 1.20 and time.verdict == "regressed"
+    unpaired = row(compare(replace(out.base, paired=False), replace(out.new, paired=False)), "step_time_s")
+    assert unpaired.ci_low < 1 and unpaired.verdict == "~"
 
 
 def test_ab_test_removes_the_worktree_on_ctrl_c_and_refuses_unknown_refs(repo: Path, monkeypatch) -> None:
     seen = []
 
-    def interrupted(case, options, on_retry=None):
+    def interrupted(result, round_, options, probes, on_progress=None, note=None):
         seen.append(Path(options.code_dir))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(abtest, "run_case", interrupted)
+    monkeypatch.setattr(abtest, "measure_round", interrupted)
     with pytest.raises(KeyboardInterrupt):
         abtest.ab_test("HEAD", Suite("ci", "", [result([]).case]), repo=repo)
     assert not seen[0].exists() and worktrees(repo) == 1

@@ -250,3 +250,29 @@ def test_import_leaves_numpy_and_torch_alone():
     cmd = [sys.executable, "-c", code]
     out = subprocess.run(cmd, cwd=REPO, check=True, capture_output=True, text=True)
     assert out.stdout.strip() == "[]"
+
+
+# --- warm-up length and the drift probe ---------------------------------------------------------
+
+def test_warmup_lasts_until_the_pace_settles() -> None:
+    from harness.measure.warmup import warmup_steps
+
+    assert warmup_steps([0.05] + [0.02] * 5 + [0.01] * 100) == 6  # slow steps after the first count too
+    assert warmup_steps([0.05] + [0.01] * 100) == 1  # the first step always
+    assert warmup_steps([0.01] * 100) == 1
+    assert warmup_steps([0.05, 0.01, 0.01]) == 1  # too few steps to judge
+    assert warmup_steps([]) == 0
+    assert warmup_steps([0.02] * 60 + [0.01] * 60) == 60  # never settles in the first half: capped
+    # one slow step among settled ones does not extend the warm-up (a window's median)
+    assert warmup_steps([0.05] + [0.01] * 3 + [0.05] + [0.01] * 100) == 1
+
+
+def test_drift_probe_and_its_judgement() -> None:
+    from harness.measure.drift import DRIFT_THRESHOLD, drifted, probe
+
+    seconds = probe()
+    assert 0.0005 < seconds < 0.5
+    assert not drifted([1.0, 1.0 + DRIFT_THRESHOLD / 2], 1.0)
+    assert drifted([1.0, 1.0 + 2 * DRIFT_THRESHOLD], 1.0)
+    assert drifted([1.0 - 2 * DRIFT_THRESHOLD], 1.0)  # a faster host is a changed host too
+    assert not drifted([], 1.0)

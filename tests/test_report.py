@@ -14,7 +14,7 @@ from matplotlib.container import ErrorbarContainer
 
 from harness import tables
 from harness.errors import UsageError
-from harness.records import BatchRecord, Case, CaseResult, EpochRecord
+from harness.records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord
 from harness.report import build_report
 from harness.report import figures
 from harness.report.build import load_suite_data, plan_figures
@@ -33,22 +33,25 @@ def make_result(suite: str, model: str, framework: str, seed: int, *, epochs: in
                 batches: int = 10, batch_size: int = 100, extra: dict | None = None,
                 train_time_s: float = 1.0, step_s: float = 0.01, alloc: int | None = GIB,
                 peak: int | None = 10 * MIB, contended: bool = False, status: str = "ok",
-                final_acc: float = 0.9, loss_scale: float = 1.0) -> CaseResult:
+                final_acc: float = 0.9, loss_scale: float = 1.0, rounds: int = 2) -> CaseResult:
     """A finished case with smooth learning curves that end at `final_acc` (test) and 2 points
-    lower (training); seed s adds s points to both."""
+    lower (training); seed s adds s points to both. `rounds` runs of steps about `step_s` long;
+    `contended` flags the first."""
     case = Case(suite=suite, model=model, framework=framework, dataset="mnist-10k", seed=seed,
                 epochs=epochs, batch_size=batch_size, extra=tuple(sorted((extra or {}).items())))
     rng = np.random.default_rng(zlib.crc32(f"{model}{framework}{seed}{batch_size}".encode()))
     accs = [final_acc + 0.01 * seed - 0.3 * (1 / e - 1 / epochs) for e in range(1, epochs + 1)]
-    step_times = list(step_s * (1 + 0.1 * rng.random(epochs * batches - 1)))
+    step_times = [list(step_s * (1 + 0.1 * rng.random(epochs * batches - 1))) for _ in range(rounds)]
     return CaseResult(
         case=case, key=case.key("test"), status=status,
         provenance={"commit": "abc1234", "dirty": False, "python": "3.11.7", "numpy": "2.4.6",
                     "torch": "2.13.0", "memray": "1.20.0", "cpu_model": "Test CPU",
                     "logical_cores": 2, "os": "Linux", "dataset": "mnist-10k",
                     "dataset_checksum": "f" * 64, "started_at": f"2026-01-0{1 + seed}T10:00:00+00:00"},
-        warmup_s=0.05, train_time_s=train_time_s, eval_time_s=0.1, step_times_s=step_times,
-        foreign_cpu_s=0.5 if contended else 0.0, contended=contended,
+        runs=[RunRecord(round=r, step_times_s=step_times[r], warmup_steps=1, warmup_s=0.05,
+                        train_time_s=train_time_s, eval_time_s=0.1,
+                        foreign_cpu_s=0.5 if contended and r == 0 else 0.0, contended=contended and r == 0)
+              for r in range(rounds)],
         alloc_bytes=alloc, alloc_count=100, peak_bytes=peak,
         epochs=[EpochRecord(e, loss_scale * 0.5 / e, accs[e - 1] - 0.02, loss_scale * 0.4 / e, accs[e - 1],
                             train_time_s / epochs, 0.03) for e in range(1, epochs + 1)],
@@ -131,29 +134,53 @@ def test_every_framework_keeps_its_look() -> None:
 
 # --- tables -----------------------------------------------------------------------------------
 
+def summary_of(store: ResultsStore, suite: str):
+    return tables.model_summary(store.cases(suite), store.epochs(suite), store.runs(suite))
+
+
 def test_papers_table_against_torch(store: ResultsStore) -> None:
-    summary = tables.relative_to_reference(
-        tables.model_summary(store.cases("plain"), store.epochs("plain")))
+    summary = summary_of(store, "plain")
     cnn = summary[summary["model"] == "cnn"].set_index("framework")
-    # Seeds 0 and 1 add 0.0 and 0.1 s: engine-static 2.05 s against torch 1.05 s.
-    assert cnn.at["engine-static", "time_s_ratio"] == pytest.approx(2.05 / 1.05)
+    # step times of engine-static are twice torch's, in every seed and round: 4 pairs
+    ratio = cnn.at["engine-static", "ratio"]
+    assert ratio.value == pytest.approx(2.0, rel=0.03) and ratio.n == 4 and ratio.low > 1.8
+    assert cnn.at["engine-static", "pairs"] == 4 and cnn.at["engine-static", "processes"] == 4
+    assert cnn.at["torch", "ratio"].value == pytest.approx(1.0)
+    assert cnn.at["engine-static", "step"].value == pytest.approx(2.0 / 30 * 1.05, rel=0.03)
     assert cnn.at["engine-static", "alloc_gib_ratio"] == pytest.approx(0.5)
     assert cnn.at["engine-static", "peak_mib_ratio"] == pytest.approx(4.0)
-    assert cnn.at["torch", "time_s_ratio"] == pytest.approx(1.0)
     assert cnn.at["engine-static", "test_pct_diff"] == pytest.approx(0.0)
     assert cnn.at["torch", "n"] == 2  # the failed run is left out
 
     headers, rows = tables.paper_table(summary[summary["model"] == "cnn"])
-    assert headers == ["Framework", "Time (s)", "vs torch", "Allocations (GiB)", "vs torch", "Peak (MiB)",
-                       "vs torch", "Test accuracy (%)", "vs torch (pp)", "Seeds"]
+    assert headers == ["Framework", "Time (s)", "Step (ms)", "Step vs torch", "Allocations (GiB)", "vs torch",
+                       "Peak (MiB)", "vs torch", "Test accuracy (%)", "vs torch (pp)", "Processes", "Seeds"]
     by_fw = {row[0]: row for row in rows}
     assert set(by_fw) == set(KNOWN)
     assert by_fw["engine-static"][1] == "2.05 ± 0.07"
-    assert by_fw["engine-static"][2] == f"{2.05 / 1.05:.2f}× slower"
-    assert by_fw["engine-static"][4] == "2.00× less"
-    assert by_fw["engine-static"][6] == "4.00× more"
-    assert by_fw["torch"][2] == "reference"
-    assert by_fw["acme-grad"][4] == "1.50× more"
+    step = cnn.at["engine-static", "step"]
+    assert by_fw["engine-static"][2] == f"{1000 * step.value:.2f} (95% CI {1000 * step.low:.2f}-{1000 * step.high:.2f})"
+    assert by_fw["engine-static"][3] == f"{ratio.value:.2f}x (95% CI {ratio.low:.2f}-{ratio.high:.2f}) slower"
+    assert by_fw["acme-grad"][3].endswith("slower") and by_fw["torch"][3] == "reference"
+    assert by_fw["engine-static"][5] == "2.00× less"
+    assert by_fw["engine-static"][7] == "4.00× more"
+    assert by_fw["acme-grad"][5] == "1.50× more"
+    assert by_fw["engine-static"][-2:] == ["4", "2"]
+
+
+def test_contended_runs_are_left_out_and_marked(store: ResultsStore) -> None:
+    # mlp/torch seed 1: its first round was contended. Its pairs are left out while clean ones exist.
+    summary = summary_of(store, "plain")
+    mlp = summary[summary["model"] == "mlp"].set_index("framework")
+    assert mlp.at["torch", "processes"] == 3 and mlp.at["torch", "flagged"] == 0
+    assert mlp.at["engine-static", "pairs"] == 3
+    # a case with flagged runs only: its numbers are used, and marked
+    runs = store.runs("plain")
+    runs.loc[runs["model"] == "mlp", "flagged"] = True
+    marked = tables.model_summary(store.cases("plain"), store.epochs("plain"), runs)
+    text = tables.format_model_tables(marked[marked["model"] == "mlp"])
+    assert text.count("[contended]") == 2 * 3 - 1  # step cells of 3 frameworks, ratio cells of 2
+    assert "4 (4 flagged)" in text
 
 
 def test_relative_words() -> None:
@@ -163,14 +190,14 @@ def test_relative_words() -> None:
 
 
 def test_papers_table_leaves_out_memory_not_measured(store: ResultsStore) -> None:
-    summary = tables.relative_to_reference(
-        tables.model_summary(store.cases("circles"), store.epochs("circles")))
+    summary = summary_of(store, "circles")
     headers, _ = tables.paper_table(summary[summary["model"] == "circles-tanh"])
     assert "Allocations (GiB)" not in headers and "Time (s)" in headers
     # Without a torch row there is nothing to compare with: no "vs torch" columns.
     headers, rows = tables.paper_table(summary[(summary["model"] == "circles-tanh")
                                                & (summary["framework"] != "torch")])
-    assert headers == ["Framework", "Time (s)", "Test accuracy (%)", "Seeds"] and len(rows[0]) == 4
+    assert headers == ["Framework", "Time (s)", "Step (ms)", "Test accuracy (%)", "Processes", "Seeds"]
+    assert len(rows[0]) == 6
 
 
 def test_accuracy_table_over_folds(store: ResultsStore) -> None:
@@ -195,9 +222,30 @@ def test_latex_table_is_booktabs_and_escaped() -> None:
     assert r"\caption{cnn \& co}" in tex and r"\begin{tabular}{lr}" in tex
 
 
-def test_existing_model_tables_unchanged(store: ResultsStore) -> None:
-    text = tables.format_model_tables(tables.model_summary(store.cases("plain"), store.epochs("plain")))
-    assert "Time vs torch" in text and "Step (ms, median)" in text
+def test_model_tables_give_every_ratio_its_interval(store: ResultsStore) -> None:
+    text = tables.format_model_tables(summary_of(store, "plain"))
+    assert "Step vs torch" in text and "Step (ms)" in text
+    ratio_cells = [line.split("|")[7] for line in text.splitlines() if line.startswith("| engine-static")]
+    assert len(ratio_cells) == 2 and all("(95% CI " in c and c.strip().endswith("slower") for c in ratio_cells)
+
+
+def test_a_ratio_whose_interval_holds_1_is_no_difference() -> None:
+    from harness.stats import Estimate, estimate, format_ratio, paired_ratio
+
+    assert format_ratio(Estimate(0.62, 0.58, 0.66, 3)) == "0.62x (95% CI 0.58-0.66) faster"
+    assert format_ratio(Estimate(1.3, 1.1, 1.5, 3)) == "1.30x (95% CI 1.10-1.50) slower"
+    assert format_ratio(Estimate(0.9, 0.7, 1.1, 3)) == "≈ 0.90x (95% CI 0.70-1.10)"
+    assert format_ratio(Estimate(0.9, math.nan, math.nan, 1)) == "0.90x (one round, no CI)"
+    # t-interval of the log values: 3 values with a known log spread
+    e = estimate([1.0, 1.1, 1.21])
+    assert e.value == 1.1 and e.n == 3
+    from scipy import stats
+    half = stats.t.ppf(0.975, 2) * np.std(np.log([1.0, 1.1, 1.21]), ddof=1) / np.sqrt(3)
+    assert e.low == pytest.approx(1.1 * np.exp(-half)) and e.high == pytest.approx(1.1 * np.exp(half))
+    # pairing: a drift common to both sides cancels
+    drift = [1.0, 1.5, 0.8, 1.2]
+    paired = paired_ratio([2 * d for d in drift], drift)
+    assert paired.value == pytest.approx(2.0) and paired.low == pytest.approx(2.0) == paired.high
 
 
 # --- figures ----------------------------------------------------------------------------------
@@ -293,14 +341,16 @@ def test_plain_report(store: ResultsStore, tmp_path: Path) -> None:
     tabs = {p.name for p in (tmp_path / "out" / "tables").iterdir()}
     assert {f"model_{m}.{ext}" for m in ("cnn", "mlp") for ext in ("md", "tex", "csv")} == tabs
     csv = pd.read_csv(tmp_path / "out" / "tables" / "model_cnn.csv")
-    assert csv.set_index("framework").at["engine-static", "time_s_ratio"] == pytest.approx(2.05 / 1.05)
+    row = csv.set_index("framework").loc["engine-static"]
+    assert row["ratio"] == pytest.approx(2.0, rel=0.03) and row["ratio_ci_low"] < row["ratio"] < row["ratio_ci_high"]
+    assert row["step_ci_low_ms"] < row["step_ms"] < row["step_ci_high_ms"]
     text = report.read_text()
     for fig in figs:
         if fig.endswith(".png"):
             assert f"(figures/{fig})" in text
     assert "| engine-static" in text and "2.00× less" in text
     assert "Test CPU" in text and "abc1234" in text and "2026-01-01 10:00 to 2026-01-08 10:00" in text
-    assert "1 of 13 timed runs were flagged contended" in text
+    assert "1 of 24 timing passes were flagged." in text and "| mlp   | torch     | 1    | 1     | contended |" in text
     assert "failed" in text  # the failed run is listed as left out
 
 

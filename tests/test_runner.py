@@ -32,6 +32,7 @@ def toys(toy_dist, tmp_path, monkeypatch):
     markers = tmp_path / "markers"
     activate(monkeypatch, dist, cache, markers, release=tmp_path / "release")
     monkeypatch.setattr(runner, "CONTENTION_THRESHOLD", math.inf)
+    monkeypatch.setattr(runner, "DRIFT_THRESHOLD", math.inf)
     return markers
 
 
@@ -44,6 +45,7 @@ def toy_run(toy_dist, tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         activate(mp, dist, cache, tmp / "markers")
         mp.setattr(runner, "CONTENTION_THRESHOLD", math.inf)
+        mp.setattr(runner, "DRIFT_THRESHOLD", math.inf)
         path = write_suite(tmp, "toys", ["toy-ok", "toy-crash", "toy-hang", "toy-nan", "toy-error"],
                            memory=True, timeout_s=3)
         suite = load_suite(str(path))
@@ -141,7 +143,7 @@ def test_ok_case_record_round_trips_through_the_store(toy_run):
     assert stored.case == ok.case
     assert stored.status == "ok" and stored.reason == ""
     assert stored.provenance == ok.provenance
-    assert stored.step_times_s == pytest.approx(ok.step_times_s)
+    assert stored.runs == ok.runs
     assert stored.epochs == ok.epochs and stored.batches == ok.batches
     for name in ("warmup_s", "train_time_s", "alloc_bytes", "alloc_count", "peak_bytes",
                  "peak_rss_bytes", "flops_per_step"):
@@ -165,12 +167,16 @@ def test_ok_case_provenance(toy_run):
 def test_ok_case_timing_and_series(toy_run):
     ok = by_framework(toy_run[0].results)["toy-ok"]
     assert ok.case.train_limit == 500 and ok.case.batch_size == 100
-    # every step but the warm-up is timed; the warm-up is kept apart
-    assert len(ok.step_times_s) == STEPS - 1
+    # one run per round; every step but the warm-up is timed; the warm-up is kept apart
+    (run,) = ok.runs
+    assert run.round == 0 and run.attempts == 1 and not run.flagged
+    assert run.warmup_steps == 1  # too few steps to judge when the pace settles: the first
+    assert len(run.step_times_s) == STEPS - 1
     assert ok.warmup_s is not None and ok.warmup_s > 0
-    assert all(t > 0 for t in ok.step_times_s)
-    assert ok.train_time_s == pytest.approx(sum(ok.step_times_s))
-    assert ok.step_median_s == pytest.approx(statistics.median(ok.step_times_s))
+    assert all(t > 0 for t in run.step_times_s)
+    assert ok.train_time_s == pytest.approx(sum(run.step_times_s))
+    assert ok.step_time.value == pytest.approx(statistics.median(run.step_times_s))
+    assert run.probe_before_s > 0 and run.probe_after_s > 0  # the drift probe ran around the loop
     # per-batch series, one per step, in order
     assert [(b.epoch, b.batch) for b in ok.batches] == [(1, i) for i in range(STEPS)]
     assert all(0 <= b.acc <= 1 and math.isfinite(b.loss) for b in ok.batches)
@@ -186,7 +192,7 @@ def test_ok_case_timing_and_series(toy_run):
     assert ok.flops_per_step > 0
     assert ok.gemm_peak_gflops == GEMM_PEAK
     assert ok.foreign_cpu_s is not None and ok.foreign_cpu_s >= 0
-    assert ok.contended is False
+    assert ok.flagged is False
 
 
 def test_ok_case_memory_fields(toy_run):
@@ -230,8 +236,7 @@ def test_resume_skips_finished_and_reruns_the_rest(toys, tmp_path, monkeypatch):
         cases = store.cases()
         assert len(cases) == 4  # a re-run replaces its case, it does not add one
         new_ids = dict(zip(cases["framework"], cases["id"]))
-        assert new_ids["toy-ok"] == ids["toy-ok"] and new_ids["toy-nan"] == ids["toy-nan"]
-        assert new_ids["toy-error"] != ids["toy-error"] and new_ids["toy-crash"] != ids["toy-crash"]
+        assert new_ids == ids  # a re-run case keeps its id, and so its place in the order
 
         # another code version: nothing stored matches, everything runs again
         calls.clear()
@@ -256,7 +261,8 @@ def test_without_resume_everything_runs_again(toys, tmp_path, monkeypatch):
 
 def fake_timing(case: Case) -> dict:
     return {"status": "ok", "reason": "", "provenance": {"seed": case.seed}, "warmup_s": 0.1,
-            "train_time_s": 0.2, "eval_time_s": 0.01, "step_times_s": [0.1, 0.1], "foreign_cpu_s": 0.0,
+            "warmup_steps": 1, "train_time_s": 0.2, "eval_time_s": 0.01, "step_times_s": [0.1, 0.1],
+            "foreign_cpu_s": 0.0, "probe_before_s": 0.05, "probe_after_s": 0.05,
             "foreign_fraction": 0.0, "flops_per_step": 1.0, "gemm_peak_gflops": 1.0,
             "epochs": [{"epoch": 1, "train_loss": 1.0, "train_acc": 0.5, "test_loss": 1.0, "test_acc": 0.5,
                         "train_time_s": 0.2, "eval_time_s": 0.01}],
@@ -326,9 +332,10 @@ def test_contended_timing_is_retried_then_flagged(monkeypatch):
 
     monkeypatch.setattr(runner, "run_worker", fake_worker)
     retries = []
-    result = run_case(case, RunOptions(), on_retry=retries.append)
+    result = run_case(case, RunOptions(), note=retries.append)
     assert passes == ["time"] * (runner.RETRIES + 1) + ["memory"]
-    assert result.contended and result.status == "ok"
+    assert result.flagged and result.runs[0].contended and result.runs[0].attempts == runner.RETRIES + 1
+    assert result.status == "ok"
     assert len(retries) == runner.RETRIES + 1 and "flagged" in retries[-1]
     assert result.alloc_bytes == 10
 
@@ -344,16 +351,17 @@ def test_a_few_clock_ticks_of_foreign_time_on_a_tiny_run_are_not_contention(monk
 
     monkeypatch.setattr(runner, "run_worker", fake_worker)
     result = run_case(case, RunOptions(memory=False))
-    assert passes == ["time"] and not result.contended
+    assert passes == ["time"] and not result.flagged
 
 
 def test_a_clean_retry_is_not_flagged(monkeypatch):
     case = Case(suite="s", model="mlp", framework="engine-static", dataset="mnist-10k")
     fractions = iter([0.5, 0.01])
     monkeypatch.setattr(runner, "run_worker",
-                        lambda case, p, o, on_progress=None: {**fake_timing(case), "foreign_fraction": next(fractions)})
+                        lambda case, p, o, on_progress=None: {**fake_timing(case), "foreign_fraction": next(fractions),
+                                                              "foreign_cpu_s": 1.0})
     result = run_case(case, RunOptions(memory=False))
-    assert result.status == "ok" and not result.contended
+    assert result.status == "ok" and not result.flagged and result.runs[0].attempts == 2
 
 
 def test_memory_pass_failure_is_recorded(monkeypatch):
@@ -367,7 +375,7 @@ def test_memory_pass_failure_is_recorded(monkeypatch):
     monkeypatch.setattr(runner, "run_worker", fake_worker)
     result = run_case(case, RunOptions())
     assert result.status == "crashed" and result.reason.startswith("memory pass")
-    assert result.step_times_s == [0.1, 0.1]  # the timing pass is kept
+    assert result.runs[0].step_times_s == [0.1, 0.1]  # the timing pass is kept
 
 
 # --- the worker's own errors ---------------------------------------------------------------------
@@ -398,3 +406,92 @@ def test_a_failing_progress_callback_does_not_stall_the_worker(toys, tmp_path, m
 
     result = run_case(case, RunOptions(progress=False, memory=False, timeout_s=10), on_progress=broken)
     assert (result.status, result.reason) == ("ok", "")
+
+
+# --- rounds: interleaved, rotated, resumable; the drift probe ------------------------------------
+
+def test_rounds_interleave_cases_and_rotate_the_order(toys, tmp_path, monkeypatch):
+    suite = load_suite(str(write_suite(tmp_path, "rounds", ["toy-ok", "toy-nan", "toy-error"],
+                                       models=["mlp"], seeds=[0, 1])))
+    calls = []
+
+    def fake_worker(case, pass_name, options, on_progress=lambda p: None):
+        calls.append((case.framework, case.seed, pass_name))
+        if case.framework == "toy-error" and case.seed == 1 and len(calls) > 6:
+            return {"status": "failed", "reason": "RuntimeError: round 2", "traceback": ""}
+        return fake_timing(case)
+
+    monkeypatch.setattr(runner, "run_worker", fake_worker)
+    saved = []
+    with ResultsStore(tmp_path / "store.sqlite") as store:
+        monkeypatch.setattr(store, "save", lambda r, real=store.save: saved.append(len(r.runs)) or real(r))
+        outcome = run_suite(suite, store, RunOptions(progress=False, memory=False, rounds=3))
+        order = [(f, s) for f, s, _ in calls]
+        cases = [(c.framework, c.seed) for c in suite.cases]
+        assert order[:6] == cases and order[6:12] == cases[1:] + cases[:1]
+        # the case that failed in round 2 keeps its first run and runs no third round
+        assert order[12:] == [c for c in cases[2:] + cases[:2] if c != ("toy-error", 1)]
+        assert len(saved) == len(calls)  # every pass is saved as soon as it ends
+        stored = store.runs("rounds")
+        assert sorted(stored.groupby("key").size()) == [1, 3, 3, 3, 3, 3]
+        statuses = dict(zip(zip(store.cases()["framework"], store.cases()["seed"]), store.cases()["status"]))
+        assert statuses[("toy-error", 1)] == "failed" and set(statuses.values()) == {"ok", "failed"}
+    assert len(outcome.results) == 6 and not outcome.interrupted
+
+
+def test_resume_runs_only_the_missing_rounds(toys, tmp_path, monkeypatch):
+    suite = load_suite(str(write_suite(tmp_path, "partial", ["toy-ok", "toy-hang"])))
+    calls = []
+
+    def fake_worker(case, pass_name, options, on_progress=lambda p: None):
+        calls.append(case.framework)
+        if len(calls) == 3 and not (tmp_path / "interrupted").exists():  # Ctrl-C in round 2, at toy-hang
+            (tmp_path / "interrupted").touch()
+            raise KeyboardInterrupt
+        return fake_timing(case)
+
+    monkeypatch.setattr(runner, "run_worker", fake_worker)
+    options = lambda rounds: RunOptions(progress=False, memory=False, rounds=rounds, code_version="v1", resume=True)
+    with ResultsStore(tmp_path / "store.sqlite") as store:
+        first = run_suite(suite, store, RunOptions(progress=False, memory=False, rounds=3, code_version="v1"))
+        assert first.interrupted and calls == ["toy-ok", "toy-hang", "toy-hang"]
+        # the runs that finished are kept; the case in flight had one, so it is not "interrupted"
+        assert store.runs("partial").groupby("framework").size().to_dict() == {"toy-ok": 1, "toy-hang": 1}
+        assert set(store.cases()["status"]) == {"ok"}
+        calls.clear()
+        again = run_suite(suite, store, options(3))
+        assert not again.interrupted and not again.skipped
+        assert calls == ["toy-hang", "toy-ok", "toy-ok", "toy-hang"]  # rounds 2 and 3, rotated
+        assert store.runs("partial").groupby("framework")["run"].apply(list).to_dict() == \
+            {"toy-ok": [0, 1, 2], "toy-hang": [0, 1, 2]}
+        calls.clear()
+        assert len(run_suite(suite, store, options(3)).skipped) == 2 and calls == []
+        more = run_suite(suite, store, options(4))  # a fourth round on top
+        assert calls == ["toy-hang", "toy-ok"] and not more.skipped
+
+
+def test_a_drifted_pass_is_retried_then_flagged(monkeypatch):
+    case = Case(suite="s", model="mlp", framework="engine-static", dataset="mnist-10k")
+    probes = iter([0.050, 0.051, 0.080, 0.081, 0.079, 0.080, 0.081, 0.080, 0.050, 0.049])
+
+    def fake_worker(case, pass_name, options, on_progress=lambda p: None):
+        return {**fake_timing(case), "probe_before_s": next(probes), "probe_after_s": next(probes)}
+
+    monkeypatch.setattr(runner, "run_worker", fake_worker)
+    notes = []
+    result = run_case(case, RunOptions(memory=False, rounds=3), note=notes.append)
+    first, second, third = result.runs
+    assert not first.flagged and first.attempts == 1
+    # round 2: the probe ran 60 % slow three times in a row: kept and flagged as drift
+    assert second.drift and not second.contended and second.attempts == runner.RETRIES + 1
+    assert "drift probe" in notes[0] and "flagged" in notes[-1]
+    assert not third.flagged and not result.flagged  # a clean run remains: the case is not flagged
+    assert result.step_time.n == 2  # the drifted run is left out of the step time
+
+
+def test_workers_run_with_the_measurement_environment(toy_run):
+    _, _, markers, _ = toy_run
+    ok = by_framework(toy_run[0].results)["toy-ok"]
+    env = ok.provenance["environment"]
+    assert env["MALLOC_MMAP_THRESHOLD_"] == str(32 * 2**20) and env["OMP_NUM_THREADS"] == "1"
+    assert ok.provenance["system"]["CPU model"]

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.records import BatchRecord, Case, CaseResult, EpochRecord
+from harness.records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord
 from harness.store import (CASE_COLUMNS, CHILD_TABLES, DEFAULT_PATH, ResultsStore, StoreError)
 
 
@@ -24,9 +24,12 @@ def make_result(model: str = "mlp", seed: int = 0, status: str = "ok", suite: st
         case=case, key=case.key("abc123"), status=status, reason="" if status == "ok" else "boom",
         provenance={"git": "abc123", "started_at": "2026-05-09T10:00:00+00:00",
                     "packages": {"numpy": "2.4.0"}, "threads": 2},
-        warmup_s=0.05, train_time_s=1.5, eval_time_s=0.2,
-        step_times_s=[0.001 * (1 + (i % 7)) for i in range(2 * n_batches)],
-        foreign_cpu_s=0.01, contended=True, alloc_bytes=123_456_789, alloc_count=4567,
+        runs=[RunRecord(round=r, step_times_s=[0.001 * (1 + ((i + r) % 7)) for i in range(2 * n_batches)],
+                        warmup_steps=1 + r, warmup_s=0.05, train_time_s=1.5, eval_time_s=0.2,
+                        foreign_cpu_s=0.01, contended=r == 1, drift=r == 2, probe_before_s=0.05,
+                        probe_after_s=0.051, attempts=1 + r, started_at="2026-05-09T10:00:00+00:00")
+              for r in range(3)],
+        alloc_bytes=123_456_789, alloc_count=4567,
         peak_bytes=9_000_000, peak_rss_bytes=None, flops_per_step=4.5e7, gemm_peak_gflops=None,
         epochs=[EpochRecord(e, 0.5 / e, 0.8 + e / 100, 0.4 / e, 0.85 + e / 100, 0.7, 0.1)
                 for e in (1, 2)],
@@ -42,8 +45,9 @@ def store(tmp_path: Path):
 def test_schema_covers_the_records() -> None:
     # A field added to the records without a column would be silently dropped by save().
     assert {f.name for f in fields(Case)} <= set(CASE_COLUMNS)
-    assert {f.name for f in fields(CaseResult)} - {"case", "step_times_s", "epochs", "batches"} \
-        <= set(CASE_COLUMNS)
+    assert {f.name for f in fields(CaseResult)} - {"case", "runs", "epochs", "batches"} <= set(CASE_COLUMNS)
+    keys, values = CHILD_TABLES["runs"]
+    assert {f.name for f in fields(RunRecord)} - {"round", "step_times_s"} <= set(values)
     for table, cls in (("epochs", EpochRecord), ("batches", BatchRecord)):
         keys, values = CHILD_TABLES[table]
         assert [f.name for f in fields(cls)] == [*keys, *values]
@@ -68,15 +72,15 @@ def test_round_trip(store: ResultsStore) -> None:
 
 def test_numpy_scalars_are_stored_as_numbers(store: ResultsStore) -> None:
     result = make_result(n_batches=3)
-    result.alloc_bytes, result.warmup_s = np.int64(7), np.float32(0.25)
+    result.alloc_bytes, result.runs[0].warmup_s = np.int64(7), np.float32(0.25)
     result.provenance["cores"] = np.int64(2)
     result.batches[0].loss, result.batches[0].acc = np.float32(0.5), np.float64(0.75)
-    result.step_times_s = [np.float32(0.125)] * 6
+    result.runs[0].step_times_s = [np.float32(0.125)] * 6
     loaded = store.load(store.save(result))
-    assert type(loaded.alloc_bytes) is int and loaded.alloc_bytes == 7 and loaded.warmup_s == 0.25
+    assert type(loaded.alloc_bytes) is int and loaded.alloc_bytes == 7 and loaded.runs[0].warmup_s == 0.25
     assert loaded.provenance["cores"] == 2
     assert (loaded.batches[0].loss, loaded.batches[0].acc) == (0.5, 0.75)
-    assert loaded.step_times_s == [0.125] * 6
+    assert loaded.runs[0].step_times_s == [0.125] * 6
 
 
 def test_frames(store: ResultsStore) -> None:
@@ -86,8 +90,14 @@ def test_frames(store: ResultsStore) -> None:
     assert list(cases["id"]) == [a, b] and list(cases["model"]) == ["mlp", "cnn"]
     row = cases.iloc[0]
     assert row["started_at"] == "2026-05-09T10:00:00+00:00"
-    assert row["step_median_s"] == make_result(n_batches=10).step_median_s
-    assert cases["contended"].dtype == bool and row["contended"]
+    made = make_result(n_batches=10)
+    # the summary of the runs: flagged runs (1 contended, 2 drifted) left out while a clean one exists
+    assert row["step_median_s"] == made.step_time.value == made.runs[0].median_s
+    assert (row["runs"], row["flagged_runs"], bool(row["flagged"])) == (3, 2, False)
+    runs = store.runs()
+    assert list(runs["run"][:3]) == [0, 1, 2] and list(runs["flagged"][:3]) == [False, True, True]
+    assert list(runs["warmup_steps"][:3]) == [1, 2, 3] and list(runs["attempts"][:3]) == [1, 2, 3]
+    assert cases["flagged"].dtype == bool and not row["flagged"]
     assert row["alloc_bytes"] == 123_456_789 and pd.isna(row["peak_rss_bytes"])
     assert row["train_limit"] == 5000 and row["lr"] == 0.1
     assert row["prov_git"] == "abc123" and row["prov_packages_numpy"] == "2.4.0"
@@ -105,8 +115,9 @@ def test_frames(store: ResultsStore) -> None:
     assert len(batches) == 40 and set(batches["model"]) == {"cnn"}
     assert list(batches["batch"][:3]) == [0, 1, 2] and batches["loss"].iloc[1] == 0.5
     steps = store.steps()
-    assert len(steps) == 60
-    assert steps.loc[steps.case_id == b, "seconds"].tolist() == make_result(n_batches=20).step_times_s
+    assert len(steps) == 3 * 60  # 3 runs of each case
+    assert steps.loc[(steps.case_id == b) & (steps.run == 0), "seconds"].tolist() == \
+        make_result(n_batches=20).runs[0].step_times_s
 
 
 def test_done_keys(store: ResultsStore) -> None:
@@ -123,18 +134,20 @@ def test_done_keys(store: ResultsStore) -> None:
 
 def test_resave_replaces(store: ResultsStore) -> None:
     first = store.save(make_result(status="failed", n_batches=30))
-    assert store.save(make_result(status="crashed", n_batches=30)) != first  # ids are not reused
+    # a re-saved key keeps its id (its place in the order); a deleted id is never given to another case
+    assert store.save(make_result(status="crashed", n_batches=30)) == first
     other = store.save(make_result(seed=1))
     second = store.save(replace(make_result(n_batches=5), reason="re-run"))
-    assert second != first
+    assert second == first and other != first
     cases = store.cases()
-    assert sorted(cases["id"]) == [other, second]
+    assert list(cases["id"]) == [first, other]
     assert cases.set_index("id").loc[second, "reason"] == "re-run"
     assert set(store.batches()["case_id"]) == {other, second}
-    assert len(store.batches()) == 100 + 10 and len(store.steps()) == 100 + 10
+    assert len(store.batches()) == 100 + 10 and len(store.steps()) == 3 * (100 + 10)
     assert make_result().key in store.done_keys()
+    assert store.find(make_result().key).reason == "re-run" and store.find("no such key") is None
     with pytest.raises(KeyError):
-        store.load(first)
+        store.load(first + other + 1)
 
 
 def test_failed_save_stores_nothing(store: ResultsStore) -> None:
@@ -146,7 +159,7 @@ def test_failed_save_stores_nothing(store: ResultsStore) -> None:
         store.save(bad)
     # Nothing of the failed case, and the older case of its key is still whole.
     assert store.cases()["id"].tolist() == [kept, old]
-    assert len(store.epochs()) == 4 and len(store.batches()) == 200 and len(store.steps()) == 200
+    assert len(store.epochs()) == 4 and len(store.batches()) == 200 and len(store.steps()) == 3 * 200
     assert store.load(old) == make_result(seed=2)
     # The store is still usable after the rollback.
     store.save(make_result(seed=3))
@@ -166,7 +179,7 @@ def test_export(store: ResultsStore, tmp_path: Path, fmt: str) -> None:
     store.save(make_result("mlp", n_batches=10))
     store.save(make_result("rnn", n_batches=10, status="diverged"))
     paths = store.export(tmp_path / "out", fmt)
-    assert [p.name for p in paths] == [f"{t}.{fmt}" for t in ("cases", "epochs", "batches", "steps")]
+    assert [p.name for p in paths] == [f"{t}.{fmt}" for t in ("cases", "runs", "epochs", "batches", "steps")]
     read = pd.read_csv if fmt == "csv" else pd.read_parquet
     back = {p.stem: read(p) for p in paths}
     for table in CHILD_TABLES:

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from .. import tables
 from ..errors import UsageError
+from ..measure.drift import DRIFT_THRESHOLD
 from ..runner import CONTENTION_THRESHOLD, RETRIES
 from ..store import ResultsStore
 from . import figures, frames
@@ -81,8 +82,9 @@ def _bar_figures(data: frames.SuiteData) -> list[PlannedFigure]:
         out.append(PlannedFigure(
             "4", "fig4_time", "Training time and step time",
             "Top: training time of all epochs (warm-up step and evaluation excluded)"
-            + _over(data, "error bars ±1 std", "error bars") + ". Bottom: time of one training step, the median "
-            "over all timed steps; error bars from the first to the third quartile.",
+            + _over(data, "error bars ±1 std", "error bars") + ". Bottom: time of one training step: a dot "
+            "per process (the median of its timed steps), the bar at the median over processes, the "
+            "error bar its 95% confidence interval.",
             lambda: figures.time_bars(data)))
     if data.has_memory:
         out.append(PlannedFigure(
@@ -164,13 +166,14 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
             out.append(Table(f"Step time against {label} (median [quartiles], ms)",
                              f"scaling_{name}", headers, rows, points, left=2))
         return out
-    summary = tables.relative_to_reference(tables.model_summary(data.ok, data.epochs), REFERENCE)
+    summary = tables.model_summary(data.ok, data.epochs, data.runs, REFERENCE)
     count = "Runs" if data.has_folds else "Seeds"
     for model, rows in summary.groupby("model", sort=False):
         headers, body = tables.paper_table(rows, REFERENCE)
         headers[-1] = count
-        out.append(Table(f"{model}: time, memory and accuracy (mean ± std over {count.lower()})",
-                         f"model_{model}", headers, body, rows))
+        out.append(Table(f"{model}: time, memory and accuracy (mean ± std over {count.lower()}; step "
+                         f"time and its ratio to {REFERENCE}: median over processes, 95% CI)",
+                         f"model_{model}", headers, body, tables.flat_estimates(rows)))
     if data.has_folds:
         accuracy = tables.accuracy_summary(data.ok, data.epochs)
         headers, rows = tables.accuracy_table(accuracy)
@@ -218,46 +221,69 @@ def provenance_section(cases: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _environment(cases: pd.DataFrame) -> str:
+    """The measured processes' allocator and OpenMP settings, as recorded in provenance."""
+    names = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "OMP_WAIT_POLICY", "OMP_PROC_BIND", "LD_PRELOAD")
+    parts = [f"{n}={_distinct(_column(cases, f'prov_environment_{n}'))}" for n in names]
+    return ", ".join(p for p in parts if not p.endswith("=unknown"))
+
+
 def method_section(data: frames.SuiteData) -> str:
-    """How the numbers were measured, with this suite's counts (seeds, contended runs)."""
+    """How the numbers were measured, with this suite's counts (seeds, rounds, flagged runs)."""
     n = data.repetitions
-    warmup = data.ok["warmup_s"].median()
-    contended = data.cases[data.cases["contended"]]
-    timed = int(data.cases["train_time_s"].notna().sum())
+    runs = data.runs
+    rounds = int(runs.groupby("key").size().max()) if len(runs) else 0
+    flagged = runs[runs["flagged"]] if len(runs) else runs
+    warmup = runs["warmup_steps"].median() if len(runs) else float("nan")
     if data.swept:
         spread = ("The scaling tables give each setting's median step time over all timed steps, "
                   "with its quartiles.")
     else:
         reps = f"{n} runs (seeds × folds)" if data.has_folds else f"{n} seeds"
-        spread = ((f"Tables give the mean ± standard deviation over {reps} per model and framework"
-                   if n > 1 else "Each model and framework ran once (one seed), so the tables show "
-                                 "no spread")
-                  + "; step times are medians over all timed steps, with their quartiles.")
+        spread = ((f"Training time, memory and accuracy are the mean ± standard deviation over {reps} "
+                   "per model and framework" if n > 1 else "Each model and framework ran with one seed")
+                  + f". Step time is the median over all processes (seeds × rounds) of each process's "
+                  f"median step, with a 95% confidence interval (Student's t on the logarithms); the "
+                  f"ratio to {REFERENCE} is paired: each process is divided by {REFERENCE}'s process of "
+                  f"the same round and seed, and the interval is that of the ratios. A ratio whose "
+                  f"interval holds 1 is marked ≈: no difference was shown, whatever its point estimate.")
     text = [
-        f"Every case ran in a fresh process with {_distinct(data.ok['threads'])} threads for every "
-        f"numeric library (BLAS, OpenMP, torch intra-op), from the same initial weights and the same "
-        f"batch order in every framework. Timing and memory were measured in separate passes of the "
-        f"same training loop, so that memory tracking never slows a timed step. The timing pass "
-        f"times every training step; the first step (warm-up: graph and buffer creation, lazy "
-        f"initialisation" + ("" if pd.isna(warmup) else f"; median {1000 * warmup:.1f} ms here")
-        + ") is excluded and reported apart, and evaluation on the test set is timed apart from "
-        "training.",
-        ("The memory pass runs memray around the training loop only (imports and data loading "
-         "excluded): bytes allocated in total and the peak of live bytes."
+        f"Every case ran {rounds} timing pass{'es' * (rounds != 1)}, each in a fresh process, in "
+        f"rounds: every case once per round, the order rotated from round to round, so that a slow "
+        f"minute of the host falls on every framework alike. Each process had "
+        f"{_distinct(data.ok['threads'])} threads for every numeric library (BLAS, OpenMP, torch "
+        f"intra-op) and the same allocator policy ({_environment(data.ok) or 'unknown'}): with "
+        f"glibc's defaults, whether a process reuses heap memory or maps fresh pages every step "
+        f"depends on its first allocations, and torch's CNN step was measured to differ up to 2.5× "
+        f"from process to process for that alone; a user of torch with the defaults may see either. "
+        f"Every framework starts from the same initial weights and sees the same batch order. "
+        f"Timing and memory were measured in separate passes of the same training loop, so that "
+        f"memory tracking never slows a timed step. The timing pass times every training step; the "
+        f"leading steps until a window of 10 steps runs within 10% of the pass's steady pace are "
+        f"warm-up (graph and buffer creation, caches, thread pools"
+        + ("" if pd.isna(warmup) else f"; a median of {warmup:.0f} steps here")
+        + ") and are reported apart, and evaluation on the test set is timed apart from training.",
+        ("The memory pass runs once per case, memray around the training loop only (imports and "
+         "data loading excluded): bytes allocated in total and the peak of live bytes."
          if data.has_memory else "This suite ran without the memory pass."),
         spread,
         f"While each timing pass ran, the CPU time used by other processes was measured (the "
-        f"machine's busy time from /proc/stat minus the run's own); a run in which they used more "
-        f"than {CONTENTION_THRESHOLD:.0%} of the machine was repeated, up to {RETRIES} times, and "
-        f"then kept and flagged as contended. **{len(contended)} of {timed} timed runs were "
-        f"flagged contended.**",
+        f"machine's busy time from /proc/stat minus the run's own), and a fixed reference workload "
+        f"(a float32 matrix product and a Python loop) was timed before and after it. A pass in "
+        f"which other processes used more than {CONTENTION_THRESHOLD:.0%} of the machine "
+        f"(contended), or whose reference workload ran more than {DRIFT_THRESHOLD:.0%} off the "
+        f"run's median (drift: the host changed speed), was repeated, up to {RETRIES} times, and "
+        f"then kept and flagged; flagged passes are left out of every number while the case has "
+        f"clean ones. **{len(flagged)} of {len(runs)} timing passes were flagged.**",
     ]
     out = " ".join(text)
-    if len(contended):
-        rows = [[r["model"], r["framework"], str(r["seed"]),
+    if len(flagged):
+        rows = [[r["model"], r["framework"], str(r["seed"]), str(int(r["run"]) + 1),
+                 ", ".join(w for w, f in (("contended", r["contended"]), ("drift", r["drift"])) if f),
                  "-" if pd.isna(r["foreign_cpu_s"]) else f"{r['foreign_cpu_s']:.2f}"]
-                for _, r in contended.iterrows()]
-        out += "\n\n" + tables.markdown_table(["Model", "Framework", "Seed", "Foreign CPU (s)"], rows)
+                for _, r in flagged.iterrows()]
+        out += "\n\n" + tables.markdown_table(["Model", "Framework", "Seed", "Round", "Flag",
+                                                 "Foreign CPU (s)"], rows)
     return out
 
 
@@ -293,7 +319,8 @@ def load_suite_data(store: ResultsStore, suite: str) -> frames.SuiteData:
         raise UsageError(f"no results for suite {suite!r} in {store.path}; {have} "
                          f"(run `adh run {suite}` first)")
     cases = store.cases(suite)
-    data = frames.SuiteData.from_frames(cases, store.epochs(suite), store.batches(suite), store.steps(suite))
+    data = frames.SuiteData.from_frames(cases, store.epochs(suite), store.batches(suite), store.steps(suite),
+                                        store.runs(suite))
     if data.ok.empty:
         statuses = ", ".join(f"{n} {s}" for s, n in cases["status"].value_counts().items())
         raise UsageError(f"suite {suite!r} in {store.path} has no finished case ({statuses}); "

@@ -21,7 +21,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocat
 
 from ..errors import UsageError
 from ..specs import get_model
-from ..tables import GIB, MIB
+from ..tables import GIB, MIB, step_estimates, used_runs
 from . import frames
 from .style import (MAX_COLUMNS, framework_look, framework_order, grid_shape, hide_unused, legend_above,
                     new_figure, styled, variant_look)
@@ -192,10 +192,13 @@ def _errors(bars: pd.DataFrame):
     return None if not (errors.to_numpy() > 0).any() else errors.to_numpy().T
 
 
-def _bar_rows(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]]) -> Figure:
+def _bar_rows(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]],
+              dots: dict[str, pd.DataFrame] | None = None) -> Figure:
     """Bars per framework for each metric, whose frame has model, framework, value, err_low and
-    err_high (error bar lengths). Up to three models: a panel per model, each with its own
-    linear scale (models differ by decades); more models: one panel per metric, grouped bars."""
+    err_high (error bar lengths); `dots` (by metric label: model, framework, value) are drawn
+    over the bars, spread a little sideways. Up to three models: a panel per model, each with its
+    own linear scale (models differ by decades); more models: one panel per metric, grouped bars
+    (without dots)."""
     if len(data.models) > MAX_COLUMNS:
         return _grouped_bars(data, metrics)
     models, frameworks = data.models, framework_order(data.ok["framework"])
@@ -205,8 +208,14 @@ def _bar_rows(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]]) -
             of_model = values[values["model"] == model].set_index("framework")
             bars = of_model.loc[[f for f in frameworks if f in of_model.index]].dropna(subset=["value"])
             ax.bar(np.arange(len(bars)), bars["value"], width=0.7, yerr=_errors(bars),
-                   color=[framework_look(f).color for f in bars.index],
-                   error_kw={"elinewidth": 0.7, "ecolor": "0.15"})
+                   color=[framework_look(f).color for f in bars.index], alpha=0.6 if dots else 1.0,
+                   error_kw={"elinewidth": 0.9, "ecolor": "0.15", "capsize": 2 if dots else 0})
+            points = (dots or {}).get(ylabel)
+            if points is not None:
+                for x, fw in enumerate(bars.index):
+                    y = points.loc[(points["model"] == model) & (points["framework"] == fw), "value"].to_numpy()
+                    ax.scatter(x + np.linspace(-0.2, 0.2, len(y)) if len(y) > 1 else [x] * len(y), y,
+                               s=6, color="0.1", zorder=3, linewidths=0)
             ax.set_xticks([])  # the legend names the frameworks: their names do not fit below
             ax.grid(axis="x", visible=False)
             ax.set_title(title)
@@ -245,15 +254,20 @@ def _seed_spread(data: frames.SuiteData, column: str, scale: float) -> pd.DataFr
 
 @styled()
 def time_bars(data: frames.SuiteData) -> Figure:
-    """Training time (mean over seeds, error bars +-1 std) and the time of one training step
-    (median over all timed steps of all seeds, error bars from the first to the third quartile),
-    bars per framework in a panel per model."""
-    stats = frames.step_stats(data.steps, ["model", "framework"])
-    steps = pd.DataFrame({"model": stats["model"], "framework": stats["framework"],
-                          "value": 1000 * stats["median"], "err_low": 1000 * (stats["median"] - stats["q1"]),
-                          "err_high": 1000 * (stats["q3"] - stats["median"])})
+    """Training time (mean over seeds, error bars +-1 std) and the time of one training step: a
+    dot per process (its median step), the bar at the median over processes, the error bar its
+    95 % interval; bars per framework in a panel per model."""
+    estimates = step_estimates(data.runs)
+    value = estimates["step"].map(lambda e: 1000 * e.value)
+    steps = pd.DataFrame({"model": estimates["model"], "framework": estimates["framework"], "value": value,
+                          "err_low": value - estimates["step"].map(lambda e: 1000 * e.low),
+                          "err_high": estimates["step"].map(lambda e: 1000 * e.high) - value})
+    used = used_runs(data.runs)
+    processes = pd.DataFrame({"model": used["model"], "framework": used["framework"],
+                              "value": 1000 * used["median_s"]})
+    label = "Step time (ms)"
     return _bar_rows(data, [("Training time (s)", _seed_spread(data, "train_time_s", 1.0)),
-                            ("Step time (ms)", steps)])
+                            (label, steps)], dots={label: processes})
 
 
 @styled()

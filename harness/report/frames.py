@@ -22,10 +22,11 @@ class SuiteData:
     epochs: pd.DataFrame
     batches: pd.DataFrame
     steps: pd.DataFrame
+    runs: pd.DataFrame  # one row per timing pass (process)
 
     @classmethod
     def from_frames(cls, cases: pd.DataFrame, epochs: pd.DataFrame, batches: pd.DataFrame,
-                    steps: pd.DataFrame) -> SuiteData:
+                    steps: pd.DataFrame, runs: pd.DataFrame) -> SuiteData:
         ok = cases[cases["status"] == "ok"].reset_index(drop=True)
         keys = set(ok["key"])
         # The child frames carry the settings but not the extras: add the swept and fold columns.
@@ -34,7 +35,7 @@ class SuiteData:
         def finished(frame: pd.DataFrame) -> pd.DataFrame:
             return frame[frame["key"].isin(keys)].merge(extras, on="key", how="left")
 
-        return cls(cases, ok, finished(epochs), finished(batches), finished(steps))
+        return cls(cases, ok, finished(epochs), finished(batches), finished(steps), finished(runs))
 
     @property
     def models(self) -> list[str]:

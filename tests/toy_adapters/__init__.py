@@ -68,10 +68,10 @@ def launches(marker_dir: Path, name: str | None = None) -> int:
 
 def write_suite(folder: Path, name: str, frameworks, **fields) -> Path:
     """A suite file `name`.toml in `folder`: one epoch of the MLP on 500 mnist-10k images (5 steps),
-    one thread, no memory pass, unless `fields` say otherwise."""
+    one thread, one round, no memory pass, unless `fields` say otherwise."""
     fields = {"description": f"toy suite {name}", "dataset": "mnist-10k", "models": ["mlp"],
               "frameworks": list(frameworks), "epochs": 1, "train_limit": 500, "threads": 1,
-              "memory": False, **fields}
+              "rounds": 1, "memory": False, **fields}
     lines = []
     for key, value in fields.items():
         if isinstance(value, bool):

@@ -1,0 +1,92 @@
+"""One measurement at a time on this machine: an exclusive lock that every measuring command takes.
+
+Two measurements at once slow each other down, and both would record the slower numbers as real.
+The lock is an `fcntl.flock` on a file every user can open; the kernel drops it when the holder
+dies, however it dies, so a crashed or killed `adh` never leaves a stale lock. The holder writes
+its pid and command line into the file only so that a waiter can say whom it waits for: that
+text may be stale after a crash, but the flock is what counts.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+DEFAULT_LOCK_FILE = Path("/tmp/autodiff-harness-measure.lock")
+
+_depth = 0  # how deep this process is inside measurement_lock; only the outermost entry locks
+
+
+class LockBusy(Exception):
+    """Another process holds the measurement lock, and the caller asked not to wait."""
+
+
+def lock_file() -> Path:
+    """$ADH_LOCK_FILE if set, else /tmp/autodiff-harness-measure.lock."""
+    return Path(os.environ.get("ADH_LOCK_FILE") or DEFAULT_LOCK_FILE)
+
+
+def _open(path: Path) -> int:
+    # Open without O_CREAT first: with fs.protected_regular (the default on many distributions),
+    # O_CREAT on another user's file in /tmp fails even where its mode allows writing.
+    try:
+        return os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        with suppress(OSError):
+            os.fchmod(fd, 0o666)  # the umask removed bits: let other users take the lock too
+        return fd
+    except PermissionError:  # another user's file, not writable: flock works all the same
+        return os.open(path, os.O_RDONLY)
+
+
+def _acquire(path: Path, wait: bool, on_wait: Callable[[str], None]) -> int:
+    fd = _open(path)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid, _, command = os.pread(fd, 200, 0).decode(errors="replace").strip().partition(" ")
+            holder = f"pid {pid}: {command}" if pid.isdigit() else "pid unknown"
+            if not wait:
+                raise LockBusy(f"another adh measurement is running ({holder}); wait for it to "
+                               "finish, or leave out --no-wait to wait for it") from None
+            on_wait(f"another adh measurement is running ({holder}); waiting")
+            fcntl.flock(fd, fcntl.LOCK_EX)  # blocks in the kernel until the holder lets go
+    except BaseException:
+        os.close(fd)
+        raise
+    command = " ".join([Path(arg).name for arg in sys.argv[:1]] + sys.argv[1:])
+    with suppress(OSError):  # opened read-only: waiters will not learn who holds it
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {command[:120]}\n".encode(), 0)
+    return fd
+
+
+@contextmanager
+def measurement_lock(
+    wait: bool = True,
+    on_wait: Callable[[str], None] = lambda message: print(message, file=sys.stderr),
+    path: Path | None = None,
+) -> Iterator[None]:
+    """Hold the machine-wide measurement lock for the `with` block.
+
+    When another process holds it, either call `on_wait` once with a message naming the holder
+    and block until it is free (`wait=True`), or raise `LockBusy` at once (`wait=False`). A
+    nested entry in a process that already holds the lock does nothing (whatever its `path`).
+    """
+    global _depth
+    # A nested entry must not flock again: a second descriptor's flock would wait for the first.
+    fd = _acquire(path or lock_file(), wait, on_wait) if _depth == 0 else None
+    _depth += 1
+    try:
+        yield
+    finally:
+        _depth -= 1
+        if fd is not None:
+            with suppress(OSError):
+                os.ftruncate(fd, 0)  # a clean exit leaves no holder text behind
+            os.close(fd)  # closing the only descriptor releases the flock

@@ -1,0 +1,114 @@
+"""Estimates with a 95 % confidence interval, for step times and their ratios.
+
+The unit of measurement is the process: processes of the same code differ by more than the
+steps within one process do (thread placement, the allocator's state, the host), so a case's
+step time is summarised over its processes' medians, and a ratio between two frameworks over
+rounds (one ratio per round, the two processes run next to each other, so that a slow minute
+of the host cancels out).
+
+The point estimate is the median (of the processes' medians, or of the per-round ratios): one
+disturbed process cannot move it. The interval is Student's t-interval of the mean of the
+logarithms, taken back to the ratio scale: times and ratios are positive and their spread is
+multiplicative, and with 3-10 processes a t-interval is what the data support (a
+distribution-free interval for a median needs at least 6 values to reach 95 % at all). For up to
+6 values the median always lies inside this interval.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A median over `n` values with its 95 % interval (`low`, `high`; NaN with one value)."""
+
+    value: float
+    low: float
+    high: float
+    n: int
+
+    @property
+    def has_interval(self) -> bool:
+        return self.n > 1 and math.isfinite(self.low) and math.isfinite(self.high)
+
+    def excludes(self, x: float = 1.0) -> bool:
+        """Whether the interval lies wholly above or below `x` (False without an interval)."""
+        return self.has_interval and (self.low > x or self.high < x)
+
+    @property
+    def half_width(self) -> float:
+        """Half the interval's width relative to the value (0.05: the value within ±5 %)."""
+        return (self.high - self.low) / 2 / self.value if self.has_interval else math.nan
+
+
+def estimate(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimate:
+    """The median of positive `values` with the t-interval of their log mean (see module doc)."""
+    x = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    if not len(x):
+        return Estimate(math.nan, math.nan, math.nan, 0)
+    if (x <= 0).any():
+        raise ValueError(f"an estimate needs positive values, got {x.min()}")
+    median = float(np.median(x))
+    if len(x) < 2:
+        return Estimate(median, math.nan, math.nan, 1)
+    logs = np.log(x)
+    spread = logs.std(ddof=1) / math.sqrt(len(x))
+    if spread == 0:
+        return Estimate(median, median, median, len(x))
+    low, high = stats.t.interval(confidence, len(x) - 1, loc=logs.mean(), scale=spread)
+    return Estimate(median, math.exp(low), math.exp(high), len(x))
+
+
+def paired_ratio(numerators: Sequence[float], denominators: Sequence[float],
+                 confidence: float = CONFIDENCE) -> Estimate:
+    """The ratio of two sides measured in pairs (round by round): one ratio per pair, then
+    their `estimate`. Pairs with a missing side are dropped."""
+    ratios = [a / b for a, b in zip(numerators, denominators)
+              if a is not None and b is not None and math.isfinite(a) and math.isfinite(b) and b > 0]
+    return estimate(ratios, confidence)
+
+
+def unpaired_ratio(numerators: Sequence[float], denominators: Sequence[float],
+                   confidence: float = CONFIDENCE) -> Estimate:
+    """The ratio of the medians of two independent samples (no pairing, e.g. two stores measured
+    on different days), with Welch's t-interval of the difference of their log means."""
+    a, b = (np.log(np.asarray(v, dtype=float)) for v in (numerators, denominators))
+    if not len(a) or not len(b):
+        return Estimate(math.nan, math.nan, math.nan, 0)
+    value = float(np.exp(np.median(a) - np.median(b)))
+    if min(len(a), len(b)) < 2:
+        return Estimate(value, math.nan, math.nan, min(len(a), len(b)))
+    if a.std() == 0 and b.std() == 0:
+        return Estimate(value, value, value, min(len(a), len(b)))
+    ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(confidence)
+    return Estimate(value, math.exp(ci.low), math.exp(ci.high), min(len(a), len(b)))
+
+
+def format_ratio(e: Estimate, words: tuple[str, str] = ("slower", "faster")) -> str:
+    """'0.62x (95% CI 0.58-0.66) faster'; '≈ 1.01x (95% CI 0.97-1.05)' when the interval holds 1;
+    '0.62x (one round, no CI)' without an interval. words = (above 1, below 1)."""
+    if not math.isfinite(e.value):
+        return "-"
+    if not e.has_interval:
+        return f"{e.value:.2f}x (one round, no CI)"
+    ratio = f"{e.value:.2f}x (95% CI {e.low:.2f}-{e.high:.2f})"
+    if not e.excludes(1.0):
+        return f"≈ {ratio}"
+    return f"{ratio} {words[0] if e.low > 1 else words[1]}"
+
+
+def format_value(e: Estimate, scale: float = 1.0, digits: int = 2) -> str:
+    """'9.12 (95% CI 8.95-9.30)' with values times `scale`; just the value without an interval."""
+    if not math.isfinite(e.value):
+        return "-"
+    value = f"{scale * e.value:.{digits}f}"
+    if not e.has_interval:
+        return value
+    return f"{value} (95% CI {scale * e.low:.{digits}f}-{scale * e.high:.{digits}f})"
