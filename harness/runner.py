@@ -4,8 +4,10 @@ The timing pass of every case runs once per round, each time in a fresh process;
 the cases run one after the other, and each round starts one case further down the list, so
 that a slow minute of the host falls on every framework and model alike and the runs of one
 round can be paired (harness.stats). A timing pass is repeated, at most `RETRIES` times, while
-other processes took more than `CONTENTION_THRESHOLD` of the machine or the drift probe ran off
-the run's median (`DRIFT_THRESHOLD`), then kept and flagged. The memory pass runs once per case,
+other processes took more than `CONTENTION_THRESHOLD` of the machine, or while the host changed
+speed (harness.measure.drift: the probe the runner times around each pass ran off the clean
+passes' median, or the pass's own steps shifted level, by more than `DRIFT_THRESHOLD`), then
+kept and flagged. The memory pass runs once per case,
 after its first timing pass. A crash, a timeout or an error in a case is recorded with its reason,
 its later rounds are skipped, and the suite goes on. Every pass is saved as soon as it ends;
 Ctrl-C stops the pass in flight and keeps everything finished; `--resume` then runs what is
@@ -26,7 +28,7 @@ from pathlib import Path
 from statistics import median
 from typing import Callable
 
-from .measure.drift import DRIFT_THRESHOLD, drifted
+from .measure.drift import DRIFT_THRESHOLD, drifted, level_shift, probe
 from .measure.environment import measured_environment
 from .records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord
 from .store import ResultsStore
@@ -121,19 +123,25 @@ def _read_progress(stream, on_progress) -> None:
 
 class Probes:
     """The drift probes of one run of the harness so far: each pass is judged against the median
-    of the probes of the passes before it that did not drift (a drifted pass must not move the
-    yardstick it is judged by). The first pass sets the yardstick."""
+    of the probes of the clean passes before it (a disturbed pass must not move the yardstick it
+    is judged by). The first pass sets the yardstick."""
 
     def __init__(self) -> None:
         self.seen: list[float] = []
 
+    @staticmethod
+    def _own(timing: dict) -> list[float]:
+        return [p for p in (timing.get("probe_before_s"), timing.get("probe_after_s")) if p]
+
     def judge(self, timing: dict) -> bool:
-        """Whether this pass drifted; a pass that did not adds its probes to the yardstick."""
-        own = [p for p in (timing.get("probe_before_s"), timing.get("probe_after_s")) if p]
-        drift = bool(self.seen) and drifted(own, median(self.seen), DRIFT_THRESHOLD)
-        if not drift:
-            self.seen += own
-        return drift
+        """Whether the host changed speed: this pass's probes are off the yardstick, or its steps
+        shifted level during the pass."""
+        return (level_shift(timing.get("step_times_s", [])) > DRIFT_THRESHOLD
+                or bool(self.seen) and drifted(self._own(timing), median(self.seen), DRIFT_THRESHOLD))
+
+    def keep(self, timing: dict) -> None:
+        """A clean pass's probes join the yardstick."""
+        self.seen += self._own(timing)
 
 
 def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: Probes,
@@ -145,7 +153,9 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
     case = result.case
     try:
         for attempt in range(1, RETRIES + 2):
+            before = probe()  # here, in the warm runner, the host's pace just before the pass
             timing = run_worker(case, "time", options, on_progress)
+            timing.update(probe_before_s=before, probe_after_s=probe())
             if timing["status"] != "ok":
                 break
             fraction, foreign = timing.get("foreign_fraction"), timing.get("foreign_cpu_s")
@@ -153,9 +163,10 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
                          and foreign is not None and foreign > MIN_FOREIGN_CPU_S)
             drift = probes.judge(timing)
             if not (contended or drift):
+                probes.keep(timing)
                 break
             why = (f"other processes used {100 * fraction:.0f} % of the CPU" if contended else
-                   f"the drift probe ran more than {DRIFT_THRESHOLD:.0%} off the run's median")
+                   f"the host changed speed (drift: probe or step level more than {DRIFT_THRESHOLD:.0%} off)")
             note(f"{case.label()} round {round_ + 1}: {why}; "
                  + ("retrying" if attempt <= RETRIES else "kept and flagged"))
         if timing["status"] != "ok":

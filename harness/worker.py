@@ -2,8 +2,7 @@
 
 The runner starts this module with the thread count already in the environment, so BLAS,
 OpenMP and torch start with it. Two passes, never mixed: "time" (every step timed, the warm-up
-steps measured and kept apart, evaluation after each epoch, contention watched, the drift probe
-before and after) and "memory" (the same training loop
+steps measured and kept apart, evaluation after each epoch, contention watched) and "memory" (the same training loop
 under memray, nothing timed). Progress goes to stdout as lines starting with PROGRESS_PREFIX.
 """
 from __future__ import annotations
@@ -86,13 +85,11 @@ def time_pass(case, data_dir) -> dict:
     from .flops import train_step_flops
     from .frameworks import get_framework
     from .measure import gemm_peak_gflops, provenance, watch_contention
-    from .measure.drift import probe
     from .measure.environment import recorded_environment
     from .measure.warmup import warmup_steps
     from .system import provenance_facts
     from .weights import initial_weights
 
-    probe_before = probe()  # before the data and the framework load: the host's pace now
     spec, data, x_train, y_train, targets, x_test, y_test = prepare(case, data_dir)
     framework = get_framework(case.framework)(spec, initial_weights(spec, case.seed, case.dtype),
                                               case.dtype, case.threads)
@@ -144,7 +141,7 @@ def time_pass(case, data_dir) -> dict:
                   train_time_s=sum(step_times[warmup:]), eval_time_s=eval_time,
                   # the whole loop (gathering, bookkeeping, progress) without evaluation:
                   # scripts/bench_overhead.py compares it with the same loop run bare
-                  loop_time_s=loop_s - eval_time, probe_before_s=probe_before, probe_after_s=probe())
+                  loop_time_s=loop_s - eval_time)
     return result
 
 

@@ -268,7 +268,7 @@ def test_warmup_lasts_until_the_pace_settles() -> None:
 
 
 def test_drift_probe_and_its_judgement() -> None:
-    from harness.measure.drift import DRIFT_THRESHOLD, drifted, probe
+    from harness.measure.drift import DRIFT_THRESHOLD, drifted, level_shift, probe
 
     seconds = probe()
     assert 0.0005 < seconds < 0.5
@@ -276,3 +276,7 @@ def test_drift_probe_and_its_judgement() -> None:
     assert drifted([1.0, 1.0 + 2 * DRIFT_THRESHOLD], 1.0)
     assert drifted([1.0 - 2 * DRIFT_THRESHOLD], 1.0)  # a faster host is a changed host too
     assert not drifted([], 1.0)
+    assert level_shift([0.01] * 30 + [0.013] * 30) == pytest.approx(0.3)
+    assert level_shift([0.013] * 30 + [0.01] * 30) == pytest.approx(0.3 / 1.3)
+    assert level_shift([0.01, 0.03] * 30) == 0  # noise without a shift
+    assert level_shift([0.01] * 10 + [0.02] * 10) == 0  # too few steps to judge

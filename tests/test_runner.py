@@ -472,21 +472,30 @@ def test_resume_runs_only_the_missing_rounds(toys, tmp_path, monkeypatch):
 
 def test_a_drifted_pass_is_retried_then_flagged(monkeypatch):
     case = Case(suite="s", model="mlp", framework="engine-static", dataset="mnist-10k")
-    probes = iter([0.050, 0.051, 0.080, 0.081, 0.079, 0.080, 0.081, 0.080, 0.050, 0.049])
+    # the probe the runner times before and after each pass: round 2 on a host 60 % slower
+    probes = iter([0.050, 0.051, 0.080, 0.081, 0.079, 0.080, 0.081, 0.080, 0.050, 0.049, 0.050, 0.050,
+                   0.050, 0.050, 0.051, 0.050])
+    steady, shifted = [0.01] * 60, [0.01] * 30 + [0.02] * 30
+    steps = iter([steady, steady, steady, steady, steady, shifted, steady])
 
     def fake_worker(case, pass_name, options, on_progress=lambda p: None):
-        return {**fake_timing(case), "probe_before_s": next(probes), "probe_after_s": next(probes)}
+        return {**fake_timing(case), "step_times_s": next(steps)}
 
     monkeypatch.setattr(runner, "run_worker", fake_worker)
+    monkeypatch.setattr(runner, "probe", lambda: next(probes))
     notes = []
-    result = run_case(case, RunOptions(memory=False, rounds=3), note=notes.append)
-    first, second, third = result.runs
+    result = run_case(case, RunOptions(memory=False, rounds=4), note=notes.append)
+    first, second, third, fourth = result.runs
     assert not first.flagged and first.attempts == 1
     # round 2: the probe ran 60 % slow three times in a row: kept and flagged as drift
     assert second.drift and not second.contended and second.attempts == runner.RETRIES + 1
-    assert "drift probe" in notes[0] and "flagged" in notes[-1]
-    assert not third.flagged and not result.flagged  # a clean run remains: the case is not flagged
-    assert result.step_time.n == 2  # the drifted run is left out of the step time
+    assert (second.probe_before_s, second.probe_after_s) == (0.081, 0.080)  # the kept pass's probes
+    assert "changed speed" in notes[0] and "flagged" in notes[runner.RETRIES]
+    assert not third.flagged
+    # round 4: the steps doubled halfway through the pass: retried, and the retry is clean
+    assert not fourth.flagged and fourth.attempts == 2 and fourth.step_times_s == steady
+    assert not result.flagged  # clean runs remain: the case is not flagged
+    assert result.step_time.n == 3  # the drifted run is left out of the step time
 
 
 def test_workers_run_with_the_measurement_environment(toy_run):
