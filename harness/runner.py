@@ -6,7 +6,8 @@ that a slow minute of the host falls on every framework and model alike and the 
 round can be paired (harness.stats). A timing pass is repeated, at most `RETRIES` times, while
 other processes took more than `CONTENTION_THRESHOLD` of the machine, or while the host changed
 speed (harness.measure.drift: the probe the runner times around each pass ran off the clean
-passes' median, or the pass's own steps shifted level, by more than `DRIFT_THRESHOLD`), then
+passes' median by more than `PROBE_THRESHOLD`, or the pass's own steps shifted level by more
+than `SHIFT_THRESHOLD`), then
 kept and flagged. The memory pass runs once per case,
 after its first timing pass. A crash, a timeout or an error in a case is recorded with its reason,
 its later rounds are skipped, and the suite goes on. Every pass is saved as soon as it ends;
@@ -28,7 +29,7 @@ from pathlib import Path
 from statistics import median
 from typing import Callable
 
-from .measure.drift import DRIFT_THRESHOLD, drifted, level_shift, probe
+from .measure.drift import PROBE_THRESHOLD, SHIFT_THRESHOLD, drifted, level_shift, probe
 from .measure.environment import measured_environment
 from .records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord
 from .store import ResultsStore
@@ -136,8 +137,8 @@ class Probes:
     def judge(self, timing: dict) -> bool:
         """Whether the host changed speed: this pass's probes are off the yardstick, or its steps
         shifted level during the pass."""
-        return (level_shift(timing.get("step_times_s", [])) > DRIFT_THRESHOLD
-                or bool(self.seen) and drifted(self._own(timing), median(self.seen), DRIFT_THRESHOLD))
+        return (level_shift(timing.get("step_times_s", [])) > SHIFT_THRESHOLD
+                or bool(self.seen) and drifted(self._own(timing), median(self.seen), PROBE_THRESHOLD))
 
     def keep(self, timing: dict) -> None:
         """A clean pass's probes join the yardstick."""
@@ -166,7 +167,7 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
                 probes.keep(timing)
                 break
             why = (f"other processes used {100 * fraction:.0f} % of the CPU" if contended else
-                   f"the host changed speed (drift: probe or step level more than {DRIFT_THRESHOLD:.0%} off)")
+                   "the host changed speed (drift: the probe around the pass, or the level of its steps)")
             note(f"{case.label()} round {round_ + 1}: {why}; "
                  + ("retrying" if attempt <= RETRIES else "kept and flagged"))
         if timing["status"] != "ok":

@@ -268,13 +268,13 @@ def test_warmup_lasts_until_the_pace_settles() -> None:
 
 
 def test_drift_probe_and_its_judgement() -> None:
-    from harness.measure.drift import DRIFT_THRESHOLD, drifted, level_shift, probe
+    from harness.measure.drift import PROBE_THRESHOLD, drifted, level_shift, probe
 
     seconds = probe()
     assert 0.0005 < seconds < 0.5
-    assert not drifted([1.0, 1.0 + DRIFT_THRESHOLD / 2], 1.0)
-    assert drifted([1.0, 1.0 + 2 * DRIFT_THRESHOLD], 1.0)
-    assert drifted([1.0 - 2 * DRIFT_THRESHOLD], 1.0)  # a faster host is a changed host too
+    assert not drifted([1.0, 1.0 + PROBE_THRESHOLD / 2], 1.0)
+    assert drifted([1.0, 1.0 + 2 * PROBE_THRESHOLD], 1.0)
+    assert drifted([1.0 - 2 * PROBE_THRESHOLD], 1.0)  # a faster host is a changed host too
     assert not drifted([], 1.0)
     assert level_shift([0.01] * 30 + [0.013] * 30) == pytest.approx(0.3)
     assert level_shift([0.013] * 30 + [0.01] * 30) == pytest.approx(0.3 / 1.3)

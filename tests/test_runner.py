@@ -32,7 +32,8 @@ def toys(toy_dist, tmp_path, monkeypatch):
     markers = tmp_path / "markers"
     activate(monkeypatch, dist, cache, markers, release=tmp_path / "release")
     monkeypatch.setattr(runner, "CONTENTION_THRESHOLD", math.inf)
-    monkeypatch.setattr(runner, "DRIFT_THRESHOLD", math.inf)
+    monkeypatch.setattr(runner, "PROBE_THRESHOLD", math.inf)
+    monkeypatch.setattr(runner, "SHIFT_THRESHOLD", math.inf)
     return markers
 
 
@@ -45,7 +46,8 @@ def toy_run(toy_dist, tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         activate(mp, dist, cache, tmp / "markers")
         mp.setattr(runner, "CONTENTION_THRESHOLD", math.inf)
-        mp.setattr(runner, "DRIFT_THRESHOLD", math.inf)
+        mp.setattr(runner, "PROBE_THRESHOLD", math.inf)
+        mp.setattr(runner, "SHIFT_THRESHOLD", math.inf)
         path = write_suite(tmp, "toys", ["toy-ok", "toy-crash", "toy-hang", "toy-nan", "toy-error"],
                            memory=True, timeout_s=3)
         suite = load_suite(str(path))

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from .. import tables
 from ..errors import UsageError
-from ..measure.drift import DRIFT_THRESHOLD
+from ..measure.drift import PROBE_THRESHOLD, SHIFT_THRESHOLD
 from ..runner import CONTENTION_THRESHOLD, RETRIES
 from ..store import ResultsStore
 from . import figures, frames
@@ -269,10 +269,11 @@ def method_section(data: frames.SuiteData) -> str:
         spread,
         f"While each timing pass ran, the CPU time used by other processes was measured (the "
         f"machine's busy time from /proc/stat minus the run's own), and a fixed reference workload "
-        f"(a float32 matrix product and a Python loop) was timed before and after it. A pass in "
+        f"(a float32 matrix product and a Python loop) was timed by the runner just before and after it. A pass in "
         f"which other processes used more than {CONTENTION_THRESHOLD:.0%} of the machine "
-        f"(contended), or whose reference workload ran more than {DRIFT_THRESHOLD:.0%} off the "
-        f"run's median (drift: the host changed speed), was repeated, up to {RETRIES} times, and "
+        f"(contended), or whose reference workload ran more than {PROBE_THRESHOLD:.0%} off the "
+        f"clean passes' median, or whose own steps shifted level by more than {SHIFT_THRESHOLD:.0%} "
+        f"between its first and last third (drift: the host changed speed), was repeated, up to {RETRIES} times, and "
         f"then kept and flagged; flagged passes are left out of every number while the case has "
         f"clean ones. **{len(flagged)} of {len(runs)} timing passes were flagged.**",
     ]
