@@ -82,8 +82,8 @@ class RunRecord:
     eval_time_s: float
     foreign_cpu_s: float | None = None  # CPU time other processes used during the pass
     contended: bool = False  # other processes took more than the runner's threshold
-    drift: bool = False  # the drift probe ran off the run's median: the host changed speed
-    probe_before_s: float | None = None  # the drift probe, before and after the training loop
+    drift: bool = False  # the host changed speed (harness.measure.drift)
+    probe_before_s: float | None = None  # the drift probe, timed by the runner before and after
     probe_after_s: float | None = None
     attempts: int = 1  # passes run for this round (a contended or drifted one is repeated)
     started_at: str | None = None
