@@ -350,7 +350,7 @@ def test_plain_report(store: ResultsStore, tmp_path: Path) -> None:
             assert f"(figures/{fig})" in text
     assert "| engine-static" in text and "2.00× less" in text
     assert "Test CPU" in text and "abc1234" in text and "2026-01-01 10:00 to 2026-01-08 10:00" in text
-    assert "1 of 24 timing passes were flagged." in text and "| mlp   | torch     | 1    | 1     | contended |" in text
+    assert "1 of 24 timing passes were flagged**." in text and "| mlp   | torch     | 1    | 1     | contended |" in text
     assert "failed" in text  # the failed run is listed as left out
 
 

@@ -235,6 +235,7 @@ def method_section(data: frames.SuiteData) -> str:
     rounds = int(runs.groupby("key").size().max()) if len(runs) else 0
     flagged = runs[runs["flagged"]] if len(runs) else runs
     warmup = runs["warmup_steps"].median() if len(runs) else float("nan")
+    retried = int((~runs["flagged"] & (runs["attempts"] > 1)).sum()) if len(runs) else 0
     if data.swept:
         spread = ("The scaling tables give each setting's median step time over all timed steps, "
                   "with its quartiles.")
@@ -253,14 +254,15 @@ def method_section(data: frames.SuiteData) -> str:
         f"minute of the host falls on every framework alike. Each process had "
         f"{_distinct(data.ok['threads'])} threads for every numeric library (BLAS, OpenMP, torch "
         f"intra-op) and the same allocator policy ({_environment(data.ok) or 'unknown'}): with "
-        f"glibc's defaults, whether a process reuses heap memory or maps fresh pages every step "
-        f"depends on its first allocations, and torch's CNN step was measured to differ up to 2.5× "
-        f"from process to process for that alone; a user of torch with the defaults may see either. "
+        f"glibc's defaults, whether a process reuses heap memory or maps and faults in fresh pages "
+        f"every step depends on its first allocations, which makes processes of the same code differ; "
+        f"a user of torch with the defaults may get either. "
         f"Every framework starts from the same initial weights and sees the same batch order. "
         f"Timing and memory were measured in separate passes of the same training loop, so that "
         f"memory tracking never slows a timed step. The timing pass times every training step; the "
-        f"leading steps until a window of 10 steps runs within 10% of the pass's steady pace are "
-        f"warm-up (graph and buffer creation, caches, thread pools"
+        f"leading steps until one runs within 10% of the pass's steady pace (the median of its second "
+        f"half), and the 10 after it mostly do too, are warm-up (graph and buffer creation, caches, "
+        f"thread pools"
         + ("" if pd.isna(warmup) else f"; a median of {warmup:.0f} steps here")
         + ") and are reported apart, and evaluation on the test set is timed apart from training.",
         ("The memory pass runs once per case, memray around the training loop only (imports and "
@@ -275,7 +277,8 @@ def method_section(data: frames.SuiteData) -> str:
         f"clean passes' median, or whose own steps shifted level by more than {SHIFT_THRESHOLD:.0%} "
         f"between its first and last third (drift: the host changed speed), was repeated, up to {RETRIES} times, and "
         f"then kept and flagged; flagged passes are left out of every number while the case has "
-        f"clean ones. **{len(flagged)} of {len(runs)} timing passes were flagged.**",
+        f"clean ones. **{len(flagged)} of {len(runs)} timing passes were flagged**"
+        + (f"; {retried} more were kept only after a repeat." if retried else "."),
     ]
     out = " ".join(text)
     if len(flagged):

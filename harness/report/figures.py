@@ -207,10 +207,11 @@ def _bar_rows(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]],
         for ax, model, title in zip(row, models, short_names(models)):
             of_model = values[values["model"] == model].set_index("framework")
             bars = of_model.loc[[f for f in frameworks if f in of_model.index]].dropna(subset=["value"])
-            ax.bar(np.arange(len(bars)), bars["value"], width=0.7, yerr=_errors(bars),
-                   color=[framework_look(f).color for f in bars.index], alpha=0.6 if dots else 1.0,
-                   error_kw={"elinewidth": 0.9, "ecolor": "0.15", "capsize": 2 if dots else 0})
             points = (dots or {}).get(ylabel)
+            ax.bar(np.arange(len(bars)), bars["value"], width=0.7, yerr=_errors(bars),
+                   color=[framework_look(f).color for f in bars.index],
+                   alpha=1.0 if points is None else 0.6,  # the dots stay visible on the bars
+                   error_kw={"elinewidth": 0.9, "ecolor": "0.15", "capsize": 0 if points is None else 2})
             if points is not None:
                 for x, fw in enumerate(bars.index):
                     y = points.loc[(points["model"] == model) & (points["framework"] == fw), "value"].to_numpy()
