@@ -52,7 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-memory", action="store_true", help="skip the memory pass (memray)")
     run.add_argument("--timeout", type=_positive_int, metavar="S",
                      help="stop a pass of a case after S seconds (recorded as timeout)")
-    run.add_argument("--resume", action="store_true", help="skip cases already finished with the same code")
+    run.add_argument("--resume", action="store_true",
+                     help="skip what is stored for the same code: finished cases, and rounds already run "
+                          "(a round finished later is paired with processes measured earlier)")
     run.add_argument("--store", default="results/adh.sqlite", help="results database (default: %(default)s)")
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     _no_wait(run)
@@ -240,7 +242,7 @@ def _list(args) -> int:
 
 
 def _results(args) -> int:
-    from .store import ResultsStore
+    from .store import ResultsStore, newest_versions
 
     if not Path(args.store).exists():
         raise UsageError(f"no results at {args.store}: run `adh run` first (or pass --store)")
@@ -254,7 +256,8 @@ def _results(args) -> int:
             raise UsageError(f"no results for suite {args.suite!r} in {args.store}; stored: {', '.join(store.suites()) or 'none'}")
         for suite in suites:
             print(f"# {suite}\n")
-            print(_model_tables(store.cases(suite), store.epochs(suite), store.runs(suite)) + "\n")
+            cases = newest_versions(store.cases(suite))  # several commits' results: the newest
+            print(_model_tables(cases, store.epochs(suite), store.runs(suite)) + "\n")
     return 0
 
 

@@ -36,7 +36,7 @@ from scipy.stats import mannwhitneyu, rankdata, ttest_ind
 from .errors import UsageError
 from .records import CaseResult
 from .stats import paired_ratio, unpaired_ratio
-from .store import SETTINGS_COLUMNS, ResultsStore
+from .store import SETTINGS_COLUMNS, ResultsStore, newest_versions
 from .tables import MIB, markdown_table
 
 MATCH_COLUMNS = tuple(c for c in SETTINGS_COLUMNS if c != "suite")  # a renamed suite still matches
@@ -128,9 +128,7 @@ def load_result_set(spec: str) -> ResultSet:
     if cases.empty:
         raise UsageError(f"no cases in {spec!r}" + (f" for suite {suite!r}" if suite else "")
                          + (f" at code version {version!r}" if version else ""))
-    match = cases.apply(_match_key, axis=1)
-    latest = cases.groupby(match)["prov_code_version"].last()  # cases come oldest first
-    cases = cases[cases["prov_code_version"].to_numpy() == match.map(latest).to_numpy()]
+    cases = newest_versions(cases, cases.apply(_match_key, axis=1))
     kept = lambda frame: frame[frame["case_id"].isin(cases["id"])]
     return ResultSet(cases, kept(runs), kept(steps), kept(epochs), spec)
 
@@ -213,9 +211,14 @@ def compare(base: ResultSet, new: ResultSet, thresholds: Thresholds = Thresholds
         # A flagged run (contended or drifted, even after the runner's retries) is left out while
         # its side has others; a side with nothing else gives no verdict beyond `~`.
         sides = [[run for i in c["id"] for run in r.get(i, [])] for r, c in zip(runs, (b_ok, n_ok))]
-        clean = [[run for run in side if not run.flagged] or side for side in sides]
-        compare_time = _compare_paired if base.paired and new.paired else _compare_time
-        time = compare_time(*clean, thresholds)
+        if base.paired and new.paired:  # pairs first: a flagged run takes its partner out with it
+            flagged_rounds = {run.round for side in sides for run in side if run.flagged}
+            clean = [[run for run in side if run.round not in flagged_rounds] for side in sides]
+            clean = clean if all(clean) else sides
+            time = _compare_paired(*clean, thresholds)
+        else:
+            clean = [[run for run in side if not run.flagged] or side for side in sides]
+            time = _compare_time(*clean, thresholds)
         left_out = sum(map(len, sides)) - sum(map(len, clean))
         notes = [time["notes"], f"left out {left_out} flagged run{'s' * (left_out > 1)}" if left_out else ""]
         if any(side and all(run.flagged for run in side) for side in clean):
@@ -326,6 +329,9 @@ def _compare_paired(base: list[_Run], new: list[_Run], th: Thresholds) -> dict[s
     the ratio passes the factor and its interval excludes 1."""
     b, n = ({r.round: float(np.median(r.steps)) for r in side} for side in (base, new))
     rounds = sorted(set(b) & set(n))
+    if not rounds:
+        return dict(base=None, new=None, change=None, verdict="~", notes="no round measured both sides",
+                    n_base=0, n_new=0)
     ratio = paired_ratio([n[k] for k in rounds], [b[k] for k in rounds])
     pooled = [np.concatenate([r.steps for r in side]) for side in (base, new)]
     out = dict(base=float(np.median(list(b.values()))), new=float(np.median(list(n.values()))),

@@ -123,26 +123,30 @@ def _read_progress(stream, on_progress) -> None:
 
 
 class Probes:
-    """The drift probes of one run of the harness so far: each pass is judged against the median
-    of the probes of the clean passes before it (a disturbed pass must not move the yardstick it
-    is judged by). The first pass sets the yardstick."""
+    """The drift probes of one run of the harness so far. Each pass is judged against the median
+    of the clean passes' probes (a disturbed pass must not move the yardstick it is judged by);
+    the first pass sets it. A host that changed speed for good would have every later pass
+    repeated: after `REBASE` drifted passes in a row, their probes become the yardstick."""
+
+    REBASE = 2 * (RETRIES + 1)  # two rounds' worth of repeats of one case
 
     def __init__(self) -> None:
-        self.seen: list[float] = []
-
-    @staticmethod
-    def _own(timing: dict) -> list[float]:
-        return [p for p in (timing.get("probe_before_s"), timing.get("probe_after_s")) if p]
+        self.seen: list[float] = []  # probes of the clean passes
+        self.streak: list[list[float]] = []  # probes of the drifted passes since the last clean one
 
     def judge(self, timing: dict) -> bool:
         """Whether the host changed speed: this pass's probes are off the yardstick, or its steps
         shifted level during the pass."""
-        return (level_shift(timing.get("step_times_s", [])) > SHIFT_THRESHOLD
-                or bool(self.seen) and drifted(self._own(timing), median(self.seen), PROBE_THRESHOLD))
-
-    def keep(self, timing: dict) -> None:
-        """A clean pass's probes join the yardstick."""
-        self.seen += self._own(timing)
+        own = [p for p in (timing.get("probe_before_s"), timing.get("probe_after_s")) if p]
+        drift = (level_shift(timing.get("step_times_s", [])) > SHIFT_THRESHOLD
+                 or bool(self.seen) and drifted(own, median(self.seen), PROBE_THRESHOLD))
+        if not drift:
+            self.seen, self.streak = self.seen + own, []
+        else:
+            self.streak.append(own)
+            if len(self.streak) >= self.REBASE:
+                self.seen, self.streak = [p for probes in self.streak for p in probes], []
+        return drift
 
 
 def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: Probes,
@@ -164,7 +168,6 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
                          and foreign is not None and foreign > MIN_FOREIGN_CPU_S)
             drift = probes.judge(timing)
             if not (contended or drift):
-                probes.keep(timing)
                 break
             why = (f"other processes used {100 * fraction:.0f} % of the CPU" if contended else
                    "the host changed speed (drift: the probe around the pass, or the level of its steps)")

@@ -7,11 +7,12 @@ rounds (one ratio per round, the two processes run next to each other, so that a
 of the host cancels out).
 
 The point estimate is the median (of the processes' medians, or of the per-round ratios): one
-disturbed process cannot move it. The interval is Student's t-interval of the mean of the
-logarithms, taken back to the ratio scale: times and ratios are positive and their spread is
-multiplicative, and with 3-10 processes a t-interval is what the data support (a
-distribution-free interval for a median needs at least 6 values to reach 95 % at all). For up to
-6 values the median always lies inside this interval.
+disturbed process cannot move it. Its interval:
+- from 6 values on, the distribution-free interval of a median (order statistics, binomial
+  coverage: scipy.stats.quantile_test), which assumes nothing about the shape of the noise;
+- below 6 values, where order statistics cannot reach 95 %, Student's t-interval of the mean of
+  the logarithms, taken back to the ratio scale (times and ratios are positive and their spread
+  is multiplicative). For up to 6 values the median always lies inside it.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import numpy as np
 from scipy import stats
 
 CONFIDENCE = 0.95
+ORDER_STATISTICS_FROM = 6  # values; fewer cannot give a distribution-free 95 % interval of a median
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ class Estimate:
 
 
 def estimate(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimate:
-    """The median of positive `values` with the t-interval of their log mean (see module doc)."""
+    """The median of positive `values` with its 95 % interval (see the module's doc)."""
     x = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
     if not len(x):
         return Estimate(math.nan, math.nan, math.nan, 0)
@@ -58,6 +60,9 @@ def estimate(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimat
     median = float(np.median(x))
     if len(x) < 2:
         return Estimate(median, math.nan, math.nan, 1)
+    if len(x) >= ORDER_STATISTICS_FROM:
+        ci = stats.quantile_test(x, p=0.5).confidence_interval(confidence)
+        return Estimate(median, float(ci.low), float(ci.high), len(x))
     logs = np.log(x)
     spread = logs.std(ddof=1) / math.sqrt(len(x))
     if spread == 0:
@@ -77,12 +82,12 @@ def paired_ratio(numerators: Sequence[float], denominators: Sequence[float],
 
 def unpaired_ratio(numerators: Sequence[float], denominators: Sequence[float],
                    confidence: float = CONFIDENCE) -> Estimate:
-    """The ratio of the medians of two independent samples (no pairing, e.g. two stores measured
-    on different days), with Welch's t-interval of the difference of their log means."""
+    """The ratio of the geometric means of two independent samples (no pairing, e.g. two stores
+    measured on different days), with Welch's t-interval of the difference of their log means."""
     a, b = (np.log(np.asarray(v, dtype=float)) for v in (numerators, denominators))
     if not len(a) or not len(b):
         return Estimate(math.nan, math.nan, math.nan, 0)
-    value = float(np.exp(np.median(a) - np.median(b)))
+    value = float(np.exp(a.mean() - b.mean()))
     if min(len(a), len(b)) < 2:
         return Estimate(value, math.nan, math.nan, min(len(a), len(b)))
     if a.std() == 0 and b.std() == 0:

@@ -111,6 +111,20 @@ def _summary(result: CaseResult) -> dict[str, Any]:
                                                "peak_rss_bytes", "flops_per_step", "gemm_peak_gflops")}}
 
 
+def newest_versions(cases: pd.DataFrame, groups: pd.Series | None = None) -> pd.DataFrame:
+    """Of each group of cases (default: equal settings), only those of the code version stored
+    last: a store that holds the results of several commits shows, and pairs, the newest."""
+    if cases.empty:
+        return cases
+    if groups is None:
+        groups = cases[list(SETTINGS_COLUMNS)].astype("string").fillna("-").agg("|".join, axis=1)
+    version = cases.get("prov_code_version", pd.Series("", index=cases.index)).fillna("")
+    order = cases["stored_at"] if "stored_at" in cases else pd.Series(range(len(cases)), index=cases.index)
+    newest = (pd.DataFrame({"group": groups, "version": version, "order": order})
+              .sort_values("order", kind="stable").groupby("group")["version"].last())
+    return cases[version.to_numpy() == groups.map(newest).to_numpy()]
+
+
 class StoreError(Exception):
     """The store cannot be used (not SQLite, not a results store, another schema version) or
     asked for something it cannot do; the message says what to do."""
@@ -167,8 +181,8 @@ class ResultsStore:
                              "choose another store path")
         if row[0] != str(SCHEMA_VERSION):
             raise StoreError(f"{self.path} has results schema version {row[0]}, this harness reads "
-                             f"version {SCHEMA_VERSION}; use the harness version that wrote it, "
-                             "or choose another store path")
+                             f"version {SCHEMA_VERSION} (version 1: one timing process per case, before "
+                             "rounds); use the harness version that wrote it, or choose another store path")
 
     def save(self, result: CaseResult) -> int:
         """Store one case and all its rows in one transaction (all or nothing), replacing an

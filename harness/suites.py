@@ -50,9 +50,9 @@ ITEMS = {"models": str, "frameworks": str, "seeds": int, "batch_size": int, "wid
 MINIMUM = {"seeds": 0, "epochs": 1, "batch_size": 1, "threads": 1, "train_limit": 1, "folds": 2,
            "width": 1, "seq_len": 1, "timeout_s": 1, "rounds": 1}
 DTYPES = ("float32", "float64")
-TOP_LEVEL_ONLY = ("description", "memory", "timeout_s", "rounds", "sweep")
+TOP_LEVEL_ONLY = ("description", "memory", "timeout_s", "rounds", "sweep")  # settings of the whole suite
 # One process per case is not a measurement: processes of the same code differ by 10-40 % here.
-DEFAULT_ROUNDS = 3  # settings of the whole suite
+DEFAULT_ROUNDS = 3
 
 
 @dataclass

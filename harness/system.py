@@ -202,18 +202,9 @@ def _facts(threads: int | None, sample_s: float, blas: bool) -> list[Fact]:
 
 
 def _blas_fact(threads: int | None) -> Fact:
-    import numpy  # only here: the caller has settled the thread count (or does not mind)
+    import numpy  # noqa: F401  (only here: the caller has settled the thread count, or does not mind)
+    from threadpoolctl import threadpool_info
 
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        try:
-            blas = numpy.show_config(mode="dicts")["Build Dependencies"]["blas"]
-            name = f"{blas['name']} {blas.get('version', '')}".strip()
-        except Exception:  # numpy before 1.25: show_config only prints
-            name = "unknown"
-        return Fact("BLAS", f"{name}, threads unknown", "info",
-                    "to see its threads: pip install threadpoolctl")
     value = "; ".join(f"{p['internal_api']} {p['version']}, {p['num_threads']} threads"
                       + (f", {p['architecture']}" if p.get("architecture") else "")
                       for p in threadpool_info() if p["user_api"] == "blas")

@@ -25,10 +25,11 @@ SETTINGS_BUT_FRAMEWORK = [c for c in SETTINGS_COLUMNS if c != "framework"]
 
 
 def used_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs the numbers come from: per case, the clean ones, or all when none is clean."""
+    """The runs the numbers come from: per model and framework, the clean ones, or all when none
+    is clean (the rule `step_ratios` applies to pairs)."""
     if runs.empty:
         return runs
-    clean_any = runs.groupby("key")["flagged"].transform(lambda f: (~f).any())
+    clean_any = runs.groupby(["model", "framework"])["flagged"].transform(lambda f: (~f).any())
     return runs[~runs["flagged"] | ~clean_any]
 
 
@@ -117,7 +118,7 @@ def _step_cell(row: pd.Series) -> str:
     step = row["step"]
     if not isinstance(step, Estimate):
         return "-"
-    mark = " [contended]" if row["flagged"] and row["flagged"] == row["processes"] else ""
+    mark = " [flagged]" if row["flagged"] and row["flagged"] == row["processes"] else ""
     return format_value(step, 1000, 2) + mark
 
 
@@ -127,7 +128,7 @@ def _ratio_cell(row: pd.Series, reference: str) -> str:
     ratio = row["ratio"]
     if not isinstance(ratio, Estimate) or not ratio.n:
         return "-"
-    mark = " [contended]" if row["flagged_pairs"] and row["flagged_pairs"] == row["pairs"] else ""
+    mark = " [flagged]" if row["flagged_pairs"] and row["flagged_pairs"] == row["pairs"] else ""
     return format_ratio(ratio) + mark
 
 

@@ -28,6 +28,7 @@ import numpy as np  # noqa: E402
 
 from harness.batches import batch_indices  # noqa: E402
 from harness.frameworks import get_framework  # noqa: E402
+from harness.measure.warmup import warmup_steps  # noqa: E402
 from harness.records import Case  # noqa: E402
 from harness.tables import markdown_table  # noqa: E402
 from harness.weights import initial_weights  # noqa: E402
@@ -35,19 +36,20 @@ from harness.worker import prepare, time_pass  # noqa: E402
 
 
 def bare_loop(case: Case) -> tuple[float, float]:
-    """Median step time and wall time per iteration of the plainest loop (first step excluded)."""
+    """Median step time and wall time per iteration of the plainest loop (warm-up excluded)."""
     spec, _, x_train, _, targets, _, _ = prepare(case, None)
     framework = get_framework(case.framework)(spec, initial_weights(spec, case.seed), case.dtype, case.threads)
     batches = list(batch_indices(len(x_train), spec.batch_size, case.seed, 1))
-    framework.train_step(x_train[batches[0]], targets[batches[0]])  # warm-up, as the harness does
     steps = []
     start = time.perf_counter()
-    for idx in batches[1:]:
+    for idx in batches:
         x, y = x_train[idx], targets[idx]
         t = time.perf_counter()
         framework.train_step(x, y)
         steps.append(time.perf_counter() - t)
-    return float(np.median(steps)), (time.perf_counter() - start) / len(steps)
+    wall = time.perf_counter() - start
+    warmup = warmup_steps(steps)  # left out as the harness leaves it out
+    return float(np.median(steps[warmup:])), (wall - sum(steps[:warmup])) / len(steps[warmup:])
 
 
 def harness_loop(case: Case) -> tuple[float, float]:

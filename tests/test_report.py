@@ -179,7 +179,7 @@ def test_contended_runs_are_left_out_and_marked(store: ResultsStore) -> None:
     runs.loc[runs["model"] == "mlp", "flagged"] = True
     marked = tables.model_summary(store.cases("plain"), store.epochs("plain"), runs)
     text = tables.format_model_tables(marked[marked["model"] == "mlp"])
-    assert text.count("[contended]") == 2 * 3 - 1  # step cells of 3 frameworks, ratio cells of 2
+    assert text.count("[flagged]") == 2 * 3 - 1  # step cells of 3 frameworks, ratio cells of 2
     assert "4 (4 flagged)" in text
 
 

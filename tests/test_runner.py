@@ -506,3 +506,14 @@ def test_workers_run_with_the_measurement_environment(toy_run):
     env = ok.provenance["environment"]
     assert env["MALLOC_MMAP_THRESHOLD_"] == str(32 * 2**20) and env["OMP_NUM_THREADS"] == "1"
     assert ok.provenance["system"]["CPU model"]
+
+
+def test_the_drift_yardstick_follows_a_host_that_changed_for_good():
+    probes = runner.Probes()
+    timing = lambda p: {"probe_before_s": p, "probe_after_s": p, "step_times_s": [0.01] * 60}
+    assert not probes.judge(timing(0.050))  # the first pass sets the yardstick
+    assert not probes.judge(timing(0.055))
+    # a slower host: flagged, pass after pass, until it has been so for REBASE passes in a row
+    assert [probes.judge(timing(0.080)) for _ in range(probes.REBASE)] == [True] * probes.REBASE
+    assert not probes.judge(timing(0.080))  # the slower host is the yardstick now
+    assert probes.judge(timing(0.040))

@@ -17,9 +17,10 @@ from matplotlib.figure import Figure
 
 from .. import tables
 from ..errors import UsageError
+from ..measure import warmup as warmup_rule
 from ..measure.drift import PROBE_THRESHOLD, SHIFT_THRESHOLD
 from ..runner import CONTENTION_THRESHOLD, RETRIES
-from ..store import ResultsStore
+from ..store import ResultsStore, newest_versions
 from . import figures, frames
 from .style import framework_order, save
 
@@ -81,7 +82,7 @@ def _bar_figures(data: frames.SuiteData) -> list[PlannedFigure]:
     if not data.steps.empty:
         out.append(PlannedFigure(
             "4", "fig4_time", "Training time and step time",
-            "Top: training time of all epochs (warm-up step and evaluation excluded)"
+            "Top: training time of all epochs (warm-up steps and evaluation excluded)"
             + _over(data, "error bars ±1 std", "error bars") + ". Bottom: time of one training step: a dot "
             "per process (the median of its timed steps), the bar at the median over processes, the "
             "error bar its 95% confidence interval.",
@@ -232,7 +233,9 @@ def method_section(data: frames.SuiteData) -> str:
     """How the numbers were measured, with this suite's counts (seeds, rounds, flagged runs)."""
     n = data.repetitions
     runs = data.runs
-    rounds = int(runs.groupby("key").size().max()) if len(runs) else 0
+    per_case = runs.groupby("key").size() if len(runs) else pd.Series([0])
+    rounds = (f"{per_case.max()}" if per_case.min() == per_case.max()
+              else f"{per_case.min()} to {per_case.max()}")
     flagged = runs[runs["flagged"]] if len(runs) else runs
     warmup = runs["warmup_steps"].median() if len(runs) else float("nan")
     retried = int((~runs["flagged"] & (runs["attempts"] > 1)).sum()) if len(runs) else 0
@@ -249,7 +252,7 @@ def method_section(data: frames.SuiteData) -> str:
                   f"the same round and seed, and the interval is that of the ratios. A ratio whose "
                   f"interval holds 1 is marked ≈: no difference was shown, whatever its point estimate.")
     text = [
-        f"Every case ran {rounds} timing pass{'es' * (rounds != 1)}, each in a fresh process, in "
+        f"Every case ran {rounds} timing pass{'' if rounds == '1' else 'es'}, each in a fresh process, in "
         f"rounds: every case once per round, the order rotated from round to round, so that a slow "
         f"minute of the host falls on every framework alike. Each process had "
         f"{_distinct(data.ok['threads'])} threads for every numeric library (BLAS, OpenMP, torch "
@@ -260,8 +263,9 @@ def method_section(data: frames.SuiteData) -> str:
         f"Every framework starts from the same initial weights and sees the same batch order. "
         f"Timing and memory were measured in separate passes of the same training loop, so that "
         f"memory tracking never slows a timed step. The timing pass times every training step; the "
-        f"leading steps until one runs within 10% of the pass's steady pace (the median of its second "
-        f"half), and the 10 after it mostly do too, are warm-up (graph and buffer creation, caches, "
+        f"leading steps until one runs within {warmup_rule.TOLERANCE:.0%} of the pass's steady pace (the "
+        f"median of its second half), and the {warmup_rule.WINDOW} after it mostly do too, are warm-up "
+        f"(graph and buffer creation, caches, "
         f"thread pools"
         + ("" if pd.isna(warmup) else f"; a median of {warmup:.0f} steps here")
         + ") and are reported apart, and evaluation on the test set is timed apart from training.",
@@ -275,9 +279,11 @@ def method_section(data: frames.SuiteData) -> str:
         f"which other processes used more than {CONTENTION_THRESHOLD:.0%} of the machine "
         f"(contended), or whose reference workload ran more than {PROBE_THRESHOLD:.0%} off the "
         f"clean passes' median, or whose own steps shifted level by more than {SHIFT_THRESHOLD:.0%} "
-        f"between its first and last third (drift: the host changed speed), was repeated, up to {RETRIES} times, and "
-        f"then kept and flagged; flagged passes are left out of every number while the case has "
-        f"clean ones. **{len(flagged)} of {len(runs)} timing passes were flagged**"
+        f"between its first and last third (drift: the host changed speed), was repeated, up to "
+        f"{RETRIES} times, and then kept and flagged. Flagged passes are left out of the step times "
+        f"and ratios of a model and framework while it has clean ones, and a number that rests on "
+        f"flagged passes alone is marked [flagged]. **{len(flagged)} of {len(runs)} timing passes "
+        f"were flagged**"
         + (f"; {retried} more were kept only after a repeat." if retried else "."),
     ]
     out = " ".join(text)
@@ -322,7 +328,7 @@ def load_suite_data(store: ResultsStore, suite: str) -> frames.SuiteData:
         have = f"the stored suites are: {', '.join(stored)}" if stored else "the store is empty"
         raise UsageError(f"no results for suite {suite!r} in {store.path}; {have} "
                          f"(run `adh run {suite}` first)")
-    cases = store.cases(suite)
+    cases = newest_versions(store.cases(suite))
     data = frames.SuiteData.from_frames(cases, store.epochs(suite), store.batches(suite), store.steps(suite),
                                         store.runs(suite))
     if data.ok.empty:
