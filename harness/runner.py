@@ -31,6 +31,7 @@ from typing import Callable
 
 from .measure.drift import PROBE_THRESHOLD, SHIFT_THRESHOLD, drifted, level_shift, probe
 from .measure.environment import measured_environment
+from .measure.warmup import warmup_steps
 from .records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord
 from .store import ResultsStore
 from .suites import Suite
@@ -182,9 +183,10 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
             return
         if not result.runs:
             _fill_first(result, timing)
+        if "warmup_steps" not in timing:  # a worker of an older commit (adh compare --against)
+            _cut_warmup(timing)
         result.runs.append(RunRecord(
-            # .get: a worker of an older commit (adh compare --against) reports one warm-up step
-            round=round_, step_times_s=timing["step_times_s"], warmup_steps=timing.get("warmup_steps", 1),
+            round=round_, step_times_s=timing["step_times_s"], warmup_steps=timing["warmup_steps"],
             warmup_s=timing["warmup_s"], train_time_s=timing["train_time_s"],
             eval_time_s=timing["eval_time_s"], foreign_cpu_s=timing.get("foreign_cpu_s"),
             contended=contended, drift=drift, probe_before_s=timing.get("probe_before_s"),
@@ -210,6 +212,15 @@ def run_case(case: Case, options: RunOptions, on_progress: Callable[[dict], None
         if result.status == "ok":
             measure_round(result, round_, options, probes, on_progress, note)
     return result
+
+
+def _cut_warmup(timing: dict) -> None:
+    """Measure the warm-up of a pass whose worker left out only the first step (an older commit's,
+    under `adh compare --against`), so that both sides' medians leave out the same kind of steps."""
+    steps = [timing["warmup_s"], *timing["step_times_s"]]
+    k = warmup_steps(steps)
+    timing.update(warmup_steps=k, warmup_s=sum(steps[:k]), step_times_s=steps[k:],
+                  train_time_s=sum(steps[k:]))
 
 
 def _fill_first(result: CaseResult, timing: dict) -> None:

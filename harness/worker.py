@@ -99,7 +99,7 @@ def time_pass(case, data_dir) -> dict:
               "flops_per_step": train_step_flops(spec), "gemm_peak_gflops": gemm_peak_gflops(case.threads),
               "batches": [], "epochs": []}
     step_times: list[float] = []  # every step, the first included; the warm-up is cut off after
-    epoch_stats = {"loss": [], "acc": [], "time": 0.0}
+    epoch_stats = {"loss": [], "acc": []}
     last_report = [0.0]
 
     def on_step(epoch, batch, loss, outputs, labels, elapsed):
@@ -107,8 +107,6 @@ def time_pass(case, data_dir) -> dict:
         result["batches"].append({"epoch": epoch, "batch": batch, "loss": loss, "acc": acc})
         epoch_stats["loss"].append(loss)
         epoch_stats["acc"].append(acc)
-        if step_times:  # the first step builds graphs, buffers, caches: never in an epoch's time
-            epoch_stats["time"] += elapsed
         step_times.append(elapsed)
         now = time.perf_counter()
         if now - last_report[0] > PROGRESS_INTERVAL_S:
@@ -123,10 +121,10 @@ def time_pass(case, data_dir) -> dict:
             "epoch": epoch, "train_loss": float(np.mean(epoch_stats["loss"])),
             "train_acc": float(np.mean(epoch_stats["acc"])),
             "test_loss": metrics.loss(spec, outputs, y_test), "test_acc": metrics.accuracy(spec, outputs, y_test),
-            "train_time_s": epoch_stats["time"], "eval_time_s": eval_time})
+            "train_time_s": None, "eval_time_s": eval_time})  # known once the warm-up is
         _progress(epoch=epoch, batch=steps, batches=steps,
                   loss=result["batches"][-1]["loss"], test_acc=result["epochs"][-1]["test_acc"])
-        epoch_stats.update(loss=[], acc=[], time=0.0)
+        epoch_stats.update(loss=[], acc=[])
 
     with watch_contention() as contention:
         start = time.perf_counter()
@@ -135,6 +133,8 @@ def time_pass(case, data_dir) -> dict:
     c = contention.value
     eval_time = sum(e["eval_time_s"] for e in result["epochs"])
     warmup = warmup_steps(step_times)
+    for i, record in enumerate(result["epochs"]):  # each epoch's steps, the warm-up left out
+        record["train_time_s"] = sum(step_times[max(i * steps, warmup):(i + 1) * steps])
     result.update(status=status, reason=reason, foreign_cpu_s=c.foreign_cpu_s if c else None,
                   foreign_fraction=c.foreign_fraction if c else None,
                   step_times_s=step_times[warmup:], warmup_steps=warmup, warmup_s=sum(step_times[:warmup]),

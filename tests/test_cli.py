@@ -355,9 +355,14 @@ def test_rounds_flag_and_intervals_in_the_closing_table(toys, tmp_path):
     out = adh("run", suite, "--store", store, "--no-progress", "--rounds", "2")
     assert out.returncode == 0, out.stderr
     with ResultsStore(store) as s:
-        assert s.runs("two")["run"].tolist() == [0, 1]
+        runs = s.runs("two")
+    assert runs["run"].tolist() == [0, 1]
     (row,) = [line for line in out.stdout.splitlines() if line.startswith("| toy-ok")]
-    assert "(95% CI " in row  # two processes: the step time has an interval
+    clean = int((~runs["flagged"]).sum())  # this host may flag a pass as drifted, even after retries
+    if clean == 2:
+        assert "(95% CI " in row  # two processes: the step time has an interval
+    else:
+        assert row.split("|")[8].strip() == ("1" if clean == 1 else "2 (2 flagged)")
     bad = adh("run", suite, "--store", store, "--rounds", "0")
     assert bad.returncode == 2 and "at least 1" in bad.stderr
 

@@ -517,3 +517,15 @@ def test_the_drift_yardstick_follows_a_host_that_changed_for_good():
     assert [probes.judge(timing(0.080)) for _ in range(probes.REBASE)] == [True] * probes.REBASE
     assert not probes.judge(timing(0.080))  # the slower host is the yardstick now
     assert probes.judge(timing(0.040))
+
+
+def test_an_older_worker_gets_the_measured_warm_up_too(monkeypatch):
+    # adh compare --against an older commit: its worker left out the first step only
+    case = Case(suite="s", model="mlp", framework="engine-static", dataset="mnist-10k")
+    old = {**fake_timing(case), "warmup_s": 0.05, "step_times_s": [0.03] * 4 + [0.01] * 60}
+    del old["warmup_steps"]
+    monkeypatch.setattr(runner, "run_worker", lambda case, p, o, on_progress=None: dict(old))
+    monkeypatch.setattr(runner, "probe", lambda: 0.05)
+    (run,) = run_case(case, RunOptions(memory=False, rounds=1)).runs
+    assert run.warmup_steps == 5 and run.warmup_s == pytest.approx(0.05 + 4 * 0.03)
+    assert run.step_times_s == [0.01] * 60 and run.train_time_s == pytest.approx(0.6)
