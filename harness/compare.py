@@ -10,9 +10,9 @@ Per matched case and metric, a row with the ratio NEW/BASE and a verdict, as asv
   (harness.stats). Measured in pairs (`adh compare --against`: BASE and NEW alternate round by
   round), one ratio per round and the interval of those, so that drift of the host cancels:
   `regressed` / `improved` when the ratio passes `min_factor` AND its interval excludes 1.
-  Unpaired (two stores): the ratio of medians with Welch's interval, and the verdict also needs
-  Mann-Whitney U on block medians (p < alpha) and, with several runs a side, Welch's t-test on
-  the runs' log medians. A ratio inside the factor is `unchanged`; a larger change that is not
+  Unpaired (two stores): the ratio of the runs' geometric means with Welch's interval, and the
+  verdict also needs Mann-Whitney U on block medians (p < alpha) and, with several runs a side,
+  Welch's t-test on the runs' log medians. A ratio inside the factor is `unchanged`; a larger change that is not
   significant, or too few samples, is `~`. Wide spread is `unstable`. Runs the runner flagged
   (contended or drifted) are left out while their side has others.
 - memory (bytes and count allocated, peak bytes): deterministic, so a relative tolerance alone.
@@ -368,7 +368,7 @@ def _compare_time(base: list[_Run], new: list[_Run], th: Thresholds) -> dict[str
     out = dict(base=float(np.median(a)), new=float(np.median(b)), change=ratio,
                spread_base=_spread(a), spread_new=_spread(b))
     between = unpaired_ratio([np.median(r) for r in new_runs], [np.median(r) for r in base_runs])
-    if between.has_interval:  # several runs a side: the ratio of the runs' medians, with its interval
+    if between.has_interval:  # several runs a side: the ratio of their geometric means, with its interval
         ratio = between.value
         out.update(change=ratio, ci_low=between.low, ci_high=between.high)
     notes = ["unstable"] if max(out["spread_base"], out["spread_new"]) > th.unstable_spread else []

@@ -7,9 +7,8 @@ round can be paired (harness.stats). A timing pass is repeated, at most `RETRIES
 other processes took more than `CONTENTION_THRESHOLD` of the machine, or while the host changed
 speed (harness.measure.drift: the probe the runner times around each pass ran off the clean
 passes' median by more than `PROBE_THRESHOLD`, or the pass's own steps shifted level by more
-than `SHIFT_THRESHOLD`), then
-kept and flagged. The memory pass runs once per case,
-after its first timing pass. A crash, a timeout or an error in a case is recorded with its reason,
+than `SHIFT_THRESHOLD`), then kept and flagged. The memory pass runs once per case, after its
+first timing pass. A crash, a timeout or an error in a case is recorded with its reason,
 its later rounds are skipped, and the suite goes on. Every pass is saved as soon as it ends;
 Ctrl-C stops the pass in flight and keeps everything finished; `--resume` then runs what is
 missing: cases not finished and rounds not yet run.
@@ -164,6 +163,8 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
             timing.update(probe_before_s=before, probe_after_s=probe())
             if timing["status"] != "ok":
                 break
+            if "warmup_steps" not in timing:  # a worker of an older commit (adh compare --against)
+                _cut_warmup(timing)
             fraction, foreign = timing.get("foreign_fraction"), timing.get("foreign_cpu_s")
             contended = (fraction is not None and fraction > CONTENTION_THRESHOLD
                          and foreign is not None and foreign > MIN_FOREIGN_CPU_S)
@@ -183,8 +184,6 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
             return
         if not result.runs:
             _fill_first(result, timing)
-        if "warmup_steps" not in timing:  # a worker of an older commit (adh compare --against)
-            _cut_warmup(timing)
         result.runs.append(RunRecord(
             round=round_, step_times_s=timing["step_times_s"], warmup_steps=timing["warmup_steps"],
             warmup_s=timing["warmup_s"], train_time_s=timing["train_time_s"],
