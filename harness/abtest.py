@@ -45,7 +45,11 @@ def _git(repo: Path, *args: str) -> str:
 @contextmanager
 def worktree(ref: str, repo: Path = REPO_DIR) -> Iterator[Path]:
     """REF checked out, detached, in a temporary folder that is removed on leaving."""
-    sha = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")  # fail before mkdtemp
+    try:  # fail before mkdtemp
+        sha = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    except UsageError:
+        raise UsageError(f"{ref!r} is no commit of {repo}: check the name (git log --oneline), "
+                         "or fetch the history if this is a shallow clone (git fetch --unshallow)") from None
     folder = Path(tempfile.mkdtemp(prefix="adh-ref-"))
     try:
         _git(repo, "worktree", "add", "--detach", str(folder), sha)

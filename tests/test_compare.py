@@ -283,7 +283,7 @@ def test_ab_test_removes_the_worktree_on_ctrl_c_and_refuses_unknown_refs(repo: P
     with pytest.raises(KeyboardInterrupt):
         abtest.ab_test("HEAD", Suite("ci", "", [result([]).case]), repo=repo)
     assert not seen[0].exists() and worktrees(repo) == 1
-    with pytest.raises(UsageError):
+    with pytest.raises(UsageError, match="no commit.*git fetch --unshallow"):
         abtest.ab_test("no-such-ref", Suite("ci", "", []), repo=repo)
 
 
