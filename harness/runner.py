@@ -3,12 +3,12 @@
 The timing pass of every case runs once per round, each time in a fresh process; within a round
 the cases run one after the other, and each round starts one case further down the list, so
 that a slow minute of the host falls on every framework and model alike and the runs of one
-round can be paired (harness.stats). A timing pass is repeated, at most `RETRIES` times, while
-other processes took more than `CONTENTION_THRESHOLD` of the machine, or while the host changed
-speed (harness.measure.drift: the probe the runner times around each pass ran off the clean
-passes' median by more than `PROBE_THRESHOLD`, or the pass's own steps shifted level by more
-than `SHIFT_THRESHOLD`), then kept and flagged. The memory pass runs once per case, after its
-first timing pass. A crash, a timeout or an error in a case is recorded with its reason,
+round can be paired (harness.stats). A timing pass is repeated while other processes took too
+much of the machine, or while the host changed speed (harness.measure.drift: the probe the
+runner times around each pass ran off the clean passes' median, or the pass's own steps shifted
+level), then kept and flagged; `POLICY` says how much is too much and how often to repeat, and
+each case's provenance records it. The memory pass runs once per case, after its first timing
+pass. A crash, a timeout or an error in a case is recorded with its reason,
 its later rounds are skipped, and the suite goes on. Every pass is saved as soon as it ends;
 Ctrl-C stops the pass in flight and keeps everything finished; `--resume` then runs what is
 missing: cases not finished and rounds not yet run.
@@ -28,19 +28,16 @@ from pathlib import Path
 from statistics import median
 from typing import Callable
 
-from .measure.drift import PROBE_THRESHOLD, SHIFT_THRESHOLD, drifted, level_shift, probe
+from .measure.drift import drifted, level_shift, probe
 from .measure.environment import measured_environment
+from .measure.policy import FlagPolicy
 from .measure.warmup import warmup_steps
 from .records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord
 from .store import ResultsStore
 from .suites import Suite
 from .worker import PROGRESS_PREFIX
 
-CONTENTION_THRESHOLD = 0.10  # share of the machine's CPU time other processes may use
-# /proc/stat counts in 10 ms ticks: on a run of a few milliseconds one tick is already "10 %".
-# Below this much foreign CPU time a run is not called contended, whatever the share.
-MIN_FOREIGN_CPU_S = 0.05
-RETRIES = 2
+POLICY = FlagPolicy()  # which timing passes are repeated and flagged
 STDERR_TAIL = 2000
 
 
@@ -126,11 +123,10 @@ class Probes:
     """The drift probes of one run of the harness so far. Each pass is judged against the median
     of the clean passes' probes (a disturbed pass must not move the yardstick it is judged by);
     the first pass sets it. A host that changed speed for good would have every later pass
-    repeated: after `REBASE` drifted passes in a row, their probes become the yardstick."""
-
-    REBASE = 2 * (RETRIES + 1)  # two rounds' worth of repeats of one case
+    repeated: after `rebase` drifted passes in a row, their probes become the yardstick."""
 
     def __init__(self) -> None:
+        self.rebase = 2 * (POLICY.retries + 1)  # two rounds' worth of repeats of one case
         self.seen: list[float] = []  # probes of the clean passes
         self.streak: list[list[float]] = []  # probes of the drifted passes since the last clean one
 
@@ -138,13 +134,13 @@ class Probes:
         """Whether the host changed speed: this pass's probes are off the yardstick, or its steps
         shifted level during the pass."""
         own = [p for p in (timing.get("probe_before_s"), timing.get("probe_after_s")) if p]
-        drift = (level_shift(timing.get("step_times_s", [])) > SHIFT_THRESHOLD
-                 or bool(self.seen) and drifted(own, median(self.seen), PROBE_THRESHOLD))
+        drift = (level_shift(timing.get("step_times_s", [])) > POLICY.shift_threshold
+                 or bool(self.seen) and drifted(own, median(self.seen), POLICY.probe_threshold))
         if not drift:
             self.seen, self.streak = self.seen + own, []
         else:
             self.streak.append(own)
-            if len(self.streak) >= self.REBASE:
+            if len(self.streak) >= self.rebase:
                 self.seen, self.streak = [p for probes in self.streak for p in probes], []
         return drift
 
@@ -157,7 +153,7 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
     status and reason of a failure. Never raises except on Ctrl-C."""
     case = result.case
     try:
-        for attempt in range(1, RETRIES + 2):
+        for attempt in range(1, POLICY.retries + 2):
             before = probe()  # here, in the warm runner, the host's pace just before the pass
             timing = run_worker(case, "time", options, on_progress)
             timing.update(probe_before_s=before, probe_after_s=probe())
@@ -165,16 +161,15 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
                 break
             if "warmup_steps" not in timing:  # a worker of an older commit (adh compare --against)
                 _cut_warmup(timing)
-            fraction, foreign = timing.get("foreign_fraction"), timing.get("foreign_cpu_s")
-            contended = (fraction is not None and fraction > CONTENTION_THRESHOLD
-                         and foreign is not None and foreign > MIN_FOREIGN_CPU_S)
+            fraction = timing.get("foreign_fraction")
+            contended = POLICY.contended(fraction, timing.get("foreign_cpu_s"))
             drift = probes.judge(timing)
             if not (contended or drift):
                 break
             why = (f"other processes used {100 * fraction:.0f} % of the CPU" if contended else
                    "the host changed speed (drift: the probe around the pass, or the level of its steps)")
             note(f"{case.label()} round {round_ + 1}: {why}; "
-                 + ("retrying" if attempt <= RETRIES else "kept and flagged"))
+                 + ("retrying" if attempt <= POLICY.retries else "kept and flagged"))
         if timing["status"] != "ok":
             result.status, result.reason = timing["status"], timing.get("reason", "")
             if result.status == "failed":
@@ -223,8 +218,9 @@ def _cut_warmup(timing: dict) -> None:
 
 
 def _fill_first(result: CaseResult, timing: dict) -> None:
-    """What every run of a case has alike, from its first: provenance, work, the training curves."""
-    result.provenance = timing.get("provenance", {})
+    """What every run of a case has alike, from its first: provenance (with the flag policy),
+    work, the training curves."""
+    result.provenance = {**timing.get("provenance", {}), "policy": POLICY.record()}
     result.flops_per_step, result.gemm_peak_gflops = timing.get("flops_per_step"), timing.get("gemm_peak_gflops")
     result.epochs = [EpochRecord(**e) for e in timing.get("epochs", [])]
     result.batches = [BatchRecord(**b) for b in timing.get("batches", [])]

@@ -23,6 +23,7 @@ from harness.measure import (
     watch_contention,
 )
 from harness.measure import contention, gemm_peak, memory
+from harness.measure.policy import FlagPolicy
 
 MiB = 1 << 20
 REPO = Path(__file__).resolve().parents[1]
@@ -156,6 +157,18 @@ def test_contention_without_proc_stat(monkeypatch):
     assert c.own_cpu_s > 0 and c.cores >= 1 and not c.contended()
 
 
+def test_the_flag_policy_judges_contention_and_reads_back_its_record():
+    policy = FlagPolicy()
+    assert policy.contended(0.5, 1.0)
+    assert not policy.contended(0.5, policy.min_foreign_cpu_s / 2)  # a few clock ticks
+    assert not policy.contended(policy.contention_threshold / 2, 1.0)
+    assert not policy.contended(None, 1.0) and not policy.contended(math.nan, math.nan)
+    strict = FlagPolicy(contention_threshold=0.01, retries=5)
+    assert FlagPolicy.from_record(json.loads(json.dumps(strict.record()))) == strict
+    assert FlagPolicy.from_record({}) is None  # provenance stored before the policy was
+    assert FlagPolicy.from_record({**strict.record(), "retries": math.nan}) is None
+
+
 # --- GEMM peak ------------------------------------------------------------------------------
 
 
@@ -268,14 +281,14 @@ def test_warmup_lasts_until_the_pace_settles() -> None:
 
 
 def test_drift_probe_and_its_judgement() -> None:
-    from harness.measure.drift import PROBE_THRESHOLD, drifted, level_shift, probe
+    from harness.measure.drift import drifted, level_shift, probe
 
     seconds = probe()
     assert 0.0005 < seconds < 0.5
-    assert not drifted([1.0, 1.0 + PROBE_THRESHOLD / 2], 1.0)
-    assert drifted([1.0, 1.0 + 2 * PROBE_THRESHOLD], 1.0)
-    assert drifted([1.0 - 2 * PROBE_THRESHOLD], 1.0)  # a faster host is a changed host too
-    assert not drifted([], 1.0)
+    assert not drifted([1.0, 1.2], 1.0, threshold=0.4)
+    assert drifted([1.0, 1.8], 1.0, threshold=0.4)
+    assert drifted([0.2], 1.0, threshold=0.4)  # a faster host is a changed host too
+    assert not drifted([], 1.0, threshold=0.4)
     assert level_shift([0.01] * 30 + [0.013] * 30) == pytest.approx(0.3)
     assert level_shift([0.013] * 30 + [0.01] * 30) == pytest.approx(0.3 / 1.3)
     assert level_shift([0.01, 0.03] * 30) == 0  # noise without a shift

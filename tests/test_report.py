@@ -14,10 +14,11 @@ from matplotlib.container import ErrorbarContainer
 
 from harness import tables
 from harness.errors import UsageError
+from harness.measure.policy import FlagPolicy
 from harness.records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord
 from harness.report import build_report
 from harness.report import figures
-from harness.report.build import load_suite_data, plan_figures
+from harness.report.build import load_suite_data, method_section, plan_figures
 from harness.report.style import FRAMEWORKS, framework_look, framework_order, variant_look
 from harness.store import ResultsStore
 
@@ -33,10 +34,11 @@ def make_result(suite: str, model: str, framework: str, seed: int, *, epochs: in
                 batches: int = 10, batch_size: int = 100, extra: dict | None = None,
                 train_time_s: float = 1.0, step_s: float = 0.01, alloc: int | None = GIB,
                 peak: int | None = 10 * MIB, contended: bool = False, status: str = "ok",
-                final_acc: float = 0.9, loss_scale: float = 1.0, rounds: int = 2) -> CaseResult:
+                final_acc: float = 0.9, loss_scale: float = 1.0, rounds: int = 2,
+                policy: FlagPolicy | None = FlagPolicy()) -> CaseResult:
     """A finished case with smooth learning curves that end at `final_acc` (test) and 2 points
     lower (training); seed s adds s points to both. `rounds` runs of steps about `step_s` long;
-    `contended` flags the first."""
+    `contended` flags the first. `policy` is recorded in its provenance (None: not recorded)."""
     case = Case(suite=suite, model=model, framework=framework, dataset="mnist-10k", seed=seed,
                 epochs=epochs, batch_size=batch_size, extra=tuple(sorted((extra or {}).items())))
     rng = np.random.default_rng(zlib.crc32(f"{model}{framework}{seed}{batch_size}".encode()))
@@ -47,7 +49,8 @@ def make_result(suite: str, model: str, framework: str, seed: int, *, epochs: in
         provenance={"commit": "abc1234", "dirty": False, "python": "3.11.7", "numpy": "2.4.6",
                     "torch": "2.13.0", "memray": "1.20.0", "cpu_model": "Test CPU",
                     "logical_cores": 2, "os": "Linux", "dataset": "mnist-10k",
-                    "dataset_checksum": "f" * 64, "started_at": f"2026-01-0{1 + seed}T10:00:00+00:00"},
+                    "dataset_checksum": "f" * 64, "started_at": f"2026-01-0{1 + seed}T10:00:00+00:00",
+                    **({"policy": policy.record()} if policy else {})},
         runs=[RunRecord(round=r, step_times_s=step_times[r], warmup_steps=1, warmup_s=0.05,
                         train_time_s=train_time_s, eval_time_s=0.1,
                         foreign_cpu_s=0.5 if contended and r == 0 else 0.0, contended=contended and r == 0)
@@ -351,7 +354,25 @@ def test_plain_report(store: ResultsStore, tmp_path: Path) -> None:
     assert "| engine-static" in text and "2.00× less" in text
     assert "Test CPU" in text and "abc1234" in text and "2026-01-01 10:00 to 2026-01-08 10:00" in text
     assert "1 of 24 timing passes were flagged**." in text and "| mlp   | torch     | 1    | 1     | contended |" in text
+    assert "as the runs recorded them: contended above 10% of the machine and 0.05 s" in text
     assert "failed" in text  # the failed run is listed as left out
+
+
+def test_the_method_states_the_thresholds_its_runs_recorded(tmp_path: Path) -> None:
+    """The flag policy comes from the runs' provenance, not from today's code; runs that differ
+    or do not record it are said to."""
+    strict = FlagPolicy(contention_threshold=0.02, retries=4)
+    with ResultsStore(tmp_path / "adh.sqlite") as store:
+        for suite, policies in (("same", [strict, strict]), ("mixed", [strict, strict, None]),
+                                ("old", [None, None])):
+            for seed, policy in enumerate(policies):
+                store.save(make_result(suite, "mlp", "torch", seed, policy=policy))
+        same, mixed, old = (method_section(load_suite_data(store, s)) for s in ("same", "mixed", "old"))
+    assert "as the runs recorded them: contended above 2% of the machine" in same
+    assert "at most 4 repeats." in same
+    assert "the runs recorded different thresholds: contended above 2%" in mixed
+    assert "at most 4 repeats (2 runs); not recorded (1 run)." in mixed
+    assert "thresholds in force are unknown" in old and "contended above" not in old
 
 
 def test_rebuild_removes_stale_files(store: ResultsStore, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from harness import runner
 from harness.frameworks import available, get_framework
+from harness.measure.policy import FlagPolicy
 from harness.records import Case, CaseResult
 from harness.runner import RunOptions, WorkerError, run_case, run_suite
 from harness.store import ResultsStore
@@ -22,6 +23,11 @@ from harness.suites import load_suite
 from toy_adapters import GEMM_PEAK, activate, launches, toy_dist, write_suite  # noqa: F401 (toy_dist: a fixture)
 
 STEPS = 5  # train_limit 500 / batch 100, one epoch
+# No pass is ever contended or drifted: worker launches are counted exactly on a busy host too.
+NEVER_FLAG = FlagPolicy(contention_threshold=math.inf, probe_threshold=math.inf,
+                        shift_threshold=math.inf)
+# Only contention flags a pass: the real drift probe of a busy host adds no repeats.
+CONTENTION_ONLY = FlagPolicy(probe_threshold=math.inf, shift_threshold=math.inf)
 
 
 @pytest.fixture
@@ -31,9 +37,7 @@ def toys(toy_dist, tmp_path, monkeypatch):
     dist, cache = toy_dist
     markers = tmp_path / "markers"
     activate(monkeypatch, dist, cache, markers, release=tmp_path / "release")
-    monkeypatch.setattr(runner, "CONTENTION_THRESHOLD", math.inf)
-    monkeypatch.setattr(runner, "PROBE_THRESHOLD", math.inf)
-    monkeypatch.setattr(runner, "SHIFT_THRESHOLD", math.inf)
+    monkeypatch.setattr(runner, "POLICY", NEVER_FLAG)
     return markers
 
 
@@ -45,9 +49,7 @@ def toy_run(toy_dist, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("toy_run")
     with pytest.MonkeyPatch.context() as mp:
         activate(mp, dist, cache, tmp / "markers")
-        mp.setattr(runner, "CONTENTION_THRESHOLD", math.inf)
-        mp.setattr(runner, "PROBE_THRESHOLD", math.inf)
-        mp.setattr(runner, "SHIFT_THRESHOLD", math.inf)
+        mp.setattr(runner, "POLICY", NEVER_FLAG)
         path = write_suite(tmp, "toys", ["toy-ok", "toy-crash", "toy-hang", "toy-nan", "toy-error"],
                            memory=True, timeout_s=3)
         suite = load_suite(str(path))
@@ -161,6 +163,7 @@ def test_ok_case_provenance(toy_run):
     assert p["threads"] == 1 and p["dtype"] == "float32" and p["seed"] == 0
     assert p["dataset"] == "mnist-10k"
     assert len(p["dataset_checksum"]) >= 16
+    assert FlagPolicy.from_record(p["policy"]) == NEVER_FLAG  # the policy it was measured under
     from datetime import datetime
 
     assert datetime.fromisoformat(p["started_at"]).tzinfo is not None
@@ -323,6 +326,7 @@ def test_ctrl_c_in_a_real_worker_kills_it(toys, tmp_path, monkeypatch):
 # --- contention retries --------------------------------------------------------------------------
 
 def test_contended_timing_is_retried_then_flagged(monkeypatch):
+    monkeypatch.setattr(runner, "POLICY", CONTENTION_ONLY)
     case = Case(suite="s", model="mlp", framework="engine-static", dataset="mnist-10k")
     passes = []
 
@@ -335,15 +339,17 @@ def test_contended_timing_is_retried_then_flagged(monkeypatch):
     monkeypatch.setattr(runner, "run_worker", fake_worker)
     retries = []
     result = run_case(case, RunOptions(), note=retries.append)
-    assert passes == ["time"] * (runner.RETRIES + 1) + ["memory"]
-    assert result.flagged and result.runs[0].contended and result.runs[0].attempts == runner.RETRIES + 1
+    assert passes == ["time"] * (runner.POLICY.retries + 1) + ["memory"]
+    assert result.flagged and result.runs[0].contended
+    assert result.runs[0].attempts == runner.POLICY.retries + 1
     assert result.status == "ok"
-    assert len(retries) == runner.RETRIES + 1 and "flagged" in retries[-1]
+    assert len(retries) == runner.POLICY.retries + 1 and "flagged" in retries[-1]
     assert result.alloc_bytes == 10
 
 
 def test_a_few_clock_ticks_of_foreign_time_on_a_tiny_run_are_not_contention(monkeypatch):
     # /proc/stat counts 10 ms ticks: one tick on a 20 ms run is a large share but no evidence.
+    monkeypatch.setattr(runner, "POLICY", CONTENTION_ONLY)
     case = Case(suite="s", model="mlp", framework="engine-static", dataset="mnist-10k")
     passes = []
 
@@ -357,6 +363,7 @@ def test_a_few_clock_ticks_of_foreign_time_on_a_tiny_run_are_not_contention(monk
 
 
 def test_a_clean_retry_is_not_flagged(monkeypatch):
+    monkeypatch.setattr(runner, "POLICY", CONTENTION_ONLY)
     case = Case(suite="s", model="mlp", framework="engine-static", dataset="mnist-10k")
     fractions = iter([0.5, 0.01])
     monkeypatch.setattr(runner, "run_worker",
@@ -490,9 +497,9 @@ def test_a_drifted_pass_is_retried_then_flagged(monkeypatch):
     first, second, third, fourth = result.runs
     assert not first.flagged and first.attempts == 1
     # round 2: the probe ran 60 % slow three times in a row: kept and flagged as drift
-    assert second.drift and not second.contended and second.attempts == runner.RETRIES + 1
+    assert second.drift and not second.contended and second.attempts == runner.POLICY.retries + 1
     assert (second.probe_before_s, second.probe_after_s) == (0.081, 0.080)  # the kept pass's probes
-    assert "changed speed" in notes[0] and "flagged" in notes[runner.RETRIES]
+    assert "changed speed" in notes[0] and "flagged" in notes[runner.POLICY.retries]
     assert not third.flagged
     # round 4: the steps doubled halfway through the pass: retried, and the retry is clean
     assert not fourth.flagged and fourth.attempts == 2 and fourth.step_times_s == steady
@@ -514,7 +521,7 @@ def test_the_drift_yardstick_follows_a_host_that_changed_for_good():
     assert not probes.judge(timing(0.050))  # the first pass sets the yardstick
     assert not probes.judge(timing(0.055))
     # a slower host: flagged, pass after pass, until it has been so for REBASE passes in a row
-    assert [probes.judge(timing(0.080)) for _ in range(probes.REBASE)] == [True] * probes.REBASE
+    assert [probes.judge(timing(0.080)) for _ in range(probes.rebase)] == [True] * probes.rebase
     assert not probes.judge(timing(0.080))  # the slower host is the yardstick now
     assert probes.judge(timing(0.040))
 

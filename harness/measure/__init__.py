@@ -1,6 +1,7 @@
 """Measurement primitives: memory of a region, CPU contention, GEMM peak, provenance; beside
-them, drift (the host changing speed), warm-up length, the measured process's environment and
-the machine-wide measurement lock (harness.measure.drift, .warmup, .environment, .lock).
+them, drift (the host changing speed), the policy that flags contended and drifted passes,
+warm-up length, the measured process's environment and the machine-wide measurement lock
+(harness.measure.drift, .policy, .warmup, .environment, .lock).
 
 Importing this package does not import numpy or torch, so a process can import it before it
 sets its thread count.

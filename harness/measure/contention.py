@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from harness.measure.policy import FlagPolicy
+
 _PROC_STAT = "/proc/stat"
 
 
@@ -39,9 +41,10 @@ class Contention:
         capacity = self.wall_s * self.cores
         return self.foreign_cpu_s / capacity if capacity > 0 else math.nan
 
-    def contended(self, threshold: float = 0.10) -> bool:
-        """Whether other processes used more than `threshold` of the machine (False if unknown)."""
-        return self.foreign_fraction > threshold  # NaN compares False
+    def contended(self, policy: FlagPolicy = FlagPolicy()) -> bool:
+        """Whether other processes used more of the machine than `policy` allows (False if
+        unknown)."""
+        return policy.contended(self.foreign_fraction, self.foreign_cpu_s)
 
 
 @dataclass

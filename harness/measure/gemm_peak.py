@@ -2,7 +2,8 @@
 
 Measured once per (CPU model, threads, numpy version, matrix size) and cached as JSON, since it
 takes about a second and does not change between runs; a measurement during which other
-processes took more than 10 % of the machine is returned but not cached. The caller sets the
+processes took more of the machine than the flag policy allows (harness.measure.policy) is
+returned but not cached. The caller sets the
 thread count (BLAS environment variables, before numpy is first imported); it is only recorded
 in the key here. numpy is imported inside the functions, so importing this module does not fix
 the threads.

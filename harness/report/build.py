@@ -18,8 +18,7 @@ from matplotlib.figure import Figure
 from .. import tables
 from ..errors import UsageError
 from ..measure import warmup as warmup_rule
-from ..measure.drift import PROBE_THRESHOLD, SHIFT_THRESHOLD
-from ..runner import CONTENTION_THRESHOLD, RETRIES
+from ..measure.policy import FlagPolicy
 from ..store import ResultsStore, newest_versions
 from . import figures, frames
 from .style import framework_order, save
@@ -229,6 +228,31 @@ def _environment(cases: pd.DataFrame) -> str:
     return ", ".join(p for p in parts if not p.endswith("=unknown"))
 
 
+def _thresholds(policy: FlagPolicy) -> str:
+    """A flag policy in words."""
+    return (f"contended above {policy.contention_threshold:.0%} of the machine and "
+            f"{policy.min_foreign_cpu_s:g} s of CPU time, drift above {policy.probe_threshold:.0%} "
+            f"(the reference workload) or {policy.shift_threshold:.0%} (the level of the steps), "
+            f"at most {policy.retries} repeats")
+
+
+def policy_in_force(cases: pd.DataFrame) -> str:
+    """The flag policy that the cases' provenance records, in words: its thresholds, those of
+    each group of cases where they differ, or that the provenance does not record them."""
+    recorded = cases.filter(regex="^prov_policy_").rename(
+        columns=lambda c: c.removeprefix("prov_policy_"))
+    policies = (FlagPolicy.from_record(row) for _, row in recorded.iterrows())
+    described = pd.Series([_thresholds(p) if p else "not recorded" for p in policies], dtype=object)
+    counts = described.value_counts()
+    if len(counts) > 1:
+        return "the runs recorded different thresholds: " + "; ".join(
+            f"{what} ({n} run{'' if n == 1 else 's'})" for what, n in counts.items())
+    if counts.index[0] == "not recorded":
+        return ("the thresholds in force are unknown: these runs were stored before provenance "
+                "recorded them")
+    return f"the thresholds, as the runs recorded them: {counts.index[0]}"
+
+
 def method_section(data: frames.SuiteData) -> str:
     """How the numbers were measured, with this suite's counts (seeds, rounds, flagged runs)."""
     n = data.repetitions
@@ -276,11 +300,10 @@ def method_section(data: frames.SuiteData) -> str:
         f"While each timing pass ran, the CPU time used by other processes was measured (the "
         f"machine's busy time from /proc/stat minus the run's own), and a fixed reference workload "
         f"(a float32 matrix product and a Python loop) was timed by the runner just before and after it. A pass in "
-        f"which other processes used more than {CONTENTION_THRESHOLD:.0%} of the machine "
-        f"(contended), or whose reference workload ran more than {PROBE_THRESHOLD:.0%} off the "
-        f"clean passes' median, or whose own steps shifted level by more than {SHIFT_THRESHOLD:.0%} "
-        f"between its first and last third (drift: the host changed speed), was repeated, up to "
-        f"{RETRIES} times, and then kept and flagged. Flagged passes are left out of the step times "
+        f"which other processes used too much of the machine (contended), or whose reference "
+        f"workload ran off the clean passes' median, or whose own steps shifted level between its "
+        f"first and last third (drift: the host changed speed), was repeated, and then kept and "
+        f"flagged; {policy_in_force(data.ok)}. Flagged passes are left out of the step times "
         f"and ratios of a model and framework while it has clean ones, and a number that rests on "
         f"flagged passes alone is marked [flagged]. **{len(flagged)} of {len(runs)} timing passes "
         f"were flagged**"
