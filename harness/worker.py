@@ -77,10 +77,50 @@ def train(framework, spec, case, x_train, y_train, targets, on_step, on_epoch=No
     return "ok", ""
 
 
-def time_pass(case, data_dir) -> dict:
-    import numpy as np
+class StepRecorder:
+    """What the timing pass records while training runs: every step's time, each batch's loss
+    and accuracy, each epoch's means and test metrics, and progress lines at most every
+    `PROGRESS_INTERVAL_S`. `on_step` is the training loop's callback for each step."""
 
-    from . import metrics
+    def __init__(self, spec, steps_per_epoch: int) -> None:
+        from . import metrics  # here, not at the top: numpy loads after the thread count is set
+
+        self.metrics, self.spec, self.steps_per_epoch = metrics, spec, steps_per_epoch
+        self.step_times: list[float] = []  # every step, the warm-up included (cut off after)
+        self.batches: list[dict] = []
+        self.epochs: list[dict] = []
+        self.epoch_losses: list[float] = []  # of the epoch under way
+        self.epoch_accs: list[float] = []
+        self.last_progress = 0.0  # when the last progress line went out (perf_counter)
+
+    def on_step(self, epoch: int, batch: int, loss: float, outputs, labels, elapsed: float) -> None:
+        acc = self.metrics.accuracy(self.spec, outputs, labels)
+        self.batches.append({"epoch": epoch, "batch": batch, "loss": loss, "acc": acc})
+        self.epoch_losses.append(loss)
+        self.epoch_accs.append(acc)
+        self.step_times.append(elapsed)
+        now = time.perf_counter()
+        if now - self.last_progress > PROGRESS_INTERVAL_S:
+            self.last_progress = now
+            _progress(epoch=epoch, batch=batch + 1, batches=self.steps_per_epoch, loss=loss)
+
+    def end_epoch(self, epoch: int, outputs, labels, eval_time_s: float) -> None:
+        """Close `epoch`: its batches' means, and the test set's loss and accuracy from the
+        model's `outputs` for it, evaluated in `eval_time_s`."""
+        import numpy as np
+
+        self.epochs.append({
+            "epoch": epoch, "train_loss": float(np.mean(self.epoch_losses)),
+            "train_acc": float(np.mean(self.epoch_accs)),
+            "test_loss": self.metrics.loss(self.spec, outputs, labels),
+            "test_acc": self.metrics.accuracy(self.spec, outputs, labels),
+            "train_time_s": None, "eval_time_s": eval_time_s})  # known once the warm-up is
+        _progress(epoch=epoch, batch=self.steps_per_epoch, batches=self.steps_per_epoch,
+                  loss=self.batches[-1]["loss"], test_acc=self.epochs[-1]["test_acc"])
+        self.epoch_losses, self.epoch_accs = [], []
+
+
+def time_pass(case, data_dir) -> dict:
     from .batches import steps_per_epoch
     from .flops import train_step_flops
     from .frameworks import get_framework
@@ -94,46 +134,27 @@ def time_pass(case, data_dir) -> dict:
     framework = get_framework(case.framework)(spec, initial_weights(spec, case.seed, case.dtype),
                                               case.dtype, case.threads)
     steps = steps_per_epoch(len(x_train), spec.batch_size)
+    recorder = StepRecorder(spec, steps)
     result = {"provenance": {**provenance(case.threads, case.dtype, data.name, data.checksum, case.seed),
                              "environment": recorded_environment(), "system": provenance_facts(sample_s=0)},
               "flops_per_step": train_step_flops(spec), "gemm_peak_gflops": gemm_peak_gflops(case.threads),
-              "batches": [], "epochs": []}
-    step_times: list[float] = []  # every step, the first included; the warm-up is cut off after
-    epoch_stats = {"loss": [], "acc": []}
-    last_report = [0.0]
-
-    def on_step(epoch, batch, loss, outputs, labels, elapsed):
-        acc = metrics.accuracy(spec, outputs, labels)
-        result["batches"].append({"epoch": epoch, "batch": batch, "loss": loss, "acc": acc})
-        epoch_stats["loss"].append(loss)
-        epoch_stats["acc"].append(acc)
-        step_times.append(elapsed)
-        now = time.perf_counter()
-        if now - last_report[0] > PROGRESS_INTERVAL_S:
-            last_report[0] = now
-            _progress(epoch=epoch, batch=batch + 1, batches=steps, loss=loss)
+              "batches": recorder.batches, "epochs": recorder.epochs}
 
     def on_epoch(epoch):
         start = time.perf_counter()
         outputs = framework.predict_all(x_test)
-        eval_time = time.perf_counter() - start
-        result["epochs"].append({
-            "epoch": epoch, "train_loss": float(np.mean(epoch_stats["loss"])),
-            "train_acc": float(np.mean(epoch_stats["acc"])),
-            "test_loss": metrics.loss(spec, outputs, y_test), "test_acc": metrics.accuracy(spec, outputs, y_test),
-            "train_time_s": None, "eval_time_s": eval_time})  # known once the warm-up is
-        _progress(epoch=epoch, batch=steps, batches=steps,
-                  loss=result["batches"][-1]["loss"], test_acc=result["epochs"][-1]["test_acc"])
-        epoch_stats.update(loss=[], acc=[])
+        recorder.end_epoch(epoch, outputs, y_test, time.perf_counter() - start)
 
     with watch_contention() as contention:
         start = time.perf_counter()
-        status, reason = train(framework, spec, case, x_train, y_train, targets, on_step, on_epoch)
+        status, reason = train(framework, spec, case, x_train, y_train, targets, recorder.on_step,
+                               on_epoch)
         loop_s = time.perf_counter() - start
     c = contention.value
-    eval_time = sum(e["eval_time_s"] for e in result["epochs"])
+    eval_time = sum(e["eval_time_s"] for e in recorder.epochs)
+    step_times = recorder.step_times
     warmup = warmup_steps(step_times)
-    for i, record in enumerate(result["epochs"]):  # each epoch's steps, the warm-up left out
+    for i, record in enumerate(recorder.epochs):  # each epoch's steps, the warm-up left out
         record["train_time_s"] = sum(step_times[max(i * steps, warmup):(i + 1) * steps])
     result.update(status=status, reason=reason, foreign_cpu_s=c.foreign_cpu_s if c else None,
                   foreign_fraction=c.foreign_fraction if c else None,
