@@ -355,6 +355,8 @@ def test_plain_report(store: ResultsStore, tmp_path: Path) -> None:
     assert "Test CPU" in text and "abc1234" in text and "2026-01-01 10:00 to 2026-01-08 10:00" in text
     assert "1 of 24 timing passes were flagged**." in text and "| mlp   | torch     | 1    | 1     | contended |" in text
     assert "as the runs recorded them: contended above 10% of the machine and 0.05 s" in text
+    # captions, with the suite's repetitions
+    assert "per framework; the mean over 2 seeds, the band from their minimum to maximum." in text
     assert "failed" in text  # the failed run is listed as left out
 
 

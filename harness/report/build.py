@@ -32,7 +32,7 @@ class PlannedFigure:
     number: str  # "1", "6a", "8": the same figure has the same number in every report
     stem: str  # file name without suffix
     title: str
-    caption: str
+    caption: figures.Caption
     draw: Callable[[], Figure]
 
 
@@ -46,80 +46,47 @@ class Table:
     left: int = 1  # leading name columns (left-aligned in LaTeX)
 
 
-def _over(data: frames.SuiteData, spread: str = "", absent: str = "") -> str:
-    """How a figure aggregates the repetitions: '; the mean over 3 seeds, <spread>' or, with one
-    run, '; one seed, so no <absent>'."""
-    n = data.repetitions
-    if n > 1:
-        what = "runs (seeds × folds)" if data.has_folds else "seeds"
-        return f"; the mean over {n} {what}" + (f", {spread}" if spread else "")
-    return f"; one {'run' if data.has_folds else 'seed'}" + (f", so no {absent}" if absent else "")
-
-
 def _standard_figures(data: frames.SuiteData) -> list[PlannedFigure]:
-    dodge = (" Lines are shifted by a few hundredths of an epoch, so that frameworks with equal "
-             "numbers stay visible.")
     return [
         PlannedFigure("1", "fig1_train_accuracy", "Training accuracy per epoch",
-                      "Mean training accuracy over each epoch's batches, a line per framework"
-                      + _over(data, "the band from their minimum to maximum", "band") + "." + dodge,
+                      figures.ACCURACY_CAPTIONS["train_acc"],
                       lambda: figures.accuracy_per_epoch(data, "train_acc")),
         PlannedFigure("2", "fig2_test_accuracy", "Test accuracy per epoch",
-                      "Accuracy on the test set after each epoch, a line per framework"
-                      + _over(data, "the band from their minimum to maximum", "band") + "." + dodge,
+                      figures.ACCURACY_CAPTIONS["test_acc"],
                       lambda: figures.accuracy_per_epoch(data, "test_acc")),
         PlannedFigure("3", "fig3_batches", "Loss and accuracy over batches",
-                      "Training loss and accuracy of each batch, in order across epochs (grey lines "
-                      "mark the epochs)" + _over(data) + ". Faint: the raw "
-                      "series; solid: an exponential moving average over a tenth of an epoch.",
-                      lambda: figures.batch_curves(data)),
+                      figures.BATCH_CURVES_CAPTION, lambda: figures.batch_curves(data)),
     ]
 
 
 def _bar_figures(data: frames.SuiteData) -> list[PlannedFigure]:
     out = []
     if not data.steps.empty:
-        out.append(PlannedFigure(
-            "4", "fig4_time", "Training time and step time",
-            "Top: training time of all epochs (warm-up steps and evaluation excluded)"
-            + _over(data, "error bars ±1 std", "error bars") + ". Bottom: time of one training step: a dot "
-            "per process (the median of its timed steps), the bar at the median over processes, the "
-            "error bar its 95% confidence interval.",
-            lambda: figures.time_bars(data)))
+        out.append(PlannedFigure("4", "fig4_time", "Training time and step time",
+                                 figures.TIME_BARS_CAPTION, lambda: figures.time_bars(data)))
     if data.has_memory:
-        out.append(PlannedFigure(
-            "5", "fig5_memory", "Memory",
-            "Top: bytes allocated in the whole training loop (memray; GiB). Bottom: peak of live "
-            "bytes in the loop (MiB)" + _over(data, "error bars ±1 std", "error bars") + ".",
-            lambda: figures.memory_bars(data)))
+        out.append(PlannedFigure("5", "fig5_memory", "Memory", figures.MEMORY_BARS_CAPTION,
+                                 lambda: figures.memory_bars(data)))
     return out
 
 
 def _sweep_figures(data: frames.SuiteData) -> list[PlannedFigure]:
     out = []
     if "batch_size" in data.swept:
-        out.append(PlannedFigure(
-            "6a", "fig6a_scaling_batch", "Cost against batch size",
-            "Time per training step (top) and per example (bottom) against the batch size, log-log; "
-            "medians over all timed steps, error bars from the first to the third quartile.",
-            lambda: figures.scaling_batch(data)))
+        out.append(PlannedFigure("6a", "fig6a_scaling_batch", "Cost against batch size",
+                                 figures.SCALING_BATCH_CAPTION,
+                                 lambda: figures.scaling_batch(data)))
     if {"extra_width", "extra_seq_len"} & set(data.swept):
-        out.append(PlannedFigure(
-            "6b", "fig6b_scaling_size", "Cost against model size",
-            "Time per training step against the MLP's hidden width and the RNN's sequence length "
-            "(at the default batch size), log-log; medians over all timed steps, error bars from "
-            "the first to the third quartile.",
-            lambda: figures.scaling_size(data)))
+        out.append(PlannedFigure("6b", "fig6b_scaling_size", "Cost against model size",
+                                 figures.SCALING_SIZE_CAPTION, lambda: figures.scaling_size(data)))
     return out
 
 
 def _circles_figures(data: frames.SuiteData) -> list[PlannedFigure]:
     return [PlannedFigure(
         "8", f"fig8_circles_{re.sub(r'[^A-Za-z0-9_-]+', '_', fw)}", f"The circles study ({fw})",
-        "Mean squared error on the training data (mean over each epoch's batches) and on the "
-        "held-out fold after each epoch, for the six variants (dashed: sigmoid-clipped output)"
-        + _over(data, "the band ±1 std", "band") + ".",
-        lambda fw=fw: figures.circles_curves(data, fw)) for fw in framework_order(data.ok["framework"])]
+        figures.CIRCLES_CAPTION, lambda fw=fw: figures.circles_curves(data, fw))
+        for fw in framework_order(data.ok["framework"])]
 
 
 def plan_figures(data: frames.SuiteData) -> tuple[list[PlannedFigure], list[tuple[str, str]]]:
@@ -138,11 +105,9 @@ def plan_figures(data: frames.SuiteData) -> tuple[list[PlannedFigure], list[tupl
             standard.pop()
             skipped.append(("Figure 3", "no per-batch records were stored"))
         planned += standard + _bar_figures(data)
-        planned.append(PlannedFigure(
-            "7", "fig7_time_to_accuracy", "Accuracy against training time",
-            "Test accuracy after each epoch against the training time spent so far (evaluation "
-            "excluded)" + _over(data) + ".",
-            lambda: figures.time_to_accuracy(data)))
+        planned.append(PlannedFigure("7", "fig7_time_to_accuracy", "Accuracy against training time",
+                                     figures.TIME_TO_ACCURACY_CAPTION,
+                                     lambda: figures.time_to_accuracy(data)))
         skipped.append(("Figures 6 and 8", "figure 6 needs a sweep suite (scaling), figure 8 the "
                                            "circles cross-validation suite"))
     if data.steps.empty:
@@ -384,7 +349,7 @@ def _figures_section(data: frames.SuiteData, figure_dir: Path) -> list[str]:
         save(fig.draw(), figure_dir / fig.stem)
         lines += [f"### Figure {fig.number}. {fig.title}", "",
                   f"![Figure {fig.number}: {fig.title}](figures/{fig.stem}.png)", "",
-                  f"{fig.caption} [PDF](figures/{fig.stem}.pdf)", ""]
+                  f"{fig.caption.render(data)} [PDF](figures/{fig.stem}.pdf)", ""]
     if skipped:
         lines += ["Not drawn for this suite:", "", *(f"- {what}: {why}." for what, why in skipped), ""]
     return lines

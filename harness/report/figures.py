@@ -4,12 +4,14 @@
 Conventions in every figure: one panel per model, titled with the model's name; one colour,
 marker and line style per framework (`style.framework_look`); one legend above the panels;
 accuracy in percent; a line is the mean over repetitions (seeds, or seeds x folds) and a band
-or error bar shows their spread, as each figure's caption in the report says. Each figure
-function runs under `style.styled()`, because matplotlib reads rcParams when an artist is made.
+or error bar shows their spread. A figure's caption, a `Caption` beside its function, says what
+it shows; the report prints it under the figure. Each figure function runs under
+`style.styled()`, because matplotlib reads rcParams when an artist is made.
 """
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -35,6 +37,30 @@ LOSS_NAMES = {"softmax_cross_entropy": "Cross-entropy loss", "mse": "MSE loss"}
 SIZE_LABELS = {"extra_width": "Hidden width", "extra_seq_len": "Sequence length (steps)"}
 
 _plain = FuncFormatter(lambda value, _: f"{value:g}")
+
+
+@dataclass(frozen=True)
+class Caption:
+    """A figure's caption in the report. `{over}` in `text` is where it says how the figure
+    aggregates the repetitions: their mean and `spread` (what shows how they spread: a band,
+    error bars), or, with a single run, that it has no `absent`."""
+
+    text: str
+    spread: str = ""
+    absent: str = ""
+
+    def render(self, data: frames.SuiteData) -> str:
+        """The caption for `data`, with its number of repetitions."""
+        return self.text.format(over=self._over(data))
+
+    def _over(self, data: frames.SuiteData) -> str:
+        """'; the mean over 3 seeds, <spread>' or, with one run, '; one seed, so no <absent>'."""
+        n = data.repetitions
+        if n > 1:
+            what = "runs (seeds × folds)" if data.has_folds else "seeds"
+            return f"; the mean over {n} {what}" + (f", {self.spread}" if self.spread else "")
+        return (f"; one {'run' if data.has_folds else 'seed'}"
+                + (f", so no {self.absent}" if self.absent else ""))
 
 
 def _framework_handles(frameworks: list[str], patches: bool = False) -> list:
@@ -113,12 +139,20 @@ def _swept_ticks(ax: Axes, values) -> None:
 
 # --- Figures 1 and 2: accuracy per epoch ------------------------------------------------------
 
+_DODGED = (" Lines are shifted by a few hundredths of an epoch, so that frameworks with equal "
+           "numbers stay visible.")
+ACCURACY_CAPTIONS = {
+    "train_acc": Caption("Mean training accuracy over each epoch's batches, a line per framework"
+                         "{over}." + _DODGED, "the band from their minimum to maximum", "band"),
+    "test_acc": Caption("Accuracy on the test set after each epoch, a line per framework{over}."
+                        + _DODGED, "the band from their minimum to maximum", "band"),
+}
+
+
 @styled()
 def accuracy_per_epoch(data: frames.SuiteData, column: str) -> Figure:
-    """Training (`column`="train_acc") or test ("test_acc") accuracy after each epoch: one panel
-    per model, a line per framework (mean over seeds), a band from the seeds' min to max.
-    Frameworks that compute the same numbers would hide each other, so each line is shifted by
-    a few hundredths of an epoch (`DODGE`)."""
+    """Figure 1 (`column`="train_acc") or 2 ("test_acc"), as `ACCURACY_CAPTIONS` describes it:
+    one panel per model; neighbouring lines are `DODGE` epochs apart."""
     curves = frames.epoch_curves(data.epochs, column)
     frameworks = framework_order(data.ok["framework"])
     fig, axes = _model_panels(data.models, sharex=True)
@@ -148,11 +182,16 @@ def smoothing_span(steps_per_epoch: int) -> int:
     return max(5, round(steps_per_epoch / 10))
 
 
+BATCH_CURVES_CAPTION = Caption(
+    "Training loss and accuracy of each batch, in order across epochs (grey lines mark the "
+    "epochs){over}. Faint: the raw series; solid: an exponential moving average over a tenth of "
+    "an epoch.")
+
+
 @styled()
 def batch_curves(data: frames.SuiteData) -> Figure:
-    """Loss and training accuracy over consecutive batches: a row per model (loss left, accuracy
-    right); per framework the mean over seeds, smoothed by an exponential moving average
-    (`smoothing_span`), over the raw series drawn faint; grey lines mark the epochs."""
+    """Figure 3, as `BATCH_CURVES_CAPTION` describes it: a row per model, loss left and accuracy
+    right; the moving average spans `smoothing_span` batches."""
     series = frames.batch_series(data.batches)
     frameworks = framework_order(series["framework"])
     fig, grid = new_figure(len(data.models), 2, panel_height=1.15)
@@ -253,11 +292,16 @@ def _seed_spread(data: frames.SuiteData, column: str, scale: float) -> pd.DataFr
                          "err_low": err, "err_high": err})
 
 
+TIME_BARS_CAPTION = Caption(
+    "Top: training time of all epochs (warm-up steps and evaluation excluded){over}. Bottom: time "
+    "of one training step: a dot per process (the median of its timed steps), the bar at the "
+    "median over processes, the error bar its 95% confidence interval.",
+    "error bars ±1 std", "error bars")
+
+
 @styled()
 def time_bars(data: frames.SuiteData) -> Figure:
-    """Training time (mean over seeds, error bars +-1 std) and the time of one training step: a
-    dot per process (its median step), the bar at the median over processes, the error bar its
-    95 % interval; bars per framework in a panel per model."""
+    """Figure 4, as `TIME_BARS_CAPTION` describes it: bars per framework (`_bar_rows`)."""
     estimates = step_estimates(data.runs)
     value = estimates["step"].map(lambda e: 1000 * e.value)
     steps = pd.DataFrame({"model": estimates["model"], "framework": estimates["framework"], "value": value,
@@ -271,10 +315,14 @@ def time_bars(data: frames.SuiteData) -> Figure:
                             (label, steps)], dots={label: processes})
 
 
+MEMORY_BARS_CAPTION = Caption(
+    "Top: bytes allocated in the whole training loop (memray; GiB). Bottom: peak of live bytes in "
+    "the loop (MiB){over}.", "error bars ±1 std", "error bars")
+
+
 @styled()
 def memory_bars(data: frames.SuiteData) -> Figure:
-    """Bytes allocated in the whole training loop (GiB) and the peak of live bytes (MiB), mean
-    over seeds with +-1 std error bars, bars per framework in a panel per model."""
+    """Figure 5, as `MEMORY_BARS_CAPTION` describes it: bars per framework (`_bar_rows`)."""
     return _bar_rows(data, [("Allocated in total (GiB)", _seed_spread(data, "alloc_bytes", 1 / GIB)),
                             ("Peak live (MiB)", _seed_spread(data, "peak_bytes", 1 / MIB))])
 
@@ -294,10 +342,15 @@ def _sweep_lines(ax: Axes, points: pd.DataFrame, column: str, y: pd.Series, low:
     _log_ticks(ax, "y")
 
 
+SCALING_BATCH_CAPTION = Caption(
+    "Time per training step (top) and per example (bottom) against the batch size, log-log; "
+    "medians over all timed steps, error bars from the first to the third quartile.")
+
+
 @styled()
 def scaling_batch(data: frames.SuiteData) -> Figure:
-    """Time per step (ms, top) and per example (us, bottom) against the batch size, log-log, a
-    column per model; points are medians over the timed steps, error bars the quartiles."""
+    """Figure 6a, as `SCALING_BATCH_CAPTION` describes it: a column per model; step time in ms,
+    time per example in µs."""
     points = frames.sweep_points(data, "batch_size")
     models = [m for m in data.models if m in set(points["model"])]
     fig, grid = new_figure(2, len(models), panel_height=1.25)
@@ -315,10 +368,15 @@ def scaling_batch(data: frames.SuiteData) -> Figure:
     return fig
 
 
+SCALING_SIZE_CAPTION = Caption(
+    "Time per training step against the MLP's hidden width and the RNN's sequence length (at the "
+    "default batch size), log-log; medians over all timed steps, error bars from the first to "
+    "the third quartile.")
+
+
 @styled()
 def scaling_size(data: frames.SuiteData) -> Figure:
-    """Time per step (ms) against the model's size, log-log: the MLP's hidden width and the RNN's
-    sequence length, a panel per swept model; medians over the timed steps, quartile error bars."""
+    """Figure 6b, as `SCALING_SIZE_CAPTION` describes it: a panel per swept model and setting."""
     panels = [(column, model) for column in ("extra_width", "extra_seq_len") if column in data.swept
               for model in data.models if model in set(frames.sweep_points(data, column)["model"])]
     fig, grid = new_figure(1, len(panels), panel_height=1.5)
@@ -337,10 +395,15 @@ def scaling_size(data: frames.SuiteData) -> Figure:
 
 # --- Figure 7: accuracy against training time --------------------------------------------------
 
+TIME_TO_ACCURACY_CAPTION = Caption(
+    "Test accuracy after each epoch against the training time spent so far (evaluation "
+    "excluded){over}.")
+
+
 @styled()
 def time_to_accuracy(data: frames.SuiteData) -> Figure:
-    """Test accuracy after each epoch against the training time spent so far (both the mean over
-    seeds), a line per framework, a panel per model; log time axis when it spans decades."""
+    """Figure 7, as `TIME_TO_ACCURACY_CAPTION` describes it: a line per framework, a panel per
+    model; a log time axis where the times span more than `LOG_SPAN`."""
     points = frames.time_to_accuracy(data.epochs)
     fig, axes = _model_panels(data.models)
     for ax, model in zip(axes, data.models):
@@ -357,10 +420,16 @@ def time_to_accuracy(data: frames.SuiteData) -> Figure:
 
 # --- Figure 8: the circles study ----------------------------------------------------------------
 
+CIRCLES_CAPTION = Caption(
+    "Mean squared error on the training data (mean over each epoch's batches) and on the "
+    "held-out fold after each epoch, for the six variants (dashed: sigmoid-clipped output){over}.",
+    "the band ±1 std", "band")
+
+
 @styled()
 def circles_curves(data: frames.SuiteData, framework: str) -> Figure:
-    """The circles study for one framework: training and test MSE after each epoch of the six
-    variants, the mean over all folds of all repetitions with a band of +-1 std."""
+    """Figure 8 of one `framework`, as `CIRCLES_CAPTION` describes it: training and test side by
+    side, on one y axis."""
     epochs = data.epochs[data.epochs["framework"] == framework]
     fig, grid = new_figure(1, 2, panel_height=1.6, sharey=True)
     variants = list(dict.fromkeys(epochs["model"]))
