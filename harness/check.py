@@ -7,7 +7,8 @@ Two tests against the reference (torch), for each engine mode:
   test examples on which the final models predict the same class.
 rho(x, y) = |x - y| / max(1, |x| + |y|): relative for large values, absolute near zero.
 
-Tolerances (float32) come from measurement: see TOLERANCES. float64 is held far tighter.
+The float32 tolerances allow for rounding that differs between the frameworks (see TOLERANCES);
+float64 is held far tighter.
 """
 from __future__ import annotations
 
@@ -35,14 +36,12 @@ class Tolerance:
 
 
 TOLERANCES = {
-    # float32, measured with `adh check` over all nine models, 50 steps, seed 0 (2026-11-22):
-    # gradient rho at most 1.8e-7 (numpy/OpenBLAS and torch sum in different orders), so the
-    # gradient bound is tight. Trajectories agree to ~1e-6 until a max-pool window holds a
-    # near-tie that float32 rounding breaks differently in the two frameworks (seen: the cnn's
-    # second pool, step 9, values 0.45739066 and 0.45739085 rounded to one float32); from there
-    # the runs drift apart slowly, to a loss difference of 3.3e-3 and weights rho 1.4e-3 after
-    # 50 steps. The trajectory bounds allow that drift; float64, where such ties do not occur,
-    # is the strict proof: all models agree to 2.4e-15 there.
+    # float32: numpy (OpenBLAS) and torch sum in different orders, so their gradients differ by
+    # rounding alone, a few 1e-7: the gradient bound is tight. Trajectories agree to about 1e-6
+    # until a max-pool window holds a near-tie (two values equal to 7 digits) that float32
+    # rounding breaks differently in the two frameworks; from there the runs drift apart slowly,
+    # by a few 1e-3 in loss and weights over 50 steps. The trajectory bounds allow that drift;
+    # float64, where such ties do not occur, is the strict proof.
     "float32": Tolerance(gradient=2e-6, loss=2e-2, weights=1e-2, agreement=0.99),
     "float64": Tolerance(gradient=1e-12, loss=1e-12, weights=1e-12, agreement=1.0),
 }

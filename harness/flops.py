@@ -3,7 +3,7 @@
 Forward: 2 * multiply-adds of every dense, convolution and recurrent layer. Backward: twice the
 forward (the input gradient and the weight gradient), less the first layer's input gradient,
 which nobody needs. Element-wise work (activations, pooling, the loss) is ignored: it is a few
-per cent. This matches DESIGN.md's counts (CNN 140, MLP 45, RNN 89 MFLOP at batch 100).
+per cent.
 """
 from __future__ import annotations
 

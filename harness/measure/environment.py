@@ -6,9 +6,9 @@ same for the engine, torch and any plugin, and written into each run's provenanc
 - the allocator: glibc's malloc with a fixed mmap threshold and no heap trimming. With its
   defaults, glibc adapts the mmap threshold and trims the heap as a process goes, and the order
   of a process's early allocations decides whether it keeps reusing heap memory or maps and
-  faults in fresh pages on every step: measured, torch's CNN step took 2.9 to 7.2 ms depending
-  on the process, and 2.9 to 3.5 ms in every process with this policy (scripts/bench_spread.py
-  measures it on the machine at hand). A user of torch with the defaults may get either.
+  faults in fresh pages on every step, so that processes of the same code can differ by a factor
+  of two in step time; with this policy they do not (scripts/bench_spread.py measures the spread
+  on the machine at hand). A user of torch with the defaults may get either.
 """
 from __future__ import annotations
 
