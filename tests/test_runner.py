@@ -520,7 +520,7 @@ def test_the_drift_yardstick_follows_a_host_that_changed_for_good():
     timing = lambda p: {"probe_before_s": p, "probe_after_s": p, "step_times_s": [0.01] * 60}
     assert not probes.judge(timing(0.050))  # the first pass sets the yardstick
     assert not probes.judge(timing(0.055))
-    # a slower host: flagged, pass after pass, until it has been so for REBASE passes in a row
+    # a slower host: flagged, pass after pass, until it has been so for `rebase` passes in a row
     assert [probes.judge(timing(0.080)) for _ in range(probes.rebase)] == [True] * probes.rebase
     assert not probes.judge(timing(0.080))  # the slower host is the yardstick now
     assert probes.judge(timing(0.040))
