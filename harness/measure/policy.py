@@ -28,7 +28,7 @@ class FlagPolicy:
     # The level shift of a pass's own steps (harness.measure.drift.level_shift): short, noisy
     # passes shift by up to about 25 % by chance; a host changing speed moves them by 100 %.
     shift_threshold: float = 0.30
-    retries: int = 2
+    retries: int = 2  # repeats of a disturbed pass, before it is kept and flagged
 
     def contended(self, foreign_fraction: float | None, foreign_cpu_s: float | None) -> bool:
         """Whether other processes took more than their share of the machine during a region,
