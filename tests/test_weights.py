@@ -1,6 +1,6 @@
 """The weights contract: each spec's parameter list (names, shapes, fans) is what the engine and
 torch models hold; the harness draws the initial weights from it alone, reproducibly, with the
-right initializer statistics."""
+right initializer statistics; adapters reject weights that do not match the spec."""
 from __future__ import annotations
 
 import hashlib
@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 import engine
+from harness.frameworks import get_framework
 from harness.frameworks.engine import build_engine_model
 from harness.specs import MLP, MODELS, RNN, ModelSpec, Parameter, conv, dense, scaled
-from harness.weights import initial_weights
+from harness.weights import check_weights, initial_weights
 
 SPECS = {**MODELS, **{s.name: s for s in (scaled(MLP, width=32), scaled(RNN, seq_len=7))}}
 
@@ -136,3 +137,24 @@ def test_seed_zero_weights_are_those_stored_results_started_from(name):
     weights = initial_weights(MODELS[name], 0)
     digest = hashlib.sha256(b"".join(w.tobytes() for w in weights.values())).hexdigest()[:16]
     assert digest == DIGESTS[name]
+
+
+@pytest.mark.parametrize("framework", ["engine-static", "engine-dynamic", "torch"])
+def test_adapters_reject_weights_that_do_not_match_the_spec(framework):
+    if framework == "torch":
+        pytest.importorskip("torch")
+    adapter = get_framework(framework)
+    weights = initial_weights(MLP, 0)
+    missing = {k: v for k, v in weights.items() if k != "1.bias"}
+    with pytest.raises(ValueError, match="lack parameter 1.bias"):
+        adapter(MLP, missing, "float32", 1)
+    with pytest.raises(ValueError, match="weights have 3.weight, not a parameter"):
+        adapter(MLP, {**weights, "3.weight": np.zeros((10, 10))}, "float32", 1)
+    wrong_shape = r"0.weight should have shape \(784, 128\), got \(128, 784\)"
+    with pytest.raises(ValueError, match=wrong_shape):
+        adapter(MLP, {**weights, "0.weight": weights["0.weight"].T}, "float32", 1)
+
+
+def test_check_weights_accepts_the_initial_weights_of_every_spec():
+    for spec in SPECS.values():
+        check_weights(spec, initial_weights(spec, 0))
