@@ -17,6 +17,27 @@ from .errors import UsageError
 
 
 @dataclass(frozen=True)
+class Parameter:
+    """One trainable array of a model, in the canonical layout every framework loads and reports:
+
+    - dense: '<i>.weight' (in, out), '<i>.bias' (out,);
+    - conv: '<i>.weight' (out_ch, in_ch, k, k), '<i>.bias' (out_ch,);
+    - rnn: '<i>.weight_ih' (in, hidden), '<i>.weight_hh' (hidden, hidden), one '<i>.bias'
+      (hidden,) added once per step;
+    where i is the layer's index in the spec, listed in this order, which is the order initial
+    weights are drawn in. fan_in is the number of inputs that feed one output unit (for a conv:
+    in_ch * k * k), fan_out the number of outputs one input feeds (out_ch * k * k); init names
+    the initializer (harness/weights.py); biases start at zeros.
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    fan_in: int
+    fan_out: int
+    init: str
+
+
+@dataclass(frozen=True)
 class Layer:
     """One layer: kind is dense, conv, maxpool, flatten or rnn. act: relu, tanh, sigmoid or None."""
 
@@ -28,6 +49,25 @@ class Layer:
     stride: int = 1
     padding: int = 0
     init: str = "glorot_uniform"
+
+    def parameters(self, index: int) -> tuple[Parameter, ...]:
+        """This layer's parameters when it is layer `index` of a spec (see Parameter)."""
+        n_in, n_out, k = self.n_in, self.n_out, self.kernel
+        if self.kind == "dense":
+            fans = (n_in, n_out)
+            weights = {"weight": ((n_in, n_out), fans)}
+        elif self.kind == "conv":
+            fans = (n_in * k * k, n_out * k * k)
+            weights = {"weight": ((n_out, n_in, k, k), fans)}
+        elif self.kind == "rnn":
+            fans = (n_in, n_out)
+            weights = {"weight_ih": ((n_in, n_out), fans),
+                       "weight_hh": ((n_out, n_out), (n_out, n_out))}
+        else:
+            return ()  # maxpool and flatten hold none
+        return (*(Parameter(f"{index}.{name}", shape, *fan, self.init)
+                  for name, (shape, fan) in weights.items()),
+                Parameter(f"{index}.bias", (n_out,), *fans, "zeros"))
 
 
 def dense(n_in: int, n_out: int, act: str | None = None, init: str = "glorot_uniform") -> Layer:
@@ -64,6 +104,10 @@ class ModelSpec:
     batch_size: int = 100
     epochs: int = 5
     dataset: str = "mnist-10k"
+
+    def parameters(self) -> tuple[Parameter, ...]:
+        """Every parameter, layer by layer, in canonical names, layout and order (see Parameter)."""
+        return tuple(p for i, layer in enumerate(self.layers) for p in layer.parameters(i))
 
     @property
     def n_outputs(self) -> int:

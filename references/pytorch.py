@@ -1,9 +1,10 @@
 """The PyTorch reference: each spec as a torch.nn model, with the harness's weights.
 
-Layout conversions from the canonical (engine) layout: Linear stores its weight (out, in), so
-Dense weights are transposed; Conv weights are (O, C, k, k) in both. torch's nn.RNN has two
-biases (input and hidden) where the spec has one: bias_ih takes the spec's bias and bias_hh is
-held at zero and frozen, so the computation and the update are the same.
+Layout conversions from the canonical layout (harness.specs.Parameter): torch stores 2-D
+weights (out, in), so Dense and RNN weights are transposed; Conv weights are (O, C, k, k) in
+both. torch's nn.RNN has two biases (input and hidden) where the spec has one: bias_ih takes the
+spec's bias and bias_hh is held at zero and frozen, so the computation and the update are the
+same.
 """
 from __future__ import annotations
 
@@ -54,17 +55,21 @@ def build_torch_model(spec: ModelSpec) -> nn.ModuleList:
     return nn.ModuleList(nn.Sequential(*_modules(layer)) for layer in spec.layers)
 
 
+def _torch_parameter(block: nn.Sequential, name: str) -> nn.Parameter:
+    """The torch tensor holding the canonical parameter `name` ('weight', 'bias', 'weight_ih',
+    'weight_hh') of one spec layer."""
+    main = block[0]
+    if isinstance(main, LastHiddenState):
+        return {"weight_ih": main.rnn.weight_ih_l0, "weight_hh": main.rnn.weight_hh_l0,
+                "bias": main.rnn.bias_ih_l0}[name]
+    return getattr(main, name)
+
+
 def _pairs(spec: ModelSpec, model: nn.ModuleList):
     """(canonical name, torch tensor, transpose?) for every parameter of the spec."""
-    for i, layer in enumerate(spec.layers):
-        main = model[i][0]
-        if layer.kind in ("dense", "conv"):
-            yield f"{i}.weight", main.weight, layer.kind == "dense"
-            yield f"{i}.bias", main.bias, False
-        elif layer.kind == "rnn":
-            yield f"{i}.weight_ih", main.rnn.weight_ih_l0, True
-            yield f"{i}.weight_hh", main.rnn.weight_hh_l0, True
-            yield f"{i}.bias", main.rnn.bias_ih_l0, False
+    for p in spec.parameters():
+        index, name = p.name.split(".")
+        yield p.name, _torch_parameter(model[int(index)], name), len(p.shape) == 2
 
 
 def load_weights(spec: ModelSpec, model: nn.ModuleList, weights: dict[str, np.ndarray]) -> None:

@@ -10,20 +10,23 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from ..specs import ModelSpec
+from ..weights import check_weights
 
 
 class Framework(ABC):
     """A model built from a spec and initial weights, trained one batch at a time.
 
     Arrays cross the interface as numpy: inputs x of shape (batch,) + spec.input_shape, targets
-    from `harness.metrics.targets`, weights and gradients by canonical name and layout
-    (see harness/weights.py).
+    from `harness.metrics.targets`, weights and gradients by the canonical names and layout of
+    `spec.parameters()` (see harness.specs.Parameter). The initial weights come from
+    harness/weights.py; `__init__` rejects any whose names or shapes differ from the spec's.
     """
 
     name: str = ""
     description: str = ""
 
     def __init__(self, spec: ModelSpec, weights: dict[str, np.ndarray], dtype: str, threads: int) -> None:
+        check_weights(spec, weights)
         self.spec, self.dtype, self.threads = spec, np.dtype(dtype), threads
 
     @abstractmethod

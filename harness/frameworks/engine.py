@@ -14,24 +14,30 @@ ACTIVATIONS = {None: None, "relu": ad.relu, "tanh": ad.tanh, "sigmoid": ad.sigmo
 LOSSES = {"softmax_cross_entropy": ad.softmax_cross_entropy, "mse": ad.mse}
 
 
-def _layer(layer: Layer, rng: np.random.Generator, dtype: np.dtype) -> ad.Module:
-    act, init = ACTIVATIONS[layer.act], initializers.INITIALIZERS[layer.init]
+def _layer(layer: Layer, dtype: np.dtype) -> ad.Module:
+    # Parameters start at zeros (nothing drawn): the harness's canonical weights are loaded next.
+    act, zeros = ACTIVATIONS[layer.act], initializers.zeros
     if layer.kind == "dense":
-        return ad.Dense(layer.n_in, layer.n_out, act, init=init, rng=rng, dtype=dtype)
+        return ad.Dense(layer.n_in, layer.n_out, act, init=zeros, dtype=dtype)
     if layer.kind == "conv":
         return ad.Conv(layer.n_in, layer.n_out, layer.kernel, act, stride=layer.stride,
-                       padding=layer.padding, init=init, rng=rng, dtype=dtype)
+                       padding=layer.padding, init=zeros, dtype=dtype)
     if layer.kind == "maxpool":
         return ad.MaxPool(layer.kernel)
     if layer.kind == "flatten":
         return ad.Flatten()
     if layer.kind == "rnn":
-        return ad.RNN(layer.n_in, layer.n_out, act, init=init, rng=rng, dtype=dtype)
+        return ad.RNN(layer.n_in, layer.n_out, act, init=zeros, dtype=dtype)
     raise ValueError(f"unknown layer kind {layer.kind!r}")
 
 
-def build_engine_model(spec: ModelSpec, rng: np.random.Generator, dtype: np.dtype) -> ad.Chain:
-    return ad.Chain(*(_layer(layer, rng, dtype) for layer in spec.layers))
+def build_engine_model(spec: ModelSpec, weights: dict[str, np.ndarray],
+                       dtype: np.dtype) -> ad.Chain:
+    """The spec's layers as an engine Chain holding `weights` (canonical names and layout, which
+    are the engine's own)."""
+    model = ad.Chain(*(_layer(layer, dtype) for layer in spec.layers))
+    model.load(weights)
+    return model
 
 
 def build_optimizer(spec: ModelSpec, params: list[ad.Variable]) -> ad.optim.Optimizer:
@@ -48,8 +54,7 @@ class EngineDynamic(Framework):
 
     def __init__(self, spec, weights, dtype, threads) -> None:
         super().__init__(spec, weights, dtype, threads)
-        self.model = build_engine_model(spec, np.random.default_rng(0), self.dtype)
-        self.model.load(weights)
+        self.model = build_engine_model(spec, weights, self.dtype)
         self.loss_fn = LOSSES[spec.loss]
         self.optimizer = build_optimizer(spec, self.model.parameters())
 
