@@ -203,9 +203,10 @@ def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str]
     return headers + ["Processes", "Seeds"], body
 
 
-def final_epoch(epochs: pd.DataFrame) -> pd.DataFrame:
-    """The last epoch's row of every case, indexed by case key."""
-    return epochs.sort_values("epoch").groupby("key").tail(1).set_index("key")
+def final_epoch(epochs: pd.DataFrame, by: str = "key") -> pd.DataFrame:
+    """The last epoch's row of every case, indexed by `by`: the case key, or its id where the
+    epochs carry no key (an exported folder, cases just measured)."""
+    return epochs.sort_values("epoch").groupby(by).tail(1).set_index(by)
 
 
 def accuracy_summary(cases: pd.DataFrame, epochs: pd.DataFrame) -> pd.DataFrame:
