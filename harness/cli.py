@@ -10,7 +10,7 @@ import signal
 import sys
 from pathlib import Path
 
-from .errors import UsageError
+from .errors import AdhError, UsageError
 from .threads import pin_threads
 
 EPILOG = """examples:
@@ -129,18 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         commands = {"run": _run, "check": _check, "list": _list, "results": _results, "report": _report,
                     "compare": _compare, "system": _system}
         return commands[args.command](args)
-    except UsageError as error:
+    except AdhError as error:  # anything else is a bug, and shows its traceback
         print(f"adh: error: {error}", file=sys.stderr)
         return 2
-    except Exception as error:
-        from .data import DatasetError
-        from .measure.lock import LockBusy
-        from .store import StoreError
-
-        if isinstance(error, (DatasetError, StoreError, LockBusy)):
-            print(f"adh: error: {error}", file=sys.stderr)
-            return 2
-        raise
 
 
 def _no_wait(parser: argparse.ArgumentParser) -> None:

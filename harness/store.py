@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .errors import AdhError
 from .records import STATUSES, BatchRecord, Case, CaseResult, EpochRecord, RunRecord
 
 DEFAULT_PATH = Path("results/adh.sqlite")
@@ -125,7 +126,7 @@ def newest_versions(cases: pd.DataFrame, groups: pd.Series | None = None) -> pd.
     return cases[version.to_numpy() == groups.map(newest).to_numpy()]
 
 
-class StoreError(Exception):
+class StoreError(AdhError):
     """The store cannot be used (not SQLite, not a results store, another schema version) or
     asked for something it cannot do; the message says what to do."""
 
