@@ -160,6 +160,7 @@ def _interrupt(signum, frame) -> None:
 
 def _run(args) -> int:
     from .measure import code_version
+    from .records import FINISHED, Status
     from .runner import RunOptions, run_suite
     from .store import ResultsStore
     from .suites import load_suite
@@ -183,7 +184,7 @@ def _run(args) -> int:
         cases = cases[cases["key"].isin(keys)]
         if len(cases):
             print("\n" + _model_tables(cases, store.epochs(suite.name), store.runs(suite.name)))
-    failed = [r for r in outcome.results if r.status not in ("ok", "diverged", "interrupted")]
+    failed = [r for r in outcome.results if r.status not in (*FINISHED, Status.INTERRUPTED)]
     print(f"\n{len(outcome.results)} cases run, {len(outcome.skipped)} skipped (--resume), "
           f"{len(failed)} failed; results in {args.store}")
     if outcome.interrupted:
@@ -302,10 +303,11 @@ def _system(args) -> int:
 
 
 def _model_tables(cases, epochs, runs) -> str:
-    """The per-model tables of the finished ("ok") cases among `cases`."""
+    """The per-model tables of the cases among `cases` whose every round was measured."""
+    from .records import Status
     from .tables import format_model_tables, model_summary
 
-    finished = cases[cases["status"] == "ok"]
+    finished = cases[cases["status"] == Status.OK]
     if not len(finished):  # model_summary needs at least one
         return f"no finished case to tabulate ({', '.join(sorted(set(cases['status'])))})"
     keys = set(finished["key"])

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
-from ..records import CaseResult
+from ..records import CaseResult, Status
 from ..store import SETTINGS_COLUMNS, ResultsStore, newest_versions
 
 MATCH_COLUMNS = tuple(c for c in SETTINGS_COLUMNS if c != "suite")  # a renamed suite still matches
@@ -104,7 +104,7 @@ def load_result_set(spec: str) -> ResultSet:
                             if path.startswith("git:") else ""))
     if suite:
         cases = cases[cases["suite"] == suite]
-    cases = cases[cases["status"] != "interrupted"].copy()
+    cases = cases[cases["status"] != Status.INTERRUPTED].copy()
     no_version = pd.Series(index=cases.index, dtype=object)
     cases["prov_code_version"] = cases.get("prov_code_version", no_version).fillna("")
     if version:

@@ -23,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from ..records import Status
 from ..stats import paired_ratio, unpaired_ratio
 from ..tables import final_epoch
 from .result_set import (MEMORY_METRICS, ResultSet, TimingRun, case_settings,
@@ -131,7 +132,7 @@ def _variants(settings: dict[str, dict[str, Any]]) -> dict[str, str]:
 
 
 def _finished(cases: pd.DataFrame) -> pd.DataFrame:
-    return cases[cases["status"] == "ok"]
+    return cases[cases["status"] == Status.OK]
 
 
 def _all_finished(cases: pd.DataFrame) -> bool:
@@ -149,7 +150,7 @@ def _status_row(row: NewRow, base: pd.DataFrame, new: pd.DataFrame) -> Compariso
 def _status_counts(cases: pd.DataFrame) -> str:
     """How many runs ended how, and why the first unfinished one stopped."""
     counts = ", ".join(f"{n} {s}" for s, n in cases["status"].value_counts().items())
-    unfinished = cases[cases["status"] != "ok"]
+    unfinished = cases[cases["status"] != Status.OK]
     reason = (str(unfinished["reason"].fillna("").iloc[0]).strip().splitlines()
               if len(unfinished) else [])
     return counts + (f" ({reason[0][:80]})" if reason else "")
