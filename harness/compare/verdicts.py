@@ -1,13 +1,16 @@
 """The verdicts of `adh compare`: per matched case and metric, the change NEW/BASE and whether it
-counts (`regressed`, `improved`, `unchanged`, `~` for a change that is not shown; `failed` for a
-case that did not finish in NEW where it did in BASE, `missing` for a case on one side only).
+counts: `regressed`, `improved`, `unchanged` (within the threshold), `~` (beyond it but not shown
+to be real: not significant, too few samples, or flagged runs only); `failed` for a case that did
+not finish in NEW where it did in BASE, `missing` for a case on one side only.
 
 - step time, paired (BASE and NEW ran round by round, side by side): one ratio per round, so that
   the host's drift cancels, and the 95 % interval of those; a change when the ratio passes the
   minimum factor and its interval excludes 1.
-- step time, unpaired (two stores): the ratio of the runs' geometric means with Welch's interval;
-  a change also needs Mann-Whitney U on block medians and, with several runs a side, Welch's
-  t-test on the runs' log medians (harness.compare.statistics).
+- step time, unpaired (two stores): the ratio of the runs' geometric means with Welch's interval
+  (one run a side: of the steps' medians); a change also needs Mann-Whitney U on block medians
+  and, with several runs a side, Welch's t-test on the runs' log medians (`statistics`).
+  For both, runs the runner flagged (contended or drifted) are left out while their side has
+  others, and a wide spread of the steps is noted `unstable`.
 - memory (bytes and count allocated, peak bytes): deterministic, so a relative tolerance alone.
 - test accuracy after the last epoch: deterministic at a fixed seed and thread count, so a
   tolerance in percentage points alone.
@@ -83,42 +86,70 @@ def compare(base: ResultSet, new: ResultSet,
     """Match the cases of BASE and NEW by settings (cases with equal settings in one set are
     pooled: A/B rounds, or repeated runs of one commit) and compare every metric; rows in BASE's
     case order, then the cases only NEW has."""
-    groups = [cases_by_settings(s) for s in (base, new)]
-    keys = list(dict.fromkeys([*groups[0], *groups[1]]))
-    settings = {k: case_settings(next(g[k] for g in groups if k in g).iloc[0]) for k in keys}
+    sides = _Side.of(base), _Side.of(new)
+    keys = list(dict.fromkeys([*sides[0].cases, *sides[1].cases]))
+    settings = {k: case_settings(next(s.cases[k] for s in sides if k in s.cases).iloc[0])
+                for k in keys}
     variants = _variants(settings)
-    timing = [s.timing_runs() for s in (base, new)]
-    accuracies = [final_epoch(s.epochs, by="case_id")["test_acc"] for s in (base, new)]
     rows = []
     for key in keys:
         row = partial(ComparisonRow, settings[key]["model"], settings[key]["framework"],
                       variants[key])
-        base_cases, new_cases = (g.get(key) for g in groups)
-        if base_cases is None or new_cases is None:
-            side = "NEW" if base_cases is None else "BASE"
-            rows.append(row("case", None, None, None, "missing", f"only in {side}"))
-            continue
-        if not (_all_finished(base_cases) and _all_finished(new_cases)):
-            rows.append(_status_row(row, base_cases, new_cases))
-        finished = [_finished(base_cases), _finished(new_cases)]
-        if finished[0].empty or finished[1].empty:
-            continue
-        runs = [[run for i in c["id"] for run in t.get(i, [])] for t, c in zip(timing, finished)]
-        rows.append(_step_time_row(row, *runs, base.paired and new.paired, thresholds))
-        for metric in MEMORY_METRICS:
-            values = [c[metric].dropna() for c in finished]
-            if any(len(v) for v in values):
-                rows.append(_memory_row(row, metric, *values, thresholds.memory_tolerance))
-        accuracy = [a.reindex(c["id"]).median() for a, c in zip(accuracies, finished)]
-        accuracy = [None if pd.isna(a) else float(a) for a in accuracy]
-        if any(a is not None for a in accuracy):
-            rows.append(_accuracy_row(row, *accuracy, thresholds.accuracy_tolerance_pp))
+        rows += _case_rows(row, key, *sides, base.paired and new.paired, thresholds)
     return rows
 
 
 def exit_code(rows: list[ComparisonRow]) -> int:
     """1 if any case regressed or failed in NEW, else 0."""
     return int(any(r.verdict in FAILING for r in rows))
+
+
+@dataclass(frozen=True)
+class _Side:
+    """BASE or NEW, ready to compare: its cases grouped by settings (`match_key`), and its
+    timing runs and final test accuracies by case id."""
+
+    cases: dict[str, pd.DataFrame]
+    timing: dict[int, list[TimingRun]]
+    accuracies: pd.Series
+
+    @classmethod
+    def of(cls, result_set: ResultSet) -> _Side:
+        return cls(cases_by_settings(result_set), result_set.timing_runs(),
+                   final_epoch(result_set.epochs, by="case_id")["test_acc"])
+
+    def runs(self, cases: pd.DataFrame) -> list[TimingRun]:
+        return [run for i in cases["id"] for run in self.timing.get(i, [])]
+
+    def accuracy(self, cases: pd.DataFrame) -> float | None:
+        """The median over `cases` of their final test accuracy."""
+        accuracy = self.accuracies.reindex(cases["id"]).median()
+        return None if pd.isna(accuracy) else float(accuracy)
+
+
+def _case_rows(row: NewRow, key: str, base: _Side, new: _Side, paired: bool,
+               th: Thresholds) -> list[ComparisonRow]:
+    """The rows of one matched case: `missing` when one side lacks it; else a status row when a
+    run did not finish, then step time, memory and accuracy of the finished runs."""
+    base_cases, new_cases = base.cases.get(key), new.cases.get(key)
+    if base_cases is None or new_cases is None:
+        return [row("case", None, None, None, "missing",
+                    f"only in {'NEW' if base_cases is None else 'BASE'}")]
+    rows = []
+    if not (_all_finished(base_cases) and _all_finished(new_cases)):
+        rows.append(_status_row(row, base_cases, new_cases))
+    base_ok, new_ok = _finished(base_cases), _finished(new_cases)
+    if base_ok.empty or new_ok.empty:
+        return rows
+    rows.append(_step_time_row(row, base.runs(base_ok), new.runs(new_ok), paired, th))
+    for metric in MEMORY_METRICS:
+        memory = base_ok[metric].dropna(), new_ok[metric].dropna()
+        if len(memory[0]) or len(memory[1]):
+            rows.append(_memory_row(row, metric, *memory, th.memory_tolerance))
+    accuracy = base.accuracy(base_ok), new.accuracy(new_ok)
+    if accuracy != (None, None):
+        rows.append(_accuracy_row(row, *accuracy, th.accuracy_tolerance_pp))
+    return rows
 
 
 def _variants(settings: dict[str, dict[str, Any]]) -> dict[str, str]:
@@ -163,16 +194,19 @@ def _step_time_row(row: NewRow, base: list[TimingRun], new: list[TimingRun], pai
     left with flagged runs only gives no verdict beyond `~`."""
     if paired:
         flagged_rounds = {run.round for side in (base, new) for run in side if run.flagged}
-        clean = [[run for run in side if run.round not in flagged_rounds] for side in (base, new)]
-        clean = clean if all(clean) else [base, new]
-        fields = _paired_time(*clean, th)
+        clean_base, clean_new = ([run for run in side if run.round not in flagged_rounds]
+                                 for side in (base, new))
+        if not (clean_base and clean_new):
+            clean_base, clean_new = base, new
+        fields = _paired_time(clean_base, clean_new, th)
     else:
-        clean = [[run for run in side if not run.flagged] or side for side in (base, new)]
-        fields = _unpaired_time(*clean, th)
-    left_out = len(base) + len(new) - sum(map(len, clean))
+        clean_base, clean_new = ([run for run in side if not run.flagged] or side
+                                 for side in (base, new))
+        fields = _unpaired_time(clean_base, clean_new, th)
+    left_out = len(base) + len(new) - len(clean_base) - len(clean_new)
     notes = [fields.pop("notes"), f"left out {left_out} flagged run{'s' * (left_out > 1)}"
              if left_out else ""]
-    if any(side and all(run.flagged for run in side) for side in clean):
+    if any(side and all(run.flagged for run in side) for side in (clean_base, clean_new)):
         notes.append("contended")
         if fields["verdict"] in ("regressed", "improved"):
             fields["verdict"] = "~"
@@ -189,12 +223,8 @@ def _paired_time(base: list[TimingRun], new: list[TimingRun], th: Thresholds) ->
         return dict(base=None, new=None, change=None, verdict="~",
                     notes="no round measured both sides", n_base=0, n_new=0)
     ratio = paired_ratio([n[k] for k in rounds], [b[k] for k in rounds])
-    pooled = [np.concatenate([r.steps for r in side]) for side in (base, new)]
-    out = dict(base=float(np.median(list(b.values()))), new=float(np.median(list(n.values()))),
-               change=ratio.value, ci_low=ratio.low if ratio.has_interval else None,
-               ci_high=ratio.high if ratio.has_interval else None, n_base=len(rounds),
-               n_new=len(rounds), spread_base=spread(pooled[0]), spread_new=spread(pooled[1]))
-    notes = ["unstable"] if max(out["spread_base"], out["spread_new"]) > th.unstable_spread else []
+    spreads = [spread(np.concatenate([r.steps for r in side])) for side in (base, new)]
+    notes = ["unstable"] if max(spreads) > th.unstable_spread else []
     beyond = _beyond(ratio.value, th)
     if not ratio.has_interval:
         notes.append(f"{len(rounds)} paired round{'s' * (len(rounds) != 1)}: no interval, need 2")
@@ -203,7 +233,11 @@ def _paired_time(base: list[TimingRun], new: list[TimingRun], th: Thresholds) ->
         notes.append(f"paired over {len(rounds)} rounds")
         verdict = ("unchanged" if not beyond else "~" if not ratio.excludes(1.0)
                    else "regressed" if ratio.value > 1 else "improved")
-    return {**out, "verdict": verdict, "notes": ", ".join(notes)}
+    return dict(base=float(np.median(list(b.values()))), new=float(np.median(list(n.values()))),
+                change=ratio.value, verdict=verdict, notes=", ".join(notes),
+                ci_low=ratio.low if ratio.has_interval else None,
+                ci_high=ratio.high if ratio.has_interval else None, n_base=len(rounds),
+                n_new=len(rounds), spread_base=spreads[0], spread_new=spreads[1])
 
 
 def _unpaired_time(base: list[TimingRun], new: list[TimingRun], th: Thresholds) -> dict[str, Any]:
@@ -218,22 +252,24 @@ def _unpaired_time(base: list[TimingRun], new: list[TimingRun], th: Thresholds) 
     if not len(a) or not len(b):
         return dict(base=None, new=None, change=None, verdict="~", notes="no step times",
                     n_base=len(a), n_new=len(b))
-    ratio = float(np.median(b) / np.median(a))
-    out = dict(base=float(np.median(a)), new=float(np.median(b)), change=ratio,
-               spread_base=spread(a), spread_new=spread(b))
+    out: dict[str, Any] = dict(base=float(np.median(a)), new=float(np.median(b)),
+                               spread_base=spread(a), spread_new=spread(b))
     between = unpaired_ratio([np.median(r) for r in new_runs], [np.median(r) for r in base_runs])
     if between.has_interval:
         ratio = between.value
-        out.update(change=ratio, ci_low=between.low, ci_high=between.high)
+        out.update(ci_low=between.low, ci_high=between.high)
+    else:
+        ratio = float(np.median(b) / np.median(a))
+    out["change"] = ratio
     notes = ["unstable"] if max(out["spread_base"], out["spread_new"]) > th.unstable_spread else []
     size = block_size(base_runs + new_runs)
-    blocks = [block_medians(runs, size) for runs in (base_runs, new_runs)]
-    out.update(n_base=len(blocks[0]), n_new=len(blocks[1]))
-    counted = f"{len(blocks[0])}/{len(blocks[1])}"
-    if min(len(a), len(b), *map(len, blocks)) < th.min_samples:
+    base_blocks, new_blocks = (block_medians(runs, size) for runs in (base_runs, new_runs))
+    out.update(n_base=len(base_blocks), n_new=len(new_blocks))
+    counted = f"{len(base_blocks)}/{len(new_blocks)}"
+    if min(len(a), len(b), len(base_blocks), len(new_blocks)) < th.min_samples:
         notes.append(f"too few samples ({counted} blocks of {size} steps, need {th.min_samples})")
         return {**out, "verdict": "~", "notes": ", ".join(notes)}
-    out["p_value"] = blocks_p_value(*blocks)
+    out["p_value"] = blocks_p_value(base_blocks, new_blocks)
     notes.append(f"p={out['p_value']:.2g} (n={counted}, blocks of {size})")
     significant = out["p_value"] < th.alpha
     if min(len(base_runs), len(new_runs)) >= 2:
