@@ -303,7 +303,7 @@ def _system(args) -> int:
 
 
 def _model_tables(cases, epochs, runs) -> str:
-    """The per-model tables of the cases among `cases` whose every round was measured."""
+    """The per-model tables of the finished (Status.OK) cases among `cases`."""
     from .records import Status
     from .tables import format_model_tables, model_summary
 

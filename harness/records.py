@@ -22,7 +22,7 @@ class Status(StrEnum):
     """How a case ended. Stored as its value, a plain string in SQLite and CSV, and equal to it:
     a status read back from a store compares equal to its member."""
 
-    OK = "ok"  # every round measured
+    OK = "ok"  # measured: every round so far ran to the end
     DIVERGED = "diverged"  # the loss ran away and training stopped: a result, not an error
     FAILED = "failed"  # the worker raised
     TIMEOUT = "timeout"  # a pass ran past the time limit
