@@ -21,7 +21,7 @@ from typing import Callable, Iterator
 from .compare import ComparisonRow, ResultSet, Thresholds, compare
 from .errors import UsageError
 from .measure import code_version
-from .records import CaseResult
+from .records import CaseResult, Status
 from .runner import Probes, RunOptions, measure_round, rotated
 from .suites import Suite
 
@@ -75,14 +75,14 @@ def ab_test(ref: str, suite: Suite, rounds: int = 5, options: RunOptions | None 
     with worktree(ref, repo) as ref_dir:
         sides = {side: replace(options, data_dir=data_dir, code_dir=str(tree), code_version=code_version(tree))
                  for side, tree in (("base", ref_dir), ("new", repo))}
-        results = {side: [CaseResult(case=c, key=c.key(o.code_version), status="ok") for c in suite.cases]
-                   for side, o in sides.items()}
+        results = {side: [CaseResult(case=c, key=c.key(o.code_version), status=Status.OK)
+                          for c in suite.cases] for side, o in sides.items()}
         probes = Probes()
         for round_ in range(rounds):
             for i in rotated(list(range(len(suite.cases))), round_):
                 for side in (("base", "new") if round_ % 2 == 0 else ("new", "base")):
                     result = results[side][i]
-                    if result.status != "ok":
+                    if result.status != Status.OK:
                         continue
                     on_run(f"{result.case.label()}: round {round_ + 1}/{rounds}, {side} "
                            f"({ref if side == 'base' else 'working tree'})")

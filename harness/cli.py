@@ -10,7 +10,7 @@ import signal
 import sys
 from pathlib import Path
 
-from .errors import UsageError
+from .errors import AdhError, UsageError
 from .threads import pin_threads
 
 EPILOG = """examples:
@@ -129,18 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         commands = {"run": _run, "check": _check, "list": _list, "results": _results, "report": _report,
                     "compare": _compare, "system": _system}
         return commands[args.command](args)
-    except UsageError as error:
+    except AdhError as error:  # anything else is a bug, and shows its traceback
         print(f"adh: error: {error}", file=sys.stderr)
         return 2
-    except Exception as error:
-        from .data import DatasetError
-        from .measure.lock import LockBusy
-        from .store import StoreError
-
-        if isinstance(error, (DatasetError, StoreError, LockBusy)):
-            print(f"adh: error: {error}", file=sys.stderr)
-            return 2
-        raise
 
 
 def _no_wait(parser: argparse.ArgumentParser) -> None:
@@ -169,6 +160,7 @@ def _interrupt(signum, frame) -> None:
 
 def _run(args) -> int:
     from .measure import code_version
+    from .records import FINISHED, Status
     from .runner import RunOptions, run_suite
     from .store import ResultsStore
     from .suites import load_suite
@@ -192,7 +184,7 @@ def _run(args) -> int:
         cases = cases[cases["key"].isin(keys)]
         if len(cases):
             print("\n" + _model_tables(cases, store.epochs(suite.name), store.runs(suite.name)))
-    failed = [r for r in outcome.results if r.status not in ("ok", "diverged", "interrupted")]
+    failed = [r for r in outcome.results if r.status not in (*FINISHED, Status.INTERRUPTED)]
     print(f"\n{len(outcome.results)} cases run, {len(outcome.skipped)} skipped (--resume), "
           f"{len(failed)} failed; results in {args.store}")
     if outcome.interrupted:
@@ -311,10 +303,11 @@ def _system(args) -> int:
 
 
 def _model_tables(cases, epochs, runs) -> str:
-    """The per-model tables of the finished ("ok") cases among `cases`."""
+    """The per-model tables of the finished (Status.OK) cases among `cases`."""
+    from .records import Status
     from .tables import format_model_tables, model_summary
 
-    finished = cases[cases["status"] == "ok"]
+    finished = cases[cases["status"] == Status.OK]
     if not len(finished):  # model_summary needs at least one
         return f"no finished case to tabulate ({', '.join(sorted(set(cases['status'])))})"
     keys = set(finished["key"])

@@ -10,13 +10,27 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from statistics import median
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # numpy and scipy load only when asked: a worker pins its threads first
     from .stats import Estimate
 
-STATUSES = ("ok", "diverged", "failed", "timeout", "crashed", "interrupted")
+
+class Status(StrEnum):
+    """How a case ended. Stored as its value, a plain string in SQLite and CSV, and equal to it:
+    a status read back from a store compares equal to its member."""
+
+    OK = "ok"  # measured: every round so far ran to the end
+    DIVERGED = "diverged"  # the loss ran away and training stopped: a result, not an error
+    FAILED = "failed"  # the worker raised
+    TIMEOUT = "timeout"  # a pass ran past the time limit
+    CRASHED = "crashed"  # the worker process died
+    INTERRUPTED = "interrupted"  # Ctrl-C before its first round was stored
+
+
+FINISHED = frozenset({Status.OK, Status.DIVERGED})  # `--resume` skips these; the others run again
 
 
 @dataclass(frozen=True)
@@ -106,8 +120,8 @@ class CaseResult:
 
     case: Case
     key: str
-    status: str  # one of STATUSES
-    reason: str = ""  # why it is not "ok"
+    status: Status
+    reason: str = ""  # why it is not Status.OK
     provenance: dict[str, Any] = field(default_factory=dict)  # of the first run
     runs: list[RunRecord] = field(default_factory=list)
     # Memory pass (memray around the training loop only).

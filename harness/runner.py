@@ -32,7 +32,7 @@ from .measure.drift import drifted, level_shift, probe
 from .measure.environment import measured_environment
 from .measure.policy import FlagPolicy
 from .measure.warmup import warmup_steps
-from .records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord
+from .records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord, Status
 from .store import ResultsStore
 from .suites import Suite
 from .worker import PROGRESS_PREFIX
@@ -65,7 +65,7 @@ class SuiteOutcome:
 
 
 class WorkerError(Exception):
-    def __init__(self, status: str, reason: str) -> None:
+    def __init__(self, status: Status, reason: str) -> None:
         super().__init__(reason)
         self.status, self.reason = status, reason
 
@@ -91,7 +91,8 @@ def run_worker(case: Case, pass_name: str, options: RunOptions,
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-                raise WorkerError("timeout", f"{pass_name} pass ran past {options.timeout_s:g} s") from None
+                raise WorkerError(Status.TIMEOUT,
+                                  f"{pass_name} pass ran past {options.timeout_s:g} s") from None
             except KeyboardInterrupt:
                 proc.kill()
                 proc.wait()
@@ -103,7 +104,7 @@ def run_worker(case: Case, pass_name: str, options: RunOptions,
             how = (f"killed by {signal.Signals(-proc.returncode).name}" if proc.returncode < 0
                    else f"exit status {proc.returncode}")
             hint = " (out of memory, or killed from outside)" if proc.returncode == -signal.SIGKILL else ""
-            raise WorkerError("crashed", f"{pass_name} pass {how}{hint}: {tail}")
+            raise WorkerError(Status.CRASHED, f"{pass_name} pass {how}{hint}: {tail}")
         return json.loads(result.read_text())
 
 
@@ -157,7 +158,7 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
             before = probe()  # here, in the warm runner, the host's pace just before the pass
             timing = run_worker(case, "time", options, on_progress)
             timing.update(probe_before_s=before, probe_after_s=probe())
-            if timing["status"] != "ok":
+            if timing["status"] != Status.OK:
                 break
             if "warmup_steps" not in timing:  # a worker of an older commit (adh compare --against)
                 _cut_warmup(timing)
@@ -170,9 +171,9 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
                    "the host changed speed (drift: the probe around the pass, or the level of its steps)")
             note(f"{case.label()} round {round_ + 1}: {why}; "
                  + ("retrying" if attempt <= POLICY.retries else "kept and flagged"))
-        if timing["status"] != "ok":
-            result.status, result.reason = timing["status"], timing.get("reason", "")
-            if result.status == "failed":
+        if timing["status"] != Status.OK:
+            result.status, result.reason = Status(timing["status"]), timing.get("reason", "")
+            if result.status == Status.FAILED:
                 result.reason += "\n" + timing.get("traceback", "")
             if not result.runs:  # epochs and batches up to a divergence, provenance
                 _fill_first(result, timing)
@@ -188,8 +189,9 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
             started_at=timing.get("provenance", {}).get("started_at")))
         if options.memory and result.alloc_bytes is None:
             memory = run_worker(case, "memory", options)
-            if memory["status"] != "ok":
-                raise WorkerError(memory["status"], "memory pass: " + memory.get("reason", ""))
+            if memory["status"] != Status.OK:
+                raise WorkerError(Status(memory["status"]),
+                                  "memory pass: " + memory.get("reason", ""))
             for name in ("alloc_bytes", "alloc_count", "peak_bytes", "peak_rss_bytes"):
                 setattr(result, name, memory[name])
     except WorkerError as error:
@@ -200,10 +202,10 @@ def run_case(case: Case, options: RunOptions, on_progress: Callable[[dict], None
              note: Callable[[str], None] = lambda m: None) -> CaseResult:
     """All `options.rounds` rounds of one case, back to back, stored nowhere (a suite interleaves
     its cases instead: `run_suite`). Never raises except on Ctrl-C."""
-    result = CaseResult(case=case, key=case.key(options.code_version), status="ok")
+    result = CaseResult(case=case, key=case.key(options.code_version), status=Status.OK)
     probes = Probes()
     for round_ in range(options.rounds):
-        if result.status == "ok":
+        if result.status == Status.OK:
             measure_round(result, round_, options, probes, on_progress, note)
     return result
 
@@ -244,12 +246,12 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
     for case in suite.cases:
         key = case.key(options.code_version)
         stored = store.find(key) if options.resume else None
-        if stored is not None and (stored.status == "diverged"
-                                   or stored.status == "ok" and len(stored.runs) >= options.rounds):
+        if stored is not None and (stored.status == Status.DIVERGED or stored.status == Status.OK
+                                   and len(stored.runs) >= options.rounds):
             outcome.skipped.append(case)
         else:
-            results[key] = stored if stored is not None and stored.status == "ok" else \
-                CaseResult(case=case, key=key, status="ok")
+            results[key] = stored if stored is not None and stored.status == Status.OK else \
+                CaseResult(case=case, key=key, status=Status.OK)
     todo = list(results.values())
     passes = sum(options.rounds - len(r.runs) for r in todo)
     disable = True if not options.progress else None  # None: bars only on a terminal
@@ -260,7 +262,7 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
     try:
         for round_ in range(options.rounds):
             for result in rotated(todo, round_):
-                if result.status != "ok" or len(result.runs) > round_:
+                if result.status != Status.OK or len(result.runs) > round_:
                     continue  # failed in an earlier round, or this round is stored already
                 current = result
                 bar.set_postfix_str(f"round {round_ + 1}/{options.rounds} {result.case.label()}")
@@ -271,11 +273,11 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
                 store.save(result)
                 current = None
                 bar.update(1)
-                if result.status != "ok":
+                if result.status != Status.OK:
                     bar.total -= options.rounds - round_ - 1  # its later rounds are skipped
                     note(f"{result.case.label()}: {result.status}: "
                          f"{result.reason.splitlines()[0] if result.reason else ''}")
-                if result.status != "ok" or round_ == options.rounds - 1:
+                if result.status != Status.OK or round_ == options.rounds - 1:
                     outcome.results.append(result)
                     on_case_done(result)
     except KeyboardInterrupt:
@@ -283,7 +285,7 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
         # A case with nothing stored yet is recorded as interrupted, unless the store holds a
         # finished result of it (from an earlier run); a case with runs keeps them as they are.
         if current is not None and not current.runs and current.key not in store.done_keys(suite.name):
-            current.status, current.reason = "interrupted", "stopped by Ctrl-C"
+            current.status, current.reason = Status.INTERRUPTED, "stopped by Ctrl-C"
             store.save(current)
         outcome.results += [r for r in todo if r not in outcome.results and (r.runs or r is current)]
     finally:

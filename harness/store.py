@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .records import STATUSES, BatchRecord, Case, CaseResult, EpochRecord, RunRecord
+from .errors import AdhError
+from .records import FINISHED, BatchRecord, Case, CaseResult, EpochRecord, RunRecord, Status
 
 DEFAULT_PATH = Path("results/adh.sqlite")
 SCHEMA_VERSION = 2  # 2: runs, several timing passes per case
-DONE_STATUSES = ("ok", "diverged")  # finished, so `--resume` skips them; the others are retried
 
 SETTINGS_COLUMNS: dict[str, str] = {
     "suite": "TEXT NOT NULL", "model": "TEXT NOT NULL", "framework": "TEXT NOT NULL",
@@ -125,7 +125,7 @@ def newest_versions(cases: pd.DataFrame, groups: pd.Series | None = None) -> pd.
     return cases[version.to_numpy() == groups.map(newest).to_numpy()]
 
 
-class StoreError(Exception):
+class StoreError(AdhError):
     """The store cannot be used (not SQLite, not a results store, another schema version) or
     asked for something it cannot do; the message says what to do."""
 
@@ -187,8 +187,9 @@ class ResultsStore:
     def save(self, result: CaseResult) -> int:
         """Store one case and all its rows in one transaction (all or nothing), replacing an
         older case with the same key; returns the new case id."""
-        if result.status not in STATUSES:
-            raise ValueError(f"unknown status {result.status!r}; expected one of {STATUSES}")
+        if result.status not in tuple(Status):
+            raise ValueError(f"unknown status {result.status!r}; "
+                             f"expected one of {', '.join(Status)}")
         row: dict[str, Any] = {"key": result.key, **result.case.settings(), **_summary(result)}
         row["extra"], row["provenance"] = _json(row["extra"]), _json(result.provenance)
         row["stored_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -223,11 +224,11 @@ class ResultsStore:
                 [v for _, v in conds])
 
     def done_keys(self, suite: str | None = None) -> set[str]:
-        """Keys of finished cases (status "ok" or "diverged"), which `--resume` skips."""
+        """Keys of finished cases (records.FINISHED), which `--resume` skips."""
         where, params = self._where(suite)
-        done = f"c.status IN ({', '.join('?' * len(DONE_STATUSES))})"
+        done = f"c.status IN ({', '.join('?' * len(FINISHED))})"
         sql = f"SELECT c.key FROM cases c {where} {'AND' if where else 'WHERE'} {done}"
-        return {r[0] for r in self._db.execute(sql, [*params, *DONE_STATUSES])}
+        return {r[0] for r in self._db.execute(sql, [*params, *FINISHED])}
 
     def suites(self) -> list[str]:
         """Names of the suites with stored cases, sorted."""
@@ -310,9 +311,10 @@ class ResultsStore:
         settings["extra"] = tuple(json.loads(settings["extra"]).items())
         memory = {c: row[c] for c in ("alloc_bytes", "alloc_count", "peak_bytes", "peak_rss_bytes",
                                       "flops_per_step", "gemm_peak_gflops")}
-        return CaseResult(case=Case(**settings), key=row["key"], status=row["status"], reason=row["reason"],
-                          provenance=json.loads(row["provenance"]), runs=runs, **memory,
-                          epochs=records("epochs", EpochRecord), batches=records("batches", BatchRecord))
+        return CaseResult(case=Case(**settings), key=row["key"], status=Status(row["status"]),
+                          reason=row["reason"], provenance=json.loads(row["provenance"]), runs=runs,
+                          **memory, epochs=records("epochs", EpochRecord),
+                          batches=records("batches", BatchRecord))
 
     def export(self, out_dir: str | Path, fmt: str = "csv") -> list[Path]:
         """Write `cases()` and the raw runs, epochs, batches and steps tables (linked by case_id) to

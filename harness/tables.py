@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .records import Status
 from .store import SETTINGS_COLUMNS
 from .stats import Estimate, estimate, format_ratio, format_value, paired_ratio
 
@@ -51,9 +52,10 @@ def step_ratios(runs: pd.DataFrame, reference: str = "torch") -> pd.DataFrame:
     flagged run are left out while clean pairs exist; `pairs` counts the pairs used and
     `flagged_pairs` how many of those hold a flagged run."""
     out = []
-    ref = runs[(runs["framework"] == reference) & (runs["status"] == "ok")]
+    ref = runs[(runs["framework"] == reference) & (runs["status"] == Status.OK)]
     on = [*SETTINGS_BUT_FRAMEWORK, "run"]
-    for (model, framework), group in runs[runs["status"] == "ok"].groupby(["model", "framework"], sort=False):
+    finished = runs[runs["status"] == Status.OK]
+    for (model, framework), group in finished.groupby(["model", "framework"], sort=False):
         pairs = group.merge(ref, on=on, suffixes=("", "_ref"))
         flagged = pairs["flagged"] | pairs["flagged_ref"]
         if (~flagged).any():
@@ -72,7 +74,7 @@ def model_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFrame,
     against the reference framework: the paired step-time ratio (`ratio`, see `step_ratios`),
     `<metric>_ratio` for memory and `test_pct_diff` (percentage points), NaN where the model has
     no reference row."""
-    ok = cases[cases["status"] == "ok"].copy()
+    ok = cases[cases["status"] == Status.OK].copy()
     ok["test_acc"] = ok["key"].map(final_test_accuracy(epochs))
     ok["time_s"] = ok["train_time_s"]
     ok["alloc_gib"] = ok["alloc_bytes"] / GIB
@@ -203,15 +205,16 @@ def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str]
     return headers + ["Processes", "Seeds"], body
 
 
-def final_epoch(epochs: pd.DataFrame) -> pd.DataFrame:
-    """The last epoch's row of every case, indexed by case key."""
-    return epochs.sort_values("epoch").groupby("key").tail(1).set_index("key")
+def final_epoch(epochs: pd.DataFrame, by: str = "key") -> pd.DataFrame:
+    """The last epoch's row of every case, indexed by `by`: the case key, or its id where the
+    epochs carry no key (an exported folder, cases just measured)."""
+    return epochs.sort_values("epoch").groupby(by).tail(1).set_index(by)
 
 
 def accuracy_summary(cases: pd.DataFrame, epochs: pd.DataFrame) -> pd.DataFrame:
     """Per model and framework over the finished cases (seeds, folds): mean and std of the
     final training and test accuracy in percent (`train_pct`, `test_pct`, `*_std`) and `n`."""
-    ok = cases[cases["status"] == "ok"]
+    ok = cases[cases["status"] == Status.OK]
     last = final_epoch(epochs)
     frame = pd.DataFrame({"model": ok["model"].to_numpy(), "framework": ok["framework"].to_numpy(),
                           "train_pct": 100 * ok["key"].map(last["train_acc"]).to_numpy(),

@@ -14,6 +14,8 @@ import time
 import traceback
 from pathlib import Path
 
+from .records import Status
+
 PROGRESS_PREFIX = "ADH-PROGRESS "
 PROGRESS_INTERVAL_S = 0.2  # report at most this often: printing must not cost step time
 DIVERGED_FACTOR = 100.0  # a loss above this many times max(first loss, 1) has diverged
@@ -51,7 +53,8 @@ def prepare(case, data_dir: str | None):
     return spec, data, x_train, y_train, targets(spec, y_train, x_train.dtype), x_test, y_test
 
 
-def train(framework, spec, case, x_train, y_train, targets, on_step, on_epoch=None) -> tuple[str, str]:
+def train(framework, spec, case, x_train, y_train, targets, on_step,
+          on_epoch=None) -> tuple[Status, str]:
     """The training loop both passes share. Returns (status, reason)."""
     import numpy as np
 
@@ -70,11 +73,11 @@ def train(framework, spec, case, x_train, y_train, targets, on_step, on_epoch=No
             elapsed = time.perf_counter() - start
             first_loss = loss if first_loss is None else first_loss
             if not math.isfinite(loss) or loss > DIVERGED_FACTOR * max(first_loss, 1.0):
-                return "diverged", f"loss {loss:.4g} at epoch {epoch}, batch {batch}"
+                return Status.DIVERGED, f"loss {loss:.4g} at epoch {epoch}, batch {batch}"
             on_step(epoch, batch, loss, outputs, y_train[idx], elapsed)
         if on_epoch:
             on_epoch(epoch)
-    return "ok", ""
+    return Status.OK, ""
 
 
 class StepRecorder:
@@ -211,7 +214,7 @@ def main(argv: list[str]) -> int:
         run = {"time": time_pass, "memory": memory_pass}[job["pass"]]
         result = run(case, job.get("data_dir"))
     except Exception as error:  # reported to the parent, which records the case as failed
-        result = {"status": "failed", "reason": f"{type(error).__name__}: {error}",
+        result = {"status": Status.FAILED, "reason": f"{type(error).__name__}: {error}",
                   "traceback": traceback.format_exc()}
     tmp = result_path.with_suffix(".tmp")
     tmp.write_text(json.dumps(result))

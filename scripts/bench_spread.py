@@ -26,7 +26,7 @@ from collections import defaultdict
 
 from harness.measure.drift import level_shift, probe
 from harness.measure.environment import ALLOCATOR_POLICY
-from harness.records import Case
+from harness.records import Case, Status
 from harness.runner import RunOptions, WorkerError, rotated, run_worker
 from harness.tables import markdown_table
 
@@ -71,7 +71,7 @@ def main() -> int:
                 except WorkerError as error:
                     print(f"{setup} {case.label()}: {error.reason}", file=sys.stderr)
                     continue
-                if t["status"] != "ok":
+                if t["status"] != Status.OK:
                     print(f"{setup} {case.label()}: {t['status']} {t.get('reason', '')}", file=sys.stderr)
                     continue
                 records.append({"setup": setup, "round": round_, "model": case.model,

@@ -14,9 +14,11 @@ import pandas as pd
 import pytest
 
 from harness.cli import main
-from harness.data import DATASETS
+from harness.data import DATASETS, DatasetError
+from harness.errors import UsageError
+from harness.measure.lock import LockBusy
 from harness.specs import MODELS
-from harness.store import ResultsStore
+from harness.store import ResultsStore, StoreError
 from harness.suites import builtin_suites
 from toy_adapters import NAMES, activate, launches, toy_dist, write_suite  # noqa: F401 (toy_dist: a fixture)
 
@@ -141,6 +143,24 @@ def test_results_without_a_store(tmp_path, capsys):
     (line,) = capsys.readouterr().err.splitlines()
     assert line == f"adh: error: no results at {missing}: run `adh run` first (or pass --store)"
     assert not missing.exists()  # reading does not create a store
+
+
+@pytest.mark.parametrize("error", [DatasetError, LockBusy, StoreError, UsageError])
+def test_every_error_the_user_can_fix_is_one_line_and_a_bug_is_not_caught(monkeypatch, capsys,
+                                                                           error):
+    def fails(args):
+        raise error("what is wrong; the fix")
+
+    monkeypatch.setattr("harness.cli._list", fails)
+    assert main(["list"]) == 2
+    assert capsys.readouterr().err == "adh: error: what is wrong; the fix\n"
+
+    def bug(args):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr("harness.cli._list", bug)
+    with pytest.raises(KeyError):
+        main(["list"])
 
 
 def test_results_on_something_that_is_not_a_store(tmp_path, capsys):

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord
+from harness.records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord, Status
 from harness.store import (CASE_COLUMNS, CHILD_TABLES, DEFAULT_PATH, ResultsStore, StoreError)
 
 
@@ -130,6 +130,16 @@ def test_done_keys(store: ResultsStore) -> None:
     assert len(store.done_keys()) == 3 and store.done_keys("none") == set()
     with pytest.raises(ValueError, match="status"):
         store.save(make_result(status="weird"))
+
+
+def test_statuses_are_stored_as_plain_strings(store: ResultsStore) -> None:
+    # Stores and exports written before the enum hold these strings, and must read the same.
+    ids = [store.save(make_result(seed=i, status=s)) for i, s in enumerate(Status)]
+    with sqlite3.connect(store.path) as db:
+        stored = db.execute("SELECT status, typeof(status) FROM cases ORDER BY id").fetchall()
+    assert stored == [(s.value, "text") for s in Status]
+    assert [store.load(i).status for i in ids] == list(Status)
+    assert all(type(store.load(i).status) is Status for i in ids)
 
 
 def test_resave_replaces(store: ResultsStore) -> None:

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import AdhError
 
-class DatasetError(Exception):
+
+class DatasetError(AdhError):
     """A dataset cannot be loaded; the message names the dataset or file, the problem and the fix."""
 
 

@@ -19,6 +19,7 @@ from .. import tables
 from ..errors import UsageError
 from ..measure import warmup as warmup_rule
 from ..measure.policy import FlagPolicy
+from ..records import Status
 from ..store import ResultsStore, newest_versions
 from . import figures, frames
 from .style import framework_order, save
@@ -292,7 +293,7 @@ def _cell(text: object) -> str:
 
 def _unfinished_section(cases: pd.DataFrame) -> list[str]:
     """The runs that did not finish, with their reasons (nothing when all finished)."""
-    bad = cases[cases["status"] != "ok"]
+    bad = cases[cases["status"] != Status.OK]
     if bad.empty:
         return []
     rows = [[r["model"], r["framework"], str(r["seed"]), r["status"], _cell(r["reason"])[:100]]

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..records import Status
+
 # Settings that a sweep suite varies within one model and framework, as cases() names them.
 SWEEP_COLUMNS = {"batch_size": "batch size", "extra_width": "MLP width", "extra_seq_len": "RNN sequence length"}
 
@@ -27,7 +29,7 @@ class SuiteData:
     @classmethod
     def from_frames(cls, cases: pd.DataFrame, epochs: pd.DataFrame, batches: pd.DataFrame,
                     steps: pd.DataFrame, runs: pd.DataFrame) -> SuiteData:
-        ok = cases[cases["status"] == "ok"].reset_index(drop=True)
+        ok = cases[cases["status"] == Status.OK].reset_index(drop=True)
         keys = set(ok["key"])
         # The child frames carry the settings but not the extras: add the swept and fold columns.
         extras = ok[["key", *[c for c in ok.columns if c.startswith("extra_")]]]
