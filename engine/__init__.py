@@ -11,8 +11,24 @@ from . import init, optim
 from .graph import Constant, Graph, Node, Operator, ShapeError, Variable, placeholder
 from .layers import RNN, Chain, Conv, Dense, Flatten, MaxPool, Module
 from .losses import binary_cross_entropy, mse, softmax_cross_entropy
-from .ops import (PRIMITIVES, conv2d, cos, exp, log, matmul, max_pool2d, mean, relu, reshape,
-                  rnn, sigmoid, sin, sum, tanh, transpose)
+from .ops import (
+                  PRIMITIVES,
+                  conv2d,
+                  cos,
+                  exp,
+                  log,
+                  matmul,
+                  max_pool2d,
+                  mean,
+                  relu,
+                  reshape,
+                  rnn,
+                  sigmoid,
+                  sin,
+                  sum,
+                  tanh,
+                  transpose,
+)
 
 __all__ = [
     "Constant", "Variable", "Operator", "Node", "Graph", "placeholder", "ShapeError",

@@ -60,7 +60,30 @@ class Node:
         label = f" {self.name!r}" if self.name else ""
         return f"{type(self).__name__}{label}(shape={self.shape}, dtype={self.dtype})"
 
-    # Operator overloading lives in engine/ops/__init__.py, which attaches it to Node.
+    if TYPE_CHECKING:  # attached by engine/ops/__init__.py, beside the ops they build
+        def __add__(self, other: Operand) -> Operator: ...
+        def __radd__(self, other: Operand) -> Operator: ...
+        def __sub__(self, other: Operand) -> Operator: ...
+        def __rsub__(self, other: Operand) -> Operator: ...
+        def __mul__(self, other: Operand) -> Operator: ...
+        def __rmul__(self, other: Operand) -> Operator: ...
+        def __truediv__(self, other: Operand) -> Operator: ...
+        def __rtruediv__(self, other: Operand) -> Operator: ...
+        def __pow__(self, other: Operand) -> Operator: ...
+        def __rpow__(self, other: Operand) -> Operator: ...
+        def __matmul__(self, other: Operand) -> Operator: ...
+        def __rmatmul__(self, other: Operand) -> Operator: ...
+        def __neg__(self) -> Operator: ...
+        def sum(self, axis: int | tuple[int, ...] | None = None,
+                keepdims: bool = False) -> Operator: ...
+        def mean(self, axis: int | tuple[int, ...] | None = None,
+                 keepdims: bool = False) -> Operator: ...
+        def reshape(self, *shape: int | tuple[int, ...]) -> Operator: ...
+        @property
+        def T(self) -> Operator: ...
+
+
+Operand = Node | np.ndarray | float  # what an op accepts: raw data becomes a Constant
 
 
 class Constant(Node):
@@ -68,14 +91,16 @@ class Constant(Node):
 
     __slots__ = ()
 
-    def __init__(self, value: np.ndarray | float, name: str = "", dtype: np.dtype | type | None = None) -> None:
+    def __init__(self, value: np.ndarray | float, name: str = "",
+                 dtype: np.dtype | type | None = None) -> None:
         array = np.asarray(value, dtype=dtype)
-        if dtype is None and array.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
-            array = array.astype(DEFAULT_DTYPE)  # Python floats and lists become float32, as in Variable
+        if (dtype is None and array.dtype == np.float64
+                and not isinstance(value, (np.ndarray, np.generic))):
+            array = array.astype(DEFAULT_DTYPE)  # Python floats and lists: float32, as in Variable
         super().__init__(array, requires_grad=False, name=name)
 
     def feed(self, value: np.ndarray) -> None:
-        """Replace the data (static mode). Shape and dtype must match what the graph was built for."""
+        """Replace the data (static mode); shape and dtype must be those the graph was built for."""
         if value.shape != self.value.shape or value.dtype != self.value.dtype:
             raise ValueError(
                 f"placeholder {self.name or '(unnamed)'}: expected shape {self.value.shape} "
@@ -83,7 +108,8 @@ class Constant(Node):
         self.value = value
 
 
-def placeholder(shape: Sequence[int], dtype: np.dtype | type = DEFAULT_DTYPE, name: str = "") -> Constant:
+def placeholder(shape: Sequence[int], dtype: np.dtype | type = DEFAULT_DTYPE,
+                name: str = "") -> Constant:
     """A constant of fixed shape and dtype to be fed later: the input slot of a static graph."""
     return Constant(np.zeros(shape, dtype=dtype), name=name)
 
@@ -93,7 +119,8 @@ class Variable(Node):
 
     __slots__ = ()
 
-    def __init__(self, value: np.ndarray, name: str = "", dtype: np.dtype | type | None = None) -> None:
+    def __init__(self, value: np.ndarray, name: str = "",
+                 dtype: np.dtype | type | None = None) -> None:
         value = np.array(value, dtype=dtype if dtype is not None else _float_dtype(value))
         super().__init__(value, requires_grad=True, name=name)
 
@@ -177,10 +204,13 @@ def backward(order: list[Node]) -> None:
                 parent.grad = _array_like(parent.grad, parent.value)
                 targets.append(parent.grad)
                 written.add(id(parent))
+        # Every consumer of a node comes later in `order`, so its gradient is complete by now.
+        assert node.grad is not None
         node.op.backward(node.grad, node.value, *(p.value for p in node.parents), *targets)
         for i in late_edges:
-            grad = node.parents[i].grad
-            np.add(grad, node.edge_grads[i], out=grad)
+            grad, edge = node.parents[i].grad, node.edge_grads[i]
+            assert grad is not None and edge is not None  # both written above
+            np.add(grad, edge, out=grad)
 
 
 def _array_like(buffer: np.ndarray | None, value: np.ndarray) -> np.ndarray:
@@ -215,11 +245,13 @@ class Graph:
         return len(self.order)
 
     def __repr__(self) -> str:
-        return f"Graph({len(self.order)} nodes, {len(self.operators)} operators, output {self.output!r})"
+        return (f"Graph({len(self.order)} nodes, {len(self.operators)} operators, "
+                f"output {self.output!r})")
 
 
-def as_node(x: Node | np.ndarray | float, like: Node | None = None) -> Node:
-    """Wrap raw data as a Constant; a Python number (or numpy integer) takes the dtype of the node it meets."""
+def as_node(x: Operand, like: Node | None = None) -> Node:
+    """Wrap raw data as a Constant; a Python number (or numpy integer) takes the dtype of the
+    node it meets."""
     if isinstance(x, Node):
         return x
     if isinstance(x, (int, float, np.integer)) and like is not None:
@@ -227,8 +259,9 @@ def as_node(x: Node | np.ndarray | float, like: Node | None = None) -> Node:
     return Constant(x, dtype=None if isinstance(x, np.ndarray) else DEFAULT_DTYPE)
 
 
-def apply(op: Op, *inputs: Node | np.ndarray | float) -> Operator:
-    """Build the operator node `op(inputs)`; floating inputs must share one dtype (no silent upcast)."""
+def apply(op: Op, *inputs: Operand) -> Operator:
+    """Build the operator node `op(inputs)`; floating inputs must share one dtype (the engine
+    never upcasts silently)."""
     like = next((x for x in inputs if isinstance(x, Node)), None)
     nodes = tuple(as_node(x, like) for x in inputs)
     floats = {n.dtype for n in nodes if n.dtype.kind == "f"}

@@ -57,7 +57,8 @@ class Module:
             raise KeyError(f"weights have names {sorted(weights)}, the model has {sorted(params)}")
         for name, p in params.items():
             if weights[name].shape != p.value.shape:
-                raise ValueError(f"{name}: expected shape {p.value.shape}, got {weights[name].shape}")
+                raise ValueError(f"{name}: expected shape {p.value.shape}, "
+                                 f"got {weights[name].shape}")
             np.copyto(p.value, weights[name], casting="same_kind")
 
     def __repr__(self) -> str:
@@ -117,8 +118,10 @@ class Conv(Module):
         return self.act(y) if self.act else y
 
     def describe(self) -> str:
-        extra = "".join(f", {k}={v}" for k, v in (("stride", self.stride), ("padding", self.padding)) if v != (k == "stride"))
-        return f"Conv(({self.kernel}, {self.kernel}), {self.in_ch} => {self.out_ch}{_act_name(self.act)}{extra})"
+        extra = (f", stride={self.stride}" if self.stride != 1 else "") + (
+            f", padding={self.padding}" if self.padding else "")  # only where not the default
+        return (f"Conv(({self.kernel}, {self.kernel}), {self.in_ch} => {self.out_ch}"
+                f"{_act_name(self.act)}{extra})")
 
 
 class MaxPool(Module):

@@ -25,7 +25,8 @@ class Optimizer:
 
 
 class SGD(Optimizer):
-    """p -= lr * v, with v = momentum * v + grad (v = grad at the first step), as torch.optim.SGD."""
+    """p -= lr * v, with v = momentum * v + grad (v = grad at the first step), as in
+    torch.optim.SGD."""
 
     def __init__(self, params: Iterable[Variable], lr: float, momentum: float = 0.0) -> None:
         super().__init__(params)
@@ -56,8 +57,8 @@ class SGD(Optimizer):
 class Adam(Optimizer):
     """Adam with bias correction, in torch.optim.Adam's order of operations."""
 
-    def __init__(self, params: Iterable[Variable], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8) -> None:
+    def __init__(self, params: Iterable[Variable], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> None:
         super().__init__(params)
         self.lr, self.betas, self.eps = lr, betas, eps
         self.steps = 0

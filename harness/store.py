@@ -26,7 +26,7 @@ import math
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import pandas as pd
@@ -58,10 +58,11 @@ CASE_COLUMNS = {"key": "TEXT NOT NULL", **SETTINGS_COLUMNS, **SUMMARY_COLUMNS,
                 "stored_at": "TEXT NOT NULL"}
 # table: (key columns after case_id, value columns); named as the fields of the records.
 CHILD_TABLES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
-    "runs": (("run",), {"started_at": "TEXT", "warmup_steps": "INTEGER NOT NULL", "warmup_s": "REAL",
-                        "median_s": "REAL", "train_time_s": "REAL", "eval_time_s": "REAL",
-                        "foreign_cpu_s": "REAL", "contended": "INTEGER NOT NULL",
-                        "drift": "INTEGER NOT NULL", "probe_before_s": "REAL", "probe_after_s": "REAL",
+    "runs": (("run",), {"started_at": "TEXT", "warmup_steps": "INTEGER NOT NULL",
+                        "warmup_s": "REAL", "median_s": "REAL", "train_time_s": "REAL",
+                        "eval_time_s": "REAL", "foreign_cpu_s": "REAL",
+                        "contended": "INTEGER NOT NULL", "drift": "INTEGER NOT NULL",
+                        "probe_before_s": "REAL", "probe_after_s": "REAL",
                         "attempts": "INTEGER NOT NULL"}),
     "epochs": (("epoch",), {"train_loss": "REAL", "train_acc": "REAL", "test_loss": "REAL",
                             "test_acc": "REAL", "train_time_s": "REAL", "eval_time_s": "REAL"}),
@@ -97,18 +98,23 @@ def _schema() -> str:
     return "\n".join(sql)
 
 
+# The case's memory-pass results and FLOP counts, stored as columns of the case.
+MEMORY_FIELDS = ("alloc_bytes", "alloc_count", "peak_bytes", "peak_rss_bytes", "flops_per_step",
+                 "gemm_peak_gflops")
+
+
 def _summary(result: CaseResult) -> dict[str, Any]:
     """The summary columns of a case, from its runs."""
     step = result.step_time
-    nan_to_none = lambda x: None if x is None or math.isnan(x) else x
-    return {"status": result.status, "reason": result.reason, "started_at": result.provenance.get("started_at"),
-            "warmup_s": result.warmup_s, "train_time_s": result.train_time_s, "eval_time_s": result.eval_time_s,
-            "step_median_s": nan_to_none(step.value), "step_ci_low_s": nan_to_none(step.low),
-            "step_ci_high_s": nan_to_none(step.high), "runs": len(result.runs),
+    return {"status": result.status, "reason": result.reason,
+            "started_at": result.provenance.get("started_at"), "warmup_s": result.warmup_s,
+            "train_time_s": result.train_time_s, "eval_time_s": result.eval_time_s,
+            "step_median_s": _none(step.value), "step_ci_low_s": _none(step.low),
+            "step_ci_high_s": _none(step.high), "runs": len(result.runs),
             "flagged_runs": sum(r.flagged for r in result.runs), "flagged": result.flagged,
             "foreign_cpu_s": result.foreign_cpu_s,
-            **{c: getattr(result, c) for c in ("provenance", "alloc_bytes", "alloc_count", "peak_bytes",
-                                               "peak_rss_bytes", "flops_per_step", "gemm_peak_gflops")}}
+            **{c: getattr(result, c) for c in ("provenance", *MEMORY_FIELDS)}}
+
 
 
 def newest_versions(cases: pd.DataFrame, groups: pd.Series | None = None) -> pd.DataFrame:
@@ -119,10 +125,25 @@ def newest_versions(cases: pd.DataFrame, groups: pd.Series | None = None) -> pd.
     if groups is None:
         groups = cases[list(SETTINGS_COLUMNS)].astype("string").fillna("-").agg("|".join, axis=1)
     version = cases.get("prov_code_version", pd.Series("", index=cases.index)).fillna("")
-    order = cases["stored_at"] if "stored_at" in cases else pd.Series(range(len(cases)), index=cases.index)
+    order = (cases["stored_at"] if "stored_at" in cases
+             else pd.Series(range(len(cases)), index=cases.index))
     newest = (pd.DataFrame({"group": groups, "version": version, "order": order})
               .sort_values("order", kind="stable").groupby("group")["version"].last())
     return cases[version.to_numpy() == groups.map(newest).to_numpy()]
+
+
+def _child_rows(table: str, case_id: int, result: CaseResult) -> Iterator[tuple[Any, ...]]:
+    """The rows of child `table` for `result`, in the column order of CHILD_TABLES."""
+    if table == "steps":
+        yield from ((case_id, run.round, i, s)
+                    for run in result.runs for i, s in enumerate(run.step_times_s))
+        return
+    keys, values = CHILD_TABLES[table]
+    by_table: dict[str, list[Any]] = {"epochs": result.epochs, "batches": result.batches,
+                                      "runs": result.runs}
+    records = by_table[table]
+    for r in records:  # a run's round is its key, `run`
+        yield (case_id, *(getattr(r, "round" if c == "run" else c) for c in (*keys, *values)))
 
 
 class StoreError(AdhError):
@@ -132,12 +153,16 @@ class StoreError(AdhError):
 
 def _dtypes(columns: dict[str, str]) -> dict[str, str]:
     """pandas dtypes of SQL columns, so that an all-NULL column is still numeric."""
-    return {c: "float64" if t.startswith("REAL") else "int64" if t == "INTEGER NOT NULL" else "Int64"
-            for c, t in columns.items() if t.startswith(("REAL", "INTEGER"))}
+    return {c: "float64" if t.startswith("REAL") else "int64" if t == "INTEGER NOT NULL"
+            else "Int64" for c, t in columns.items() if t.startswith(("REAL", "INTEGER"))}
 
 
 def _nan(x: float | None) -> float:
     return math.nan if x is None else x
+
+
+def _none(x: float | None) -> float | None:
+    return None if x is None or math.isnan(x) else x
 
 
 def _flatten(frame: pd.DataFrame, column: str, prefix: str) -> pd.DataFrame:
@@ -180,9 +205,10 @@ class ResultsStore:
             raise StoreError(f"{self.path} is an SQLite database but not a results store; "
                              "choose another store path")
         if row[0] != str(SCHEMA_VERSION):
-            raise StoreError(f"{self.path} has results schema version {row[0]}, this harness reads "
-                             f"version {SCHEMA_VERSION} (version 1: one timing process per case, before "
-                             "rounds); use the harness version that wrote it, or choose another store path")
+            raise StoreError(f"{self.path} has results schema version {row[0]}, this harness "
+                             f"reads version {SCHEMA_VERSION} (version 1: one timing process per "
+                             "case, before rounds); use the harness version that wrote it, or "
+                             "choose another store path")
 
     def save(self, result: CaseResult) -> int:
         """Store one case and all its rows in one transaction (all or nothing), replacing an
@@ -193,24 +219,22 @@ class ResultsStore:
         row: dict[str, Any] = {"key": result.key, **result.case.settings(), **_summary(result)}
         row["extra"], row["provenance"] = _json(row["extra"]), _json(result.provenance)
         row["stored_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        records = {"epochs": result.epochs, "batches": result.batches, "runs": result.runs}
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            # A re-saved case (its next round, a re-run) keeps its id, and so its place in the order.
-            replaced = self._db.execute("SELECT id FROM cases WHERE key = ?", (result.key,)).fetchone()
+            # A re-saved case (its next round, a re-run) keeps its id, so its place in the order.
+            replaced = self._db.execute("SELECT id FROM cases WHERE key = ?",
+                                        (result.key,)).fetchone()
             self._db.execute("DELETE FROM cases WHERE key = ?", (result.key,))
             if replaced:
                 row = {"id": replaced[0], **row}
             case_id = self._db.execute(
                 f"INSERT INTO cases ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                 tuple(row.values())).lastrowid
+            assert case_id is not None  # an INSERT into a rowid table always sets it
             for table, (keys, values) in CHILD_TABLES.items():
-                rows = (((case_id, run.round, i, s) for run in result.runs for i, s in enumerate(run.step_times_s))
-                        if table == "steps" else
-                        ((case_id, *(getattr(r, "round" if c == "run" else c) for c in (*keys, *values)))
-                         for r in records[table]))
-                self._db.executemany(
-                    f"INSERT INTO {table} VALUES ({', '.join('?' * (1 + len(keys) + len(values)))})", rows)
+                marks = ", ".join("?" * (1 + len(keys) + len(values)))
+                self._db.executemany(f"INSERT INTO {table} VALUES ({marks})",
+                                     _child_rows(table, case_id, result))
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
@@ -248,7 +272,8 @@ class ResultsStore:
         status unless `join` is false."""
         keys, values = CHILD_TABLES[table]
         where, params = self._where(suite)
-        columns = ["t.*"] + (["c.key", *(f"c.{s}" for s in SETTINGS_COLUMNS), "c.status"] if join else [])
+        columns = ["t.*"] + (["c.key", *(f"c.{s}" for s in SETTINGS_COLUMNS), "c.status"]
+                             if join else [])
         dtypes = _dtypes({**values, **(SETTINGS_COLUMNS if join else {})})
         frame = pd.read_sql_query(
             f"SELECT {', '.join(columns)} FROM {table} t JOIN cases c ON c.id = t.case_id {where} "
@@ -303,22 +328,19 @@ class ResultsStore:
         steps: dict[int, list[float]] = {}
         for r in child["steps"]:
             steps.setdefault(r["run"], []).append(r["seconds"])
-        runs = [RunRecord(round=r["run"], step_times_s=steps.get(r["run"], []),
-                          **{v: bool(r[v]) if v in ("contended", "drift") else r[v]
-                             for v in CHILD_TABLES["runs"][1] if v != "median_s"})
+        runs = [RunRecord(round=r["run"], step_times_s=steps.get(r["run"], []), **_run_values(r))
                 for r in child["runs"]]
         settings = {s: row[s] for s in SETTINGS_COLUMNS}
         settings["extra"] = tuple(json.loads(settings["extra"]).items())
-        memory = {c: row[c] for c in ("alloc_bytes", "alloc_count", "peak_bytes", "peak_rss_bytes",
-                                      "flops_per_step", "gemm_peak_gflops")}
+        memory = {c: row[c] for c in MEMORY_FIELDS}
         return CaseResult(case=Case(**settings), key=row["key"], status=Status(row["status"]),
                           reason=row["reason"], provenance=json.loads(row["provenance"]), runs=runs,
                           **memory, epochs=records("epochs", EpochRecord),
                           batches=records("batches", BatchRecord))
 
     def export(self, out_dir: str | Path, fmt: str = "csv") -> list[Path]:
-        """Write `cases()` and the raw runs, epochs, batches and steps tables (linked by case_id) to
-        `out_dir` as csv or parquet, one file per table; returns the paths."""
+        """Write `cases()` and the raw runs, epochs, batches and steps tables (linked by case_id)
+        to `out_dir` as csv or parquet, one file per table; returns the paths."""
         if fmt not in ("csv", "parquet"):
             raise StoreError(f"unknown export format {fmt!r}; use 'csv' or 'parquet'")
         if fmt == "parquet":
@@ -328,7 +350,8 @@ class ResultsStore:
                 raise StoreError("exporting parquet needs pyarrow: pip install pyarrow") from None
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        frames = {"cases": self.cases(), **{t: self._child(t, None, join=False) for t in CHILD_TABLES}}
+        frames = {"cases": self.cases(),
+                  **{t: self._child(t, None, join=False) for t in CHILD_TABLES}}
         paths = []
         for name, frame in frames.items():
             path = out_dir / f"{name}.{fmt}"
@@ -348,3 +371,10 @@ class ResultsStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _run_values(row: sqlite3.Row) -> dict[str, Any]:
+    """A stored run's fields for RunRecord, its round and steps aside; median_s is derived."""
+    flags = ("contended", "drift")  # SQLite has no booleans
+    return {v: bool(row[v]) if v in flags else row[v]
+            for v in CHILD_TABLES["runs"][1] if v != "median_s"}

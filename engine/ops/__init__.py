@@ -6,7 +6,7 @@ from ..graph import Node, Operator, apply
 from .arithmetic import Add, Div, Mul, Neg, Pow, Sub
 from .conv import Conv2d
 from .elementwise import Cos, Exp, Log, ReLU, Sigmoid, Sin, Tanh
-from .loss import MeanSquaredError, SoftmaxCrossEntropy  # noqa: F401 (engine.losses)
+from .loss import MeanSquaredError, SoftmaxCrossEntropy
 from .matmul import MatMul
 from .pool import MaxPool2d
 from .reduce import Mean, Sum
@@ -27,7 +27,7 @@ def sigmoid(x) -> Operator: return apply(Sigmoid(), x)
 def relu(x) -> Operator: return apply(ReLU(), x)
 
 
-def sum(x, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Operator:  # noqa: A001
+def sum(x, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Operator:
     return apply(Sum(axis, keepdims), x)
 
 
@@ -63,20 +63,26 @@ def rnn(x, w_x, w_h, b, activation: str = "tanh") -> Operator:
 
 
 # Operator overloading, so that textbook formulas read as written: (x + y) * z, x ** 2, a @ b.
-Node.__add__ = lambda a, b: apply(Add(), a, b)
-Node.__radd__ = lambda a, b: apply(Add(), b, a)
-Node.__sub__ = lambda a, b: apply(Sub(), a, b)
-Node.__rsub__ = lambda a, b: apply(Sub(), b, a)
-Node.__mul__ = lambda a, b: apply(Mul(), a, b)
-Node.__rmul__ = lambda a, b: apply(Mul(), b, a)
-Node.__truediv__ = lambda a, b: apply(Div(), a, b)
-Node.__rtruediv__ = lambda a, b: apply(Div(), b, a)
-Node.__pow__ = lambda a, b: apply(Pow(), a, b)
-Node.__rpow__ = lambda a, b: apply(Pow(), b, a)
-Node.__matmul__ = matmul
-Node.__rmatmul__ = lambda a, b: matmul(b, a)
-Node.__neg__ = lambda a: apply(Neg(), a)
-Node.sum = sum
-Node.mean = mean
-Node.reshape = lambda x, *shape: reshape(x, shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape)
-Node.T = property(lambda x: transpose(x))
+# (graph.Node declares these for the type checker; they are attached here, beside the ops.)
+NODE_METHODS = {
+    "__add__": lambda a, b: apply(Add(), a, b),
+    "__radd__": lambda a, b: apply(Add(), b, a),
+    "__sub__": lambda a, b: apply(Sub(), a, b),
+    "__rsub__": lambda a, b: apply(Sub(), b, a),
+    "__mul__": lambda a, b: apply(Mul(), a, b),
+    "__rmul__": lambda a, b: apply(Mul(), b, a),
+    "__truediv__": lambda a, b: apply(Div(), a, b),
+    "__rtruediv__": lambda a, b: apply(Div(), b, a),
+    "__pow__": lambda a, b: apply(Pow(), a, b),
+    "__rpow__": lambda a, b: apply(Pow(), b, a),
+    "__matmul__": matmul,
+    "__rmatmul__": lambda a, b: matmul(b, a),
+    "__neg__": lambda a: apply(Neg(), a),
+    "sum": sum,
+    "mean": mean,
+    "reshape": lambda x, *shape: reshape(
+        x, shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape),
+    "T": property(lambda x: transpose(x)),
+}
+for _name, _method in NODE_METHODS.items():
+    setattr(Node, _name, _method)

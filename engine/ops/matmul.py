@@ -11,7 +11,8 @@ class MatMul(Op):
 
     def forward(self, a, b, out):
         if a.ndim < 2 or b.ndim < 2:
-            raise ValueError("matmul needs arrays of 2 or more dimensions (reshape a vector to (1, n))")
+            raise ValueError("matmul needs arrays of 2 or more dimensions "
+                             "(reshape a vector to (1, n))")
         return np.matmul(a, b, out=out)
 
     def backward(self, g, y, a, b, ga, gb):  # d(ab) = da b + a db

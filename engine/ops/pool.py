@@ -1,4 +1,5 @@
-"""Max-pooling over non-overlapping k x k windows (stride k; a ragged edge is dropped, as torch does)."""
+"""Max-pooling over non-overlapping k x k windows (stride k; a ragged edge is dropped, as in
+torch)."""
 from __future__ import annotations
 
 import numpy as np
@@ -34,7 +35,7 @@ class MaxPool2d(Op):
         hit = self.buffer("hit", y.shape, np.dtype(bool))
         unclaimed.fill(True)
         oh, ow = y.shape[2:]
-        for x_view, gx_view in zip(self._views(x, oh, ow), self._views(gx, oh, ow)):
+        for x_view, gx_view in zip(self._views(x, oh, ow), self._views(gx, oh, ow), strict=True):
             np.equal(x_view, y, out=hit)
             hit &= unclaimed
             np.multiply(g, hit, out=gx_view)

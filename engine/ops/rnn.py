@@ -24,7 +24,8 @@ ACTIVATIONS = {
 class RNN(Op):
     def __init__(self, activation: str = "tanh") -> None:
         if activation not in ACTIVATIONS:
-            raise ValueError(f"RNN activation must be one of {sorted(ACTIVATIONS)}, not {activation!r}")
+            raise ValueError(f"RNN activation must be one of {sorted(ACTIVATIONS)}, "
+                             f"not {activation!r}")
         self.activation = activation
 
     def forward(self, x, w_x, w_h, b, out):
@@ -64,7 +65,8 @@ class RNN(Op):
             xs = self.buffer("xs", (t, n, x.shape[2]), x.dtype)
             np.matmul(xs.reshape(t * n, -1).T, da2d, out=gw_x)
         if gw_h is not None:  # h_{s-1} fed step s; h_0 = 0 adds nothing
-            np.matmul(hs[:-1].reshape((t - 1) * n, hidden).T, da[1:].reshape((t - 1) * n, hidden), out=gw_h)
+            steps = (t - 1) * n
+            np.matmul(hs[:-1].reshape(steps, hidden).T, da[1:].reshape(steps, hidden), out=gw_h)
         if gb is not None:
             ones = self.buffer("ones", (t * n,), x.dtype)
             ones.fill(1)

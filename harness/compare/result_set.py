@@ -89,8 +89,11 @@ def load_result_set(spec: str) -> ResultSet:
     cases whose code version starts with it. Without VERSION, each case's latest code version
     is taken, so a store holding the history of many commits compares its newest results.
     Interrupted cases are ignored."""
-    path, suite, version = (spec, None, None) if Path(spec).exists() else \
-        re.fullmatch(r"(.+?)(?:#([^@]*))?(?:@(.+))?", spec).groups()
+    parts = re.fullmatch(r"(.+?)(?:#([^@]*))?(?:@(.+))?", spec)
+    if parts is None:
+        raise UsageError("give a result set: a results store (PATH.sqlite[#SUITE][@VERSION]) "
+                         "or a folder of exported tables")
+    path, suite, version = (spec, None, None) if Path(spec).exists() else parts.groups()
     folder = Path(path)
     if folder.is_dir():
         cases, runs, steps, epochs = _read_exported(folder)
@@ -113,8 +116,9 @@ def load_result_set(spec: str) -> ResultSet:
         raise UsageError(f"no cases in {spec!r}" + (f" for suite {suite!r}" if suite else "")
                          + (f" at code version {version!r}" if version else ""))
     cases = newest_versions(cases, cases.apply(match_key, axis=1))
-    kept = lambda frame: frame[frame["case_id"].isin(cases["id"])]
-    return ResultSet(cases, kept(runs), kept(steps), kept(epochs), spec)
+    ids = cases["id"]
+    runs, steps, epochs = (frame[frame["case_id"].isin(ids)] for frame in (runs, steps, epochs))
+    return ResultSet(cases, runs, steps, epochs, spec)
 
 
 def _read_exported(folder: Path) -> tuple[pd.DataFrame, ...]:
@@ -135,8 +139,9 @@ def case_settings(case: pd.Series) -> dict[str, Any]:
     plain = {c: None if pd.isna(v) else v.item() if hasattr(v, "item") else v
              for c, v in case[[c for c in MATCH_COLUMNS if c != "extra"]].items()}
     for c, kind in SETTINGS_COLUMNS.items():
-        if kind.startswith("INTEGER") and plain.get(c) is not None:
-            plain[c] = int(plain[c])
+        value = plain.get(c)
+        if kind.startswith("INTEGER") and value is not None:
+            plain[c] = int(value)
     return {**plain, "extra": json.loads(case["extra"]) if isinstance(case["extra"], str) else {}}
 
 

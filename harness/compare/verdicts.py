@@ -29,8 +29,7 @@ import pandas as pd
 from ..records import Status
 from ..stats import paired_ratio, unpaired_ratio
 from ..tables import final_epoch
-from .result_set import (MEMORY_METRICS, ResultSet, TimingRun, case_settings,
-                         cases_by_settings)
+from .result_set import MEMORY_METRICS, ResultSet, TimingRun, case_settings, cases_by_settings
 from .statistics import block_medians, block_size, blocks_p_value, runs_p_value, spread
 
 FAILING = ("regressed", "failed")
