@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 BASELINE := benchmarks/ci-baseline-commit
 
-.PHONY: run test pytest regression baseline
+.PHONY: run test lint pytest regression baseline
 
 $(BIN)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -15,8 +15,13 @@ $(BIN)/.installed: pyproject.toml constraints.txt
 run: $(BIN)/.installed
 	$(BIN)/adh run quick
 
-# The tests, then the regression check against the baseline commit.
-test: pytest regression
+# The linters, the tests, then the regression check against the baseline commit.
+test: lint pytest regression
+
+# ruff and mypy as pyproject.toml configures them (pre-commit runs the same).
+lint: $(BIN)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 pytest: $(BIN)/.installed
 	$(BIN)/python -m pytest -q
