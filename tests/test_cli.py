@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from toy_adapters import NAMES, activate, launches, write_suite
 
 from harness.cli import main
 from harness.data import DATASETS, DatasetError
@@ -20,7 +21,6 @@ from harness.measure.lock import LockBusy
 from harness.specs import MODELS
 from harness.store import ResultsStore, StoreError
 from harness.suites import builtin_suites
-from toy_adapters import NAMES, activate, launches, toy_dist, write_suite  # noqa: F401 (toy_dist: a fixture)
 
 ADH = str(Path(sys.executable).with_name("adh"))
 COLUMNS = ["Framework", "Time (s)", "Allocations (GiB)", "Peak (MiB)", "Test accuracy (%)"]

@@ -12,8 +12,15 @@ import numpy as np
 import pytest
 
 from harness import abtest
-from harness.compare import (ResultSet, Thresholds, compare, exit_code, load_result_set, to_json,
-                             to_markdown)
+from harness.compare import (
+    ResultSet,
+    Thresholds,
+    compare,
+    exit_code,
+    load_result_set,
+    to_json,
+    to_markdown,
+)
 from harness.errors import UsageError
 from harness.records import Case, CaseResult, EpochRecord, RunRecord
 from harness.store import ResultsStore

@@ -13,8 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.data import (DATASETS, FASHION_MNIST_DIR, Dataset, DatasetError, kfold_splits,
-                          load_dataset, mnist10k)
+from harness.data import (
+    DATASETS,
+    FASHION_MNIST_DIR,
+    Dataset,
+    DatasetError,
+    kfold_splits,
+    load_dataset,
+    mnist10k,
+)
 from harness.data.circles import RADIUS_SQUARED
 from harness.data.download import download_mnist
 from harness.data.idx import IDX_FILES, read_idx, read_idx_pair

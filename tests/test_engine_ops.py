@@ -20,9 +20,31 @@ import torch
 import torch.nn.functional as F
 
 import engine
-from engine.ops import (RNN, Add, Conv2d, Cos, Div, Exp, Log, MatMul, MaxPool2d, Mean,
-                        MeanSquaredError, Mul, Neg, Pow, ReLU, Reshape, Sigmoid, Sin,
-                        SoftmaxCrossEntropy, Sub, Sum, Tanh, Transpose)
+from engine.ops import (
+    RNN,
+    Add,
+    Conv2d,
+    Cos,
+    Div,
+    Exp,
+    Log,
+    MatMul,
+    MaxPool2d,
+    Mean,
+    MeanSquaredError,
+    Mul,
+    Neg,
+    Pow,
+    ReLU,
+    Reshape,
+    Sigmoid,
+    Sin,
+    SoftmaxCrossEntropy,
+    Sub,
+    Sum,
+    Tanh,
+    Transpose,
+)
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

@@ -16,13 +16,15 @@ import pytest
 
 from harness.measure import (
     code_version,
+    contention,
+    gemm_peak,
     gemm_peak_gflops,
     git_state,
+    memory,
     provenance,
     track_memory,
     watch_contention,
 )
-from harness.measure import contention, gemm_peak, memory
 from harness.measure.policy import FlagPolicy
 
 MiB = 1 << 20

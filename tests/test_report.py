@@ -16,8 +16,7 @@ from harness import tables
 from harness.errors import UsageError
 from harness.measure.policy import FlagPolicy
 from harness.records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord
-from harness.report import build_report
-from harness.report import figures
+from harness.report import build_report, figures
 from harness.report.build import load_suite_data, method_section, plan_figures
 from harness.report.style import FRAMEWORKS, framework_look, framework_order, variant_look
 from harness.store import ResultsStore

@@ -3,15 +3,15 @@ resume, Ctrl-C, provenance. Framework adapters are toys registered through the e
 `autodiff_harness.frameworks` by a tiny distribution on disk (tests/toy_adapters)."""
 from __future__ import annotations
 
+import _thread
 import json
 import math
 import os
 import statistics
 import threading
-import _thread
-from pathlib import Path
 
 import pytest
+from toy_adapters import GEMM_PEAK, activate, launches, write_suite
 
 from harness import runner
 from harness.frameworks import available, get_framework
@@ -20,7 +20,6 @@ from harness.records import Case, CaseResult
 from harness.runner import RunOptions, WorkerError, run_case, run_suite
 from harness.store import ResultsStore
 from harness.suites import load_suite
-from toy_adapters import GEMM_PEAK, activate, launches, toy_dist, write_suite  # noqa: F401 (toy_dist: a fixture)
 
 STEPS = 5  # train_limit 500 / batch 100, one epoch
 # No pass is ever contended or drifted: worker launches are counted exactly on a busy host too.

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from harness.records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord, Status
-from harness.store import (CASE_COLUMNS, CHILD_TABLES, DEFAULT_PATH, ResultsStore, StoreError)
+from harness.store import CASE_COLUMNS, CHILD_TABLES, DEFAULT_PATH, ResultsStore, StoreError
 
 
 def make_result(model: str = "mlp", seed: int = 0, status: str = "ok", suite: str = "quick",

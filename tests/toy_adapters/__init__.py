@@ -8,8 +8,6 @@ import os
 import shutil
 from pathlib import Path
 
-import pytest
-
 from harness.frameworks import ENTRY_POINT_GROUP
 
 HERE = Path(__file__).parent
@@ -84,10 +82,3 @@ def write_suite(folder: Path, name: str, frameworks, **fields) -> Path:
     path = folder / f"{name}.toml"
     path.write_text("\n".join(lines) + "\n")
     return path
-
-
-@pytest.fixture(scope="session")
-def toy_dist(tmp_path_factory) -> tuple[Path, Path]:
-    """(folder of the toy distribution, GEMM-peak cache folder); import it into a test module."""
-    root = tmp_path_factory.mktemp("toy")
-    return build_distribution(root / "site"), write_gemm_cache(root / "cache")
