@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pandas as pd
@@ -34,7 +35,7 @@ def table_headers(text: str) -> list[list[str]]:
     """The header cells of every Markdown table in `text`."""
     lines = text.splitlines()
     return [[c.strip() for c in line.strip("|").split("|")]
-            for line, below in zip(lines, lines[1:]) if line.startswith("|") and below.startswith("|-")]
+            for line, below in pairwise(lines) if line.startswith("|") and below.startswith("|-")]
 
 
 @pytest.fixture
@@ -196,12 +197,12 @@ def test_run_end_to_end(finished_store):
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert all(cell != "-" for cell in cells[:5])  # time, allocations, peak, accuracy all measured
     assert 0 < float(cells[4]) <= 100
-    assert "toy-nan" not in "\n".join(l for l in result.stdout.splitlines() if l.startswith("|"))
+    assert "toy-nan" not in "\n".join(line for line in result.stdout.splitlines() if line.startswith("|"))
     assert "toy-nan/mnist-10k/seed0: diverged: loss nan at epoch 1, batch 2" in result.stderr  # said as it happened
     assert "2 cases run, 0 skipped (--resume), 0 failed" in result.stdout
     with ResultsStore(store_path) as store:
         cases = store.cases("toycli")
-    assert dict(zip(cases["framework"], cases["status"])) == {"toy-ok": "ok", "toy-nan": "diverged"}
+    assert dict(zip(cases["framework"], cases["status"], strict=True)) == {"toy-ok": "ok", "toy-nan": "diverged"}
     ok = cases[cases["framework"] == "toy-ok"].iloc[0]
     assert ok["alloc_bytes"] > 0 and ok["prov_threads"] == 1 and ok["prov_commit"]
     assert ok["started_at"] == ok["prov_started_at"] and ok["started_at"] <= ok["stored_at"]
@@ -284,7 +285,7 @@ def test_ctrl_c_then_resume(toys, tmp_path):
         os.kill(int(hanging.name.split(".")[1]), 0)
     with ResultsStore(store_path) as store:
         cases = store.cases("ctrlc")
-    assert list(zip(cases["framework"], cases["status"])) == [("toy-ok", "ok"), ("toy-hang", "interrupted")]
+    assert list(zip(cases["framework"], cases["status"], strict=True)) == [("toy-ok", "ok"), ("toy-hang", "interrupted")]
     assert cases["reason"].iloc[1] == "stopped by Ctrl-C"
     assert launches(toys, "toy-nan") == 0
 
@@ -298,7 +299,7 @@ def test_ctrl_c_then_resume(toys, tmp_path):
     assert launches(toys, "toy-ok") == ok_runs  # the finished case was not run again
     with ResultsStore(store_path) as store:
         cases = store.cases("ctrlc")
-    assert dict(zip(cases["framework"], cases["status"])) == {"toy-ok": "ok", "toy-hang": "ok", "toy-nan": "diverged"}
+    assert dict(zip(cases["framework"], cases["status"], strict=True)) == {"toy-ok": "ok", "toy-hang": "ok", "toy-nan": "diverged"}
     assert len(cases) == 3
 
 

@@ -27,6 +27,7 @@ from harness.store import ResultsStore
 from harness.suites import Suite
 
 MEDIAN_STEP_S = 1e-3
+DEFAULT_THRESHOLDS = Thresholds()
 
 
 def steps(rng: np.random.Generator, n: int = 40, scale: float = 1.0, sigma: float = 0.05,
@@ -64,7 +65,7 @@ def row(rows, metric: str):
 
 
 def time_verdict(base_scale: float, new_scale: float, seed: int = 0, runs: int = 3, n: int = 40,
-                 thresholds: Thresholds = Thresholds(), **noise):
+                 thresholds: Thresholds = DEFAULT_THRESHOLDS, **noise):
     rng = np.random.default_rng(seed)
     base, new = sets([steps(rng, n, base_scale, **noise) for _ in range(runs)],
                      [steps(rng, n, new_scale, **noise) for _ in range(runs)])
@@ -72,7 +73,7 @@ def time_verdict(base_scale: float, new_scale: float, seed: int = 0, runs: int =
 
 
 def time_rows_over_seeds(seeds: int = 200, runs: int = 3, n: int = 40,
-                         thresholds: Thresholds = Thresholds(), **noise) -> list:
+                         thresholds: Thresholds = DEFAULT_THRESHOLDS, **noise) -> list:
     """Step-time rows of `seeds` cases whose BASE and NEW draw from the same distribution."""
     rng = np.random.default_rng(0)
     base, new = (ResultSet.from_results([result(steps(rng, n, **noise), seed=seed)

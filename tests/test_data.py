@@ -44,7 +44,7 @@ def tiny_idx_dir(directory: Path, n_train: int = 30, n_test: int = 12,
     rng = np.random.default_rng(1)
     directory.mkdir(parents=True, exist_ok=True)
     arrays = {}
-    for stem, n in zip(IDX_FILES, (n_train, n_train, n_test, n_test)):
+    for stem, n in zip(IDX_FILES, (n_train, n_train, n_test, n_test), strict=True):
         shape = (n, 28, 28) if "images" in stem else (n,)
         arrays[stem] = rng.integers(0, 256 if "images" in stem else 10, shape, dtype=np.uint8)
         write_idx(directory / (stem + (".gz" if gz else "")), arrays[stem])
@@ -139,7 +139,7 @@ def test_kfold_splits_are_disjoint_and_cover(n, k):
 
 
 def test_kfold_splits_depend_on_seed_only():
-    same = zip(kfold_splits(100, 5, seed=3), kfold_splits(100, 5, seed=3))
+    same = zip(kfold_splits(100, 5, seed=3), kfold_splits(100, 5, seed=3), strict=True)
     assert all(np.array_equal(a[1], b[1]) for a, b in same)
     assert not np.array_equal(kfold_splits(100, 5, seed=3)[0][1], kfold_splits(100, 5, seed=4)[0][1])
     with pytest.raises(ValueError, match="k=1"):

@@ -291,7 +291,7 @@ def test_static_graph_refed_equals_building_anew_and_reuses_its_arrays():
         graph.forward()
         graph.backward()
         static_loss, static_grad = f.item(), w.grad.copy()
-        assert all(n.value is a for n, a in zip(graph.operators, arrays))  # written in place
+        assert all(n.value is a for n, a in zip(graph.operators, arrays, strict=True))  # written in place
         dynamic = (engine.tanh(engine.Constant(batch) @ w) * engine.tanh(engine.Constant(batch) @ w)).mean()
         dynamic.backward()
         assert dynamic.item() == static_loss

@@ -264,9 +264,9 @@ def test_static_and_dynamic_training_are_bit_identical(name, opt):
     for mode in ("static", "dynamic"):
         model = build(np.random.default_rng(3))
         runs[mode] = train(model, mode, OPTIMIZERS[opt][0](model.parameters()), data)
-    for (loss_s, grads_s), (loss_d, grads_d) in zip(runs["static"], runs["dynamic"]):
+    for (loss_s, grads_s), (loss_d, grads_d) in zip(runs["static"], runs["dynamic"], strict=True):
         assert loss_s == loss_d
-        assert all(np.array_equal(a, b) for a, b in zip(grads_s, grads_d))
+        assert all(np.array_equal(a, b) for a, b in zip(grads_s, grads_d, strict=True))
     assert runs["static"][-1][0] != runs["static"][0][0]  # the weights did move
 
 
@@ -283,7 +283,7 @@ def test_training_trajectory_matches_torch(name, opt):
     data = batches(name, 3, 6, F64)
     losses = train(model, "dynamic", make_engine_opt([v for v, _, _ in pairs]), data)
     torch_opt = make_torch_opt(params)
-    for (xb, yb), (loss, _) in zip(data, losses):
+    for (xb, yb), (loss, _) in zip(data, losses, strict=True):
         torch_opt.zero_grad()
         expected = F.cross_entropy(twin(torch.from_numpy(xb)), torch.from_numpy(yb))
         expected.backward()
@@ -304,12 +304,12 @@ def test_optimizer_matches_torch_optim(opt):
     make_engine_opt, make_torch_opt = OPTIMIZERS[opt]
     ours, theirs = make_engine_opt(variables), make_torch_opt(params)
     for _ in range(5):
-        for v, p in zip(variables, params):
+        for v, p in zip(variables, params, strict=True):
             v.grad = rng.standard_normal(v.shape)
             p.grad = torch.tensor(v.grad)
         ours.step()
         theirs.step()
-        for v, p in zip(variables, params):
+        for v, p in zip(variables, params, strict=True):
             np.testing.assert_allclose(v.value, p.detach().numpy(), rtol=1e-13, atol=1e-15)
 
 
@@ -433,7 +433,7 @@ def test_state_and_load_round_trip():
     assert all(np.array_equal(state[k], v) for k, v in target.state().items())
     arrays = [p.value for p in target.parameters()]
     target.load({k: v.astype(F64) for k, v in state.items()})  # cast into the existing arrays
-    assert all(a is p.value for a, p in zip(arrays, target.parameters()))
+    assert all(a is p.value for a, p in zip(arrays, target.parameters(), strict=True))
     assert all(p.dtype == np.float32 for p in target.parameters())
     state["0.weight"][...] = 0  # state() hands out copies
     assert source.state()["0.weight"].any()

@@ -175,7 +175,7 @@ def test_every_primitive_has_a_case():
 
 def to_nodes(case: Case, arrays: list[np.ndarray]) -> list[engine.Node]:
     return [engine.Variable(a, dtype=a.dtype) if spec.differentiable else engine.Constant(a)
-            for spec, a in zip(case.inputs, arrays)]
+            for spec, a in zip(case.inputs, arrays, strict=True)]
 
 
 def run_engine_op(case: Case, arrays: list[np.ndarray], g_seed: int = 7, first: list[np.ndarray] | None = None):
@@ -192,7 +192,7 @@ def run_engine_op(case: Case, arrays: list[np.ndarray], g_seed: int = 7, first: 
     assert y.dtype == dtype, f"{case.id}: output dtype {y.dtype}, inputs {dtype}"
     g = np.random.default_rng(g_seed).standard_normal(y.shape).astype(dtype)
     grads = [np.full(a.shape, np.nan, dtype) if spec.differentiable else None
-             for spec, a in zip(case.inputs, arrays)]
+             for spec, a in zip(case.inputs, arrays, strict=True)]
     op.backward(g, y, *arrays, *grads)
     # Each input alone: the branches that skip the other inputs' gradients give the same result.
     for i, full in enumerate(grads):
@@ -204,7 +204,7 @@ def run_engine_op(case: Case, arrays: list[np.ndarray], g_seed: int = 7, first: 
 
 
 def run_torch_op(case: Case, arrays: list[np.ndarray], g: np.ndarray):
-    tensors = [torch.tensor(a, requires_grad=spec.differentiable) for spec, a in zip(case.inputs, arrays)]
+    tensors = [torch.tensor(a, requires_grad=spec.differentiable) for spec, a in zip(case.inputs, arrays, strict=True)]
     y = case.torch(*tensors)
     y.backward(torch.from_numpy(g))
     return y.detach().numpy(), [t.grad.numpy() if t.requires_grad else None for t in tensors]
@@ -226,7 +226,7 @@ def compare_with_torch(case: Case, dtype, rtol: float, seed: int = 0) -> None:
     y, g, grads = run_engine_op(case, arrays, first=first)
     y_torch, grads_torch = run_torch_op(case, arrays, g)
     assert_close(y, y_torch, rtol, f"{case.id}: forward")
-    for i, (grad, grad_torch) in enumerate(zip(grads, grads_torch)):
+    for i, (grad, grad_torch) in enumerate(zip(grads, grads_torch, strict=True)):
         if grad is not None:
             assert grad.dtype == dtype
             assert_close(grad, grad_torch, rtol, f"{case.id}: gradient of input {i}")

@@ -22,6 +22,7 @@ from harness.report.style import FRAMEWORKS, framework_look, framework_order, va
 from harness.store import ResultsStore
 
 GIB, MIB = 2 ** 30, 2 ** 20
+DEFAULT_POLICY = FlagPolicy()  # frozen: safe to share as a default
 CIRCLES = [f"circles-{a}{c}" for a in ("tanh", "relu", "sigmoid") for c in ("", "-clipped")]
 # The plain suite's known numbers: (train time s, bytes allocated, peak bytes) per framework.
 # torch is the reference: engine-static takes twice its time and allocates half its bytes.
@@ -34,7 +35,7 @@ def make_result(suite: str, model: str, framework: str, seed: int, *, epochs: in
                 train_time_s: float = 1.0, step_s: float = 0.01, alloc: int | None = GIB,
                 peak: int | None = 10 * MIB, contended: bool = False, status: str = "ok",
                 final_acc: float = 0.9, loss_scale: float = 1.0, rounds: int = 2,
-                policy: FlagPolicy | None = FlagPolicy()) -> CaseResult:
+                policy: FlagPolicy | None = DEFAULT_POLICY) -> CaseResult:
     """A finished case with smooth learning curves that end at `final_acc` (test) and 2 points
     lower (training); seed s adds s points to both. `rounds` runs of steps about `step_s` long;
     `contended` flags the first. `policy` is recorded in its provenance (None: not recorded)."""
@@ -325,7 +326,9 @@ def test_circles_figure(store: ResultsStore) -> None:
 
 
 def test_plans_follow_the_data(store: ResultsStore) -> None:
-    numbers = lambda suite: [f.number for f in plan_figures(load_suite_data(store, suite))[0]]
+    def numbers(suite: str) -> list[str]:
+        return [f.number for f in plan_figures(load_suite_data(store, suite))[0]]
+
     assert numbers("plain") == ["1", "2", "3", "4", "5", "7"]
     assert numbers("scaling") == ["6a", "6b"]
     assert numbers("circles") == ["4", "8", "8"]  # no memory pass; a figure 8 per framework

@@ -85,7 +85,7 @@ def test_every_case_is_run_and_recorded(toy_run):
     assert [r.case.framework for r in done] == [r.case.framework for r in outcome.results]
     with ResultsStore(store_path) as store:
         cases = store.cases("toys")
-    assert dict(zip(cases["framework"], cases["status"])) == {
+    assert dict(zip(cases["framework"], cases["status"], strict=True)) == {
         "toy-ok": "ok", "toy-crash": "crashed", "toy-hang": "timeout", "toy-nan": "diverged",
         "toy-error": "failed"}
 
@@ -228,7 +228,7 @@ def test_resume_skips_finished_and_reruns_the_rest(toys, tmp_path, monkeypatch):
     with ResultsStore(tmp_path / "store.sqlite") as store:
         first = run_suite(suite, store, options)
         assert [r.status for r in first.results] == ["ok", "failed", "diverged", "crashed"]
-        ids = dict(zip(store.cases()["framework"], store.cases()["id"]))
+        ids = dict(zip(store.cases()["framework"], store.cases()["id"], strict=True))
         assert len(calls) == 4
 
         calls.clear()
@@ -239,7 +239,7 @@ def test_resume_skips_finished_and_reruns_the_rest(toys, tmp_path, monkeypatch):
         assert calls == [("toy-error", "time"), ("toy-crash", "time")]
         cases = store.cases()
         assert len(cases) == 4  # a re-run replaces its case, it does not add one
-        new_ids = dict(zip(cases["framework"], cases["id"]))
+        new_ids = dict(zip(cases["framework"], cases["id"], strict=True))
         assert new_ids == ids  # a re-run case keeps its id, and so its place in the order
 
         # another code version: nothing stored matches, everything runs again
@@ -290,7 +290,7 @@ def test_ctrl_c_records_the_case_in_flight_and_resume_finishes(toys, tmp_path, m
         assert outcome.interrupted
         assert calls == ["toy-ok", "toy-hang"]  # nothing after the interrupted case
         assert [(r.case.framework, r.status) for r in outcome.results] == [("toy-ok", "ok"), ("toy-hang", "interrupted")]
-        assert dict(zip(store.cases()["framework"], store.cases()["status"])) == {"toy-ok": "ok", "toy-hang": "interrupted"}
+        assert dict(zip(store.cases()["framework"], store.cases()["status"], strict=True)) == {"toy-ok": "ok", "toy-hang": "interrupted"}
 
         (tmp_path / "release").touch()
         calls.clear()
@@ -442,7 +442,9 @@ def test_rounds_interleave_cases_and_rotate_the_order(toys, tmp_path, monkeypatc
         assert len(saved) == len(calls)  # every pass is saved as soon as it ends
         stored = store.runs("rounds")
         assert sorted(stored.groupby("key").size()) == [1, 3, 3, 3, 3, 3]
-        statuses = dict(zip(zip(store.cases()["framework"], store.cases()["seed"]), store.cases()["status"]))
+        table = store.cases()
+        case_keys = zip(table["framework"], table["seed"], strict=True)
+        statuses = dict(zip(case_keys, table["status"], strict=True))
         assert statuses[("toy-error", 1)] == "failed" and set(statuses.values()) == {"ok", "failed"}
     assert len(outcome.results) == 6 and not outcome.interrupted
 
@@ -458,8 +460,11 @@ def test_resume_runs_only_the_missing_rounds(toys, tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return fake_timing(case)
 
+    def resume(rounds: int) -> RunOptions:
+        return RunOptions(progress=False, memory=False, rounds=rounds, code_version="v1",
+                          resume=True)
+
     monkeypatch.setattr(runner, "run_worker", fake_worker)
-    options = lambda rounds: RunOptions(progress=False, memory=False, rounds=rounds, code_version="v1", resume=True)
     with ResultsStore(tmp_path / "store.sqlite") as store:
         first = run_suite(suite, store, RunOptions(progress=False, memory=False, rounds=3, code_version="v1"))
         assert first.interrupted and calls == ["toy-ok", "toy-hang", "toy-hang"]
@@ -467,14 +472,14 @@ def test_resume_runs_only_the_missing_rounds(toys, tmp_path, monkeypatch):
         assert store.runs("partial").groupby("framework").size().to_dict() == {"toy-ok": 1, "toy-hang": 1}
         assert set(store.cases()["status"]) == {"ok"}
         calls.clear()
-        again = run_suite(suite, store, options(3))
+        again = run_suite(suite, store, resume(3))
         assert not again.interrupted and not again.skipped
         assert calls == ["toy-hang", "toy-ok", "toy-ok", "toy-hang"]  # rounds 2 and 3, rotated
         assert store.runs("partial").groupby("framework")["run"].apply(list).to_dict() == \
             {"toy-ok": [0, 1, 2], "toy-hang": [0, 1, 2]}
         calls.clear()
-        assert len(run_suite(suite, store, options(3)).skipped) == 2 and calls == []
-        more = run_suite(suite, store, options(4))  # a fourth round on top
+        assert len(run_suite(suite, store, resume(3)).skipped) == 2 and calls == []
+        more = run_suite(suite, store, resume(4))  # a fourth round on top
         assert calls == ["toy-hang", "toy-ok"] and not more.skipped
 
 
@@ -516,7 +521,10 @@ def test_workers_run_with_the_measurement_environment(toy_run):
 
 def test_the_drift_yardstick_follows_a_host_that_changed_for_good():
     probes = runner.Probes()
-    timing = lambda p: {"probe_before_s": p, "probe_after_s": p, "step_times_s": [0.01] * 60}
+
+    def timing(probe_s: float) -> dict:
+        return {"probe_before_s": probe_s, "probe_after_s": probe_s, "step_times_s": [0.01] * 60}
+
     assert not probes.judge(timing(0.050))  # the first pass sets the yardstick
     assert not probes.judge(timing(0.055))
     # a slower host: flagged, pass after pass, until it has been so for `rebase` passes in a row
