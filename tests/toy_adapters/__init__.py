@@ -50,7 +50,8 @@ def activate(monkeypatch, dist: Path, cache_dir: Path, marker_dir: Path | None =
              release: Path | None = None) -> None:
     """Make the distribution visible here (sys.path) and in child processes (PYTHONPATH)."""
     monkeypatch.syspath_prepend(str(dist))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(dist), os.environ.get("PYTHONPATH")])))
+    paths = filter(None, [str(dist), os.environ.get("PYTHONPATH")])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
     monkeypatch.setenv("ADH_CACHE_DIR", str(cache_dir))
     if marker_dir is not None:
         marker_dir.mkdir(parents=True, exist_ok=True)
@@ -61,7 +62,8 @@ def activate(monkeypatch, dist: Path, cache_dir: Path, marker_dir: Path | None =
 
 def launches(marker_dir: Path, name: str | None = None) -> int:
     """How many adapters (worker passes) were built, of `name` or of any toy."""
-    return sum(1 for p in marker_dir.glob("*.init") if name is None or p.name.startswith(name + "."))
+    return sum(1 for p in marker_dir.glob("*.init")
+               if name is None or p.name.startswith(name + "."))
 
 
 def write_suite(folder: Path, name: str, frameworks, **fields) -> Path:
