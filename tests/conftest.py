@@ -1,7 +1,10 @@
 """Shared fixtures."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from toy_adapters import build_distribution, write_gemm_cache
 
 
 @pytest.fixture(scope="module")
@@ -23,3 +26,10 @@ def private_measurement_lock(tmp_path_factory):
     mp.setenv("ADH_LOCK_FILE", str(tmp_path_factory.mktemp("lock") / "measure.lock"))
     yield
     mp.undo()
+
+
+@pytest.fixture(scope="session")
+def toy_dist(tmp_path_factory) -> tuple[Path, Path]:
+    """(folder of the toy distribution, GEMM-peak cache folder) of tests/toy_adapters."""
+    root = tmp_path_factory.mktemp("toy")
+    return build_distribution(root / "site"), write_gemm_cache(root / "cache")

@@ -8,10 +8,12 @@ import signal
 import subprocess
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from toy_adapters import NAMES, activate, launches, write_suite
 
 from harness.cli import main
 from harness.data import DATASETS, DatasetError
@@ -20,7 +22,6 @@ from harness.measure.lock import LockBusy
 from harness.specs import MODELS
 from harness.store import ResultsStore, StoreError
 from harness.suites import builtin_suites
-from toy_adapters import NAMES, activate, launches, toy_dist, write_suite  # noqa: F401 (toy_dist: a fixture)
 
 ADH = str(Path(sys.executable).with_name("adh"))
 COLUMNS = ["Framework", "Time (s)", "Allocations (GiB)", "Peak (MiB)", "Test accuracy (%)"]
@@ -34,7 +35,7 @@ def table_headers(text: str) -> list[list[str]]:
     """The header cells of every Markdown table in `text`."""
     lines = text.splitlines()
     return [[c.strip() for c in line.strip("|").split("|")]
-            for line, below in zip(lines, lines[1:]) if line.startswith("|") and below.startswith("|-")]
+            for line, below in pairwise(lines) if line.startswith("|") and below.startswith("|-")]
 
 
 @pytest.fixture
@@ -57,7 +58,8 @@ def test_help_answers():
     assert run.returncode == 0
     for flag in ("--models", "--frameworks", "--resume", "--no-memory", "--timeout", "--store"):
         assert flag in run.stdout
-    module = subprocess.run([sys.executable, "-m", "harness", "--help"], capture_output=True, text=True)
+    module = subprocess.run([sys.executable, "-m", "harness", "--help"], capture_output=True,
+                            text=True)
     assert module.returncode == 0 and module.stdout == top.stdout
 
 
@@ -89,12 +91,14 @@ def test_list_shows_models_frameworks_datasets_and_suites(toys, capsys):
 
 @pytest.mark.parametrize("argv, words", [
     (["run", "--models", "lenet"], ["unknown model 'lenet'", "choose from: " + ", ".join(MODELS)]),
-    (["run", "--frameworks", "jax"], ["unknown framework 'jax'", "engine-static, engine-dynamic, torch"]),
+    (["run", "--frameworks", "jax"],
+     ["unknown framework 'jax'", "engine-static, engine-dynamic, torch"]),
     (["run", "--dataset", "cifar"], ["unknown dataset 'cifar'", "mnist-10k"]),
     (["run", "no-such-suite"], ["no suite 'no-such-suite'", "quick"]),
 ])
 def test_bad_names_are_one_line_errors(tmp_path, capsys, argv, words):
-    assert main([*argv, *(["--store", str(tmp_path / "s.sqlite")] if argv[0] == "run" else [])]) == 2
+    store_args = ["--store", str(tmp_path / "s.sqlite")] if argv[0] == "run" else []
+    assert main([*argv, *store_args]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     (line,) = captured.err.splitlines()
@@ -104,9 +108,11 @@ def test_bad_names_are_one_line_errors(tmp_path, capsys, argv, words):
 
 
 def test_bad_flag_in_a_real_process_has_no_traceback(tmp_path):
-    result = adh("run", "--models", "lenet", "--frameworks", "torch", "--store", str(tmp_path / "s.sqlite"))
+    result = adh("run", "--models", "lenet", "--frameworks", "torch",
+                 "--store", str(tmp_path / "s.sqlite"))
     assert result.returncode == 2
-    assert result.stderr.startswith("adh: error: --models: unknown model 'lenet'; choose from: cnn, mlp")
+    assert result.stderr.startswith("adh: error: --models: unknown model 'lenet'; "
+                                    "choose from: cnn, mlp")
     assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
 
 
@@ -196,12 +202,15 @@ def test_run_end_to_end(finished_store):
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert all(cell != "-" for cell in cells[:5])  # time, allocations, peak, accuracy all measured
     assert 0 < float(cells[4]) <= 100
-    assert "toy-nan" not in "\n".join(l for l in result.stdout.splitlines() if l.startswith("|"))
-    assert "toy-nan/mnist-10k/seed0: diverged: loss nan at epoch 1, batch 2" in result.stderr  # said as it happened
+    table = [line for line in result.stdout.splitlines() if line.startswith("|")]
+    assert "toy-nan" not in "\n".join(table)
+    # said as it happened
+    assert "toy-nan/mnist-10k/seed0: diverged: loss nan at epoch 1, batch 2" in result.stderr
     assert "2 cases run, 0 skipped (--resume), 0 failed" in result.stdout
     with ResultsStore(store_path) as store:
         cases = store.cases("toycli")
-    assert dict(zip(cases["framework"], cases["status"])) == {"toy-ok": "ok", "toy-nan": "diverged"}
+    statuses = dict(zip(cases["framework"], cases["status"], strict=True))
+    assert statuses == {"toy-ok": "ok", "toy-nan": "diverged"}
     ok = cases[cases["framework"] == "toy-ok"].iloc[0]
     assert ok["alloc_bytes"] > 0 and ok["prov_threads"] == 1 and ok["prov_commit"]
     assert ok["started_at"] == ok["prov_started_at"] and ok["started_at"] <= ok["stored_at"]
@@ -239,7 +248,8 @@ def test_run_with_only_failures_reports_them_without_a_traceback(toys, tmp_path,
     result = adh("run", str(suite), "--store", str(tmp_path / "store.sqlite"), "--no-progress")
     assert result.returncode == 1
     assert "Traceback" not in result.stderr, result.stderr
-    assert "toy-error/mnist-10k/seed0: failed: RuntimeError: toy adapter exploded at step 2" in result.stderr
+    assert ("toy-error/mnist-10k/seed0: failed: RuntimeError: toy adapter exploded at step 2"
+            in result.stderr)
     assert "no finished case to tabulate (failed)" in result.stdout
     assert "1 cases run, 0 skipped (--resume), 1 failed" in result.stdout
     assert main(["results", "--store", str(tmp_path / "store.sqlite")]) == 0
@@ -284,7 +294,8 @@ def test_ctrl_c_then_resume(toys, tmp_path):
         os.kill(int(hanging.name.split(".")[1]), 0)
     with ResultsStore(store_path) as store:
         cases = store.cases("ctrlc")
-    assert list(zip(cases["framework"], cases["status"])) == [("toy-ok", "ok"), ("toy-hang", "interrupted")]
+    statuses = list(zip(cases["framework"], cases["status"], strict=True))
+    assert statuses == [("toy-ok", "ok"), ("toy-hang", "interrupted")]
     assert cases["reason"].iloc[1] == "stopped by Ctrl-C"
     assert launches(toys, "toy-nan") == 0
 
@@ -293,22 +304,28 @@ def test_ctrl_c_then_resume(toys, tmp_path):
     resumed = adh(*argv[1:], "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert "2 cases run, 1 skipped (--resume), 0 failed" in resumed.stdout
-    rows = [line.split("|")[1].strip() for line in resumed.stdout.splitlines() if line.startswith("| toy-")]
+    rows = [line.split("|")[1].strip() for line in resumed.stdout.splitlines()
+            if line.startswith("| toy-")]
     assert rows == ["toy-ok", "toy-hang"]  # the skipped case is in the table too; toy-nan diverged
     assert launches(toys, "toy-ok") == ok_runs  # the finished case was not run again
     with ResultsStore(store_path) as store:
         cases = store.cases("ctrlc")
-    assert dict(zip(cases["framework"], cases["status"])) == {"toy-ok": "ok", "toy-hang": "ok", "toy-nan": "diverged"}
+    statuses = dict(zip(cases["framework"], cases["status"], strict=True))
+    assert statuses == {"toy-ok": "ok", "toy-hang": "ok", "toy-nan": "diverged"}
     assert len(cases) == 3
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="adh check compares against torch")
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                    reason="adh check compares against torch")
 def test_check_passes_and_prints_the_table():
-    result = adh("check", "--models", "mlp", "circles-tanh", "--steps", "5", "--test-limit", "200", "--threads", "1")
+    result = adh("check", "--models", "mlp", "circles-tanh", "--steps", "5", "--test-limit", "200",
+                 "--threads", "1")
     assert result.returncode == 0, result.stdout + result.stderr
     headers = table_headers(result.stdout)
-    assert headers and headers[0][:3] == ["model", "framework", "dtype"] and headers[0][-1] == "result"
-    rows = [line for line in result.stdout.splitlines() if line.startswith("| ") and "framework" not in line]
+    assert headers
+    assert headers[0][:3] == ["model", "framework", "dtype"] and headers[0][-1] == "result"
+    rows = [line for line in result.stdout.splitlines()
+            if line.startswith("| ") and "framework" not in line]
     assert len(rows) == 4  # two models x two engine modes
     assert all(line.rstrip("| ").endswith("ok") for line in rows)
     assert "4 passed, 0 failed" in result.stdout
@@ -339,10 +356,11 @@ def test_report_and_compare_commands_read_the_store(tmp_path, capsys):
 # --- one measurement at a time, and the machine under it -----------------------------------------
 
 def test_measurements_run_one_at_a_time(toys, tmp_path):
-    """A second measuring command waits for the first (saying whom for), or with --no-wait exits 2."""
+    """A second measuring command waits for the first (saying whom for); with --no-wait, exits 2."""
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys\nfrom harness.measure.lock import measurement_lock\n"
-                               "with measurement_lock():\n    print('held', flush=True)\n    sys.stdin.readline()"],
+                               "with measurement_lock():\n    print('held', flush=True)\n"
+                               "    sys.stdin.readline()"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline() == "held\n"
@@ -378,7 +396,7 @@ def test_rounds_flag_and_intervals_in_the_closing_table(toys, tmp_path):
         runs = s.runs("two")
     assert runs["run"].tolist() == [0, 1]
     (row,) = [line for line in out.stdout.splitlines() if line.startswith("| toy-ok")]
-    clean = int((~runs["flagged"]).sum())  # this host may flag a pass as drifted, even after retries
+    clean = int((~runs["flagged"]).sum())  # a pass may stay flagged as drifted, retries or not
     if clean == 2:
         assert "(95% CI " in row  # two processes: the step time has an interval
     else:
@@ -390,7 +408,8 @@ def test_rounds_flag_and_intervals_in_the_closing_table(toys, tmp_path):
 def test_system_says_what_the_measurement_depends_on():
     out = adh("system")
     assert out.returncode in (0, 1) and "Traceback" not in out.stderr
-    for name in ("CPU model", "CPU affinity", "foreign CPU use", "steal time", "BLAS", "ASLR", "valgrind"):
+    for name in ("CPU model", "CPU affinity", "foreign CPU use", "steal time", "BLAS", "ASLR",
+                 "valgrind"):
         assert name in out.stdout
     warnings = out.stdout.count("WARNING")
     assert out.stdout.rstrip().endswith(f"{warnings} warning{'s' * (warnings != 1)}")

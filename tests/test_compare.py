@@ -12,19 +12,27 @@ import numpy as np
 import pytest
 
 from harness import abtest
-from harness.compare import (ResultSet, Thresholds, compare, exit_code, load_result_set, to_json,
-                             to_markdown)
+from harness.compare import (
+    ResultSet,
+    Thresholds,
+    compare,
+    exit_code,
+    load_result_set,
+    to_json,
+    to_markdown,
+)
 from harness.errors import UsageError
 from harness.records import Case, CaseResult, EpochRecord, RunRecord
 from harness.store import ResultsStore
 from harness.suites import Suite
 
 MEDIAN_STEP_S = 1e-3
+DEFAULT_THRESHOLDS = Thresholds()
 
 
 def steps(rng: np.random.Generator, n: int = 40, scale: float = 1.0, sigma: float = 0.05,
           phi: float = 0.0) -> list[float]:
-    """Log-normal step times around `scale` ms; `phi` > 0 makes consecutive steps AR(1)-correlated."""
+    """Log-normal step times around `scale` ms; `phi` > 0 AR(1)-correlates consecutive steps."""
     noise = rng.normal(0, sigma * np.sqrt(1 - phi ** 2), n)
     noise[0] = rng.normal(0, sigma)
     for t in range(1, n):
@@ -42,10 +50,12 @@ def result(step_times: list[float], model: str = "mlp", seed: int = 0, status: s
     return CaseResult(case=case, key=case.key(version), status=status,
                       reason="" if status == "ok" else "boom", provenance={"code_version": version},
                       runs=[run] if step_times else [], alloc_bytes=alloc_bytes, alloc_count=5000,
-                      peak_bytes=8_000_000, epochs=[EpochRecord(1, 0.5, 0.8, 0.4, test_acc, 1.0, 0.1)])
+                      peak_bytes=8_000_000,
+                      epochs=[EpochRecord(1, 0.5, 0.8, 0.4, test_acc, 1.0, 0.1)])
 
 
-def sets(base_runs: list[list[float]], new_runs: list[list[float]], **new_fields) -> tuple[ResultSet, ResultSet]:
+def sets(base_runs: list[list[float]], new_runs: list[list[float]],
+         **new_fields) -> tuple[ResultSet, ResultSet]:
     """BASE and NEW with one mlp case run once per list of step times."""
     return (ResultSet.from_results([result(r) for r in base_runs]),
             ResultSet.from_results([result(r, **new_fields) for r in new_runs]))
@@ -57,7 +67,7 @@ def row(rows, metric: str):
 
 
 def time_verdict(base_scale: float, new_scale: float, seed: int = 0, runs: int = 3, n: int = 40,
-                 thresholds: Thresholds = Thresholds(), **noise):
+                 thresholds: Thresholds = DEFAULT_THRESHOLDS, **noise):
     rng = np.random.default_rng(seed)
     base, new = sets([steps(rng, n, base_scale, **noise) for _ in range(runs)],
                      [steps(rng, n, new_scale, **noise) for _ in range(runs)])
@@ -65,11 +75,12 @@ def time_verdict(base_scale: float, new_scale: float, seed: int = 0, runs: int =
 
 
 def time_rows_over_seeds(seeds: int = 200, runs: int = 3, n: int = 40,
-                         thresholds: Thresholds = Thresholds(), **noise) -> list:
+                         thresholds: Thresholds = DEFAULT_THRESHOLDS, **noise) -> list:
     """Step-time rows of `seeds` cases whose BASE and NEW draw from the same distribution."""
     rng = np.random.default_rng(0)
     base, new = (ResultSet.from_results([result(steps(rng, n, **noise), seed=seed)
-                                         for seed in range(seeds) for _ in range(runs)]) for _ in "ab")
+                                         for seed in range(seeds) for _ in range(runs)])
+                 for _ in "ab")
     return [r for r in compare(base, new, thresholds) if r.metric == "step_time_s"]
 
 
@@ -123,12 +134,14 @@ def test_contended_runs_are_left_out_or_give_no_verdict() -> None:
     new = ResultSet.from_results([result(steps(rng)) for _ in range(3)])
     time = row(compare(base, new), "step_time_s")
     assert time.verdict == "unchanged" and "left out 1 flagged run" in time.notes
-    slower = ResultSet.from_results([result(steps(rng, scale=1.3), contended=True) for _ in range(3)])
+    slower = ResultSet.from_results([result(steps(rng, scale=1.3), contended=True)
+                                     for _ in range(3)])
     time = row(compare(new, slower), "step_time_s")
     assert time.verdict == "~" and time.p_value < 0.01 and "contended" in time.notes
 
 
-@pytest.mark.parametrize("factor, verdict", [(1.03, "regressed"), (1.01, "unchanged"), (0.97, "improved")])
+@pytest.mark.parametrize("factor, verdict",
+                         [(1.03, "regressed"), (1.01, "unchanged"), (0.97, "improved")])
 def test_memory_has_a_tolerance_and_no_test(factor: float, verdict: str) -> None:
     rng = np.random.default_rng(0)
     base, new = sets([steps(rng)], [steps(rng)], alloc_bytes=int(100_000_000 * factor))
@@ -138,7 +151,8 @@ def test_memory_has_a_tolerance_and_no_test(factor: float, verdict: str) -> None
     assert row(rows, "peak_bytes").verdict == row(rows, "alloc_count").verdict == "unchanged"
 
 
-@pytest.mark.parametrize("test_acc, verdict", [(0.894, "regressed"), (0.897, "unchanged"), (0.91, "improved")])
+@pytest.mark.parametrize("test_acc, verdict",
+                         [(0.894, "regressed"), (0.897, "unchanged"), (0.91, "improved")])
 def test_accuracy_has_a_tolerance_in_points(test_acc: float, verdict: str) -> None:
     rng = np.random.default_rng(0)
     acc = row(compare(*sets([steps(rng)], [steps(rng)], test_acc=test_acc)), "test_acc")
@@ -170,7 +184,8 @@ def test_cases_are_matched_by_settings_not_by_key() -> None:
 
 def test_outputs_and_exit_code() -> None:
     rng = np.random.default_rng(0)
-    base, new = sets([steps(rng, scale=1.0) for _ in range(3)], [steps(rng, scale=1.3) for _ in range(3)])
+    base, new = sets([steps(rng, scale=1.0) for _ in range(3)],
+                     [steps(rng, scale=1.3) for _ in range(3)])
     rows = compare(base, new)
     text = to_markdown(rows, "main", "branch")
     assert "| Model" in text and "| main" in text and "step time" in text and "regressed" in text
@@ -193,7 +208,8 @@ def test_load_result_set_from_a_store_and_an_exported_folder(tmp_path: Path) -> 
         store.export(tmp_path / "parquet", "parquet")
     for spec in (f"{store_path}#ci", f"{tmp_path / 'csv'}#ci", f"{tmp_path / 'parquet'}#ci"):
         loaded = load_result_set(spec)
-        assert loaded.code_versions() == ["new2"] and len(loaded.steps) == 40 and len(loaded.epochs) == 1
+        assert loaded.code_versions() == ["new2"]
+        assert len(loaded.steps) == 40 and len(loaded.epochs) == 1
         rows = compare(loaded, load_result_set(f"{store_path}#ci"))
         assert {r.verdict for r in rows} == {"unchanged"}
     assert load_result_set(f"{store_path}#ci@old").cases["alloc_bytes"].tolist() == [1]
@@ -217,7 +233,8 @@ def repo(tmp_path: Path) -> Path:
 
 
 def worktrees(repo: Path) -> int:
-    out = subprocess.run(["git", "-C", str(repo), "worktree", "list"], capture_output=True, text=True)
+    out = subprocess.run(["git", "-C", str(repo), "worktree", "list"], capture_output=True,
+                         text=True)
     return len(out.stdout.splitlines())
 
 
@@ -234,9 +251,10 @@ def fake_round(calls: list, trees: set, repo: Path, scale: dict[str, float] | No
         if memory:
             result.alloc_bytes = 1000
         # a host whose pace drifts from round to round by +-20 %: pairing must cancel it
-        times = steps(rng, scale=(1 + 0.2 * (-1) ** round_) * (scale or {}).get(side, 1.0), sigma=0.01)
-        result.runs.append(RunRecord(round=round_, step_times_s=times, warmup_steps=1, warmup_s=0.01,
-                                     train_time_s=sum(times), eval_time_s=0.1))
+        pace = (1 + 0.2 * (-1) ** round_) * (scale or {}).get(side, 1.0)
+        times = steps(rng, scale=pace, sigma=0.01)
+        result.runs.append(RunRecord(round=round_, step_times_s=times, warmup_steps=1,
+                                     warmup_s=0.01, train_time_s=sum(times), eval_time_s=0.1))
     return measure
 
 
@@ -247,9 +265,12 @@ def test_ab_test_interleaves_rounds_and_removes_the_worktree(repo: Path, monkeyp
     out = abtest.ab_test("HEAD", Suite("ci", "", cases), rounds=3, repo=repo)
     # every round runs every case, the order rotated; within a round a case's sides run next to
     # each other, REF first in even rounds; memory once per side, in the first round
-    assert calls == [("mlp", "A", 0, True), ("mlp", "B", 0, True), ("cnn", "A", 0, True), ("cnn", "B", 0, True),
-                     ("cnn", "B", 1, False), ("cnn", "A", 1, False), ("mlp", "B", 1, False), ("mlp", "A", 1, False),
-                     ("mlp", "A", 2, False), ("mlp", "B", 2, False), ("cnn", "A", 2, False), ("cnn", "B", 2, False)]
+    assert calls == [("mlp", "A", 0, True), ("mlp", "B", 0, True),
+                     ("cnn", "A", 0, True), ("cnn", "B", 0, True),
+                     ("cnn", "B", 1, False), ("cnn", "A", 1, False),
+                     ("mlp", "B", 1, False), ("mlp", "A", 1, False),
+                     ("mlp", "A", 2, False), ("mlp", "B", 2, False),
+                     ("cnn", "A", 2, False), ("cnn", "B", 2, False)]
     assert out.base.paired and out.new.paired
     assert len(out.base.cases) == len(out.new.cases) == 2 and len(out.base.runs) == 6
     time = row([r for r in out.rows if r.model == "mlp"], "step_time_s")
@@ -268,11 +289,13 @@ def test_ab_test_pairs_rounds_so_that_drift_cancels(repo: Path, monkeypatch) -> 
     time = row(out.rows, "step_time_s")
     assert time.change == pytest.approx(1.15, rel=0.02)
     assert 1.10 < time.ci_low < time.ci_high < 1.20 and time.verdict == "regressed"
-    unpaired = row(compare(replace(out.base, paired=False), replace(out.new, paired=False)), "step_time_s")
+    unpaired_rows = compare(replace(out.base, paired=False), replace(out.new, paired=False))
+    unpaired = row(unpaired_rows, "step_time_s")
     assert unpaired.ci_low < 1 and unpaired.verdict == "~"
 
 
-def test_ab_test_removes_the_worktree_on_ctrl_c_and_refuses_unknown_refs(repo: Path, monkeypatch) -> None:
+def test_ab_test_removes_the_worktree_on_ctrl_c_and_refuses_unknown_refs(repo: Path,
+                                                                         monkeypatch) -> None:
     seen = []
 
     def interrupted(result, round_, options, probes, on_progress=None, note=None):

@@ -13,8 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.data import (DATASETS, FASHION_MNIST_DIR, Dataset, DatasetError, kfold_splits,
-                          load_dataset, mnist10k)
+from harness.data import (
+    DATASETS,
+    FASHION_MNIST_DIR,
+    Dataset,
+    DatasetError,
+    kfold_splits,
+    load_dataset,
+    mnist10k,
+)
 from harness.data.circles import RADIUS_SQUARED
 from harness.data.download import download_mnist
 from harness.data.idx import IDX_FILES, read_idx, read_idx_pair
@@ -22,7 +29,8 @@ from harness.data.idx import IDX_FILES, read_idx, read_idx_pair
 
 def idx_bytes(array: np.ndarray, type_code: int = 0x08) -> bytes:
     """An IDX file holding `array` (uint8 unless another type code is forced)."""
-    return struct.pack(f">BBBB{array.ndim}I", 0, 0, type_code, array.ndim, *array.shape) + array.tobytes()
+    header = struct.pack(f">BBBB{array.ndim}I", 0, 0, type_code, array.ndim, *array.shape)
+    return header + array.tobytes()
 
 
 def write_idx(path: Path, array: np.ndarray) -> Path:
@@ -37,7 +45,7 @@ def tiny_idx_dir(directory: Path, n_train: int = 30, n_test: int = 12,
     rng = np.random.default_rng(1)
     directory.mkdir(parents=True, exist_ok=True)
     arrays = {}
-    for stem, n in zip(IDX_FILES, (n_train, n_train, n_test, n_test)):
+    for stem, n in zip(IDX_FILES, (n_train, n_train, n_test, n_test), strict=True):
         shape = (n, 28, 28) if "images" in stem else (n,)
         arrays[stem] = rng.integers(0, 256 if "images" in stem else 10, shape, dtype=np.uint8)
         write_idx(directory / (stem + (".gz" if gz else "")), arrays[stem])
@@ -66,7 +74,8 @@ def test_mnist10k_split_is_fixed_stratified_and_shuffled(mnist):
         train, test, labels = npz["train_idx"], npz["test_idx"], npz["labels"]
     assert len(np.intersect1d(train, test)) == 0 and len(np.union1d(train, test)) == 10_000
     counts, test_counts = np.bincount(labels), np.bincount(mnist.y_test)
-    assert test_counts.sum() == 2000 and np.all(np.abs(test_counts - counts / 5) < 1)  # proportional
+    assert test_counts.sum() == 2000
+    assert np.all(np.abs(test_counts - counts / 5) < 1)  # proportional
     assert np.array_equal(np.bincount(mnist.y_train) + test_counts, counts)
     assert np.count_nonzero(np.diff(mnist.y_train)) > 5000  # shuffled: not grouped by class
     assert np.array_equal(mnist.x_test, load_dataset("mnist-10k").x_test)
@@ -90,7 +99,8 @@ def test_mnist10k_corrupt_or_missing_file_is_reported(tmp_path):
         arrays = {name: npz[name] for name in npz.files}
     arrays["labels"][0] ^= 1
     np.savez_compressed(tmp_path / "bad.npz", **arrays)
-    with pytest.raises(DatasetError, match=r"bad\.npz is corrupt: its checksum .*build_mnist10k\.py"):
+    with pytest.raises(DatasetError,
+                       match=r"bad\.npz is corrupt: its checksum .*build_mnist10k\.py"):
         mnist10k.load(path=tmp_path / "bad.npz")
     (tmp_path / "junk.npz").write_bytes(b"PK\x03\x04 not a zip")
     with pytest.raises(DatasetError, match=r"junk\.npz is corrupt"):
@@ -128,13 +138,15 @@ def test_kfold_splits_are_disjoint_and_cover(n, k):
     assert np.array_equal(np.sort(np.concatenate(tests)), np.arange(n))  # disjoint and covering
     assert max(map(len, tests)) - min(map(len, tests)) <= 1
     for train, test in splits:
-        assert np.array_equal(np.union1d(train, test), np.arange(n)) and not np.intersect1d(train, test).size
+        assert np.array_equal(np.union1d(train, test), np.arange(n))
+        assert not np.intersect1d(train, test).size
 
 
 def test_kfold_splits_depend_on_seed_only():
-    same = zip(kfold_splits(100, 5, seed=3), kfold_splits(100, 5, seed=3))
+    same = zip(kfold_splits(100, 5, seed=3), kfold_splits(100, 5, seed=3), strict=True)
     assert all(np.array_equal(a[1], b[1]) for a, b in same)
-    assert not np.array_equal(kfold_splits(100, 5, seed=3)[0][1], kfold_splits(100, 5, seed=4)[0][1])
+    assert not np.array_equal(kfold_splits(100, 5, seed=3)[0][1],
+                              kfold_splits(100, 5, seed=4)[0][1])
     with pytest.raises(ValueError, match="k=1"):
         kfold_splits(10, 1, seed=0)
 
@@ -156,8 +168,10 @@ GOOD = idx_bytes(np.zeros((3, 28, 28), np.uint8))
 @pytest.mark.parametrize("name,content,problem", [
     ("magic", b"\x08\x03" + GOOD[2:], "bad magic number 0803"),
     ("type", idx_bytes(np.zeros(3, np.uint8), type_code=0x0D), r"type code 0x0d \(float32\)"),
-    ("truncated", GOOD[:-100], "truncated: header says 3x28x28 = 2352 bytes of data, file has 2252"),
-    ("trailing", GOOD + b"\0\0", "trailing bytes: header says 3x28x28 = 2352 bytes of data, file has 2354"),
+    ("truncated", GOOD[:-100],
+     "truncated: header says 3x28x28 = 2352 bytes of data, file has 2252"),
+    ("trailing", GOOD + b"\0\0",
+     "trailing bytes: header says 3x28x28 = 2352 bytes of data, file has 2354"),
     ("short", GOOD[:10], "header is cut short"),
     ("corrupt.gz", gzip.compress(GOOD)[:-20], "corrupt gzip file"),
     ("notgzip.gz", GOOD, "corrupt gzip file"),
@@ -197,7 +211,8 @@ def test_fashion_mnist_from_data_dir(tmp_path, gz):
     assert np.array_equal(d.y_test, arrays[IDX_FILES[3]]) and d.y_test.dtype == np.int64
     expected = hashlib.sha256(b"".join(idx_bytes(arrays[stem]) for stem in IDX_FILES)).hexdigest()
     assert d.checksum == expected and d.source == str(tmp_path)  # the same for raw and .gz files
-    assert load_dataset("fashion-mnist", data_dir=tmp_path, dtype=np.float64).x_test.dtype == np.float64
+    as_f64 = load_dataset("fashion-mnist", data_dir=tmp_path, dtype=np.float64)
+    assert as_f64.x_test.dtype == np.float64
 
 
 def test_idx_dataset_in_named_subfolder_of_data_dir(tmp_path):
@@ -213,7 +228,8 @@ def test_fashion_mnist_system_copy():
 
 
 def test_missing_idx_datasets_say_how_to_get_them(tmp_path):
-    with pytest.raises(DatasetError, match="apt-get install dataset-fashion-mnist.*--data-dir") as info:
+    with pytest.raises(DatasetError,
+                       match="apt-get install dataset-fashion-mnist.*--data-dir") as info:
         load_dataset("fashion-mnist", data_dir=tmp_path)
     assert f"{tmp_path}: missing train-images-idx3-ubyte" in str(info.value)
     write_idx(tmp_path / "train-images-idx3-ubyte.gz", np.zeros((1, 28, 28), np.uint8))
@@ -247,7 +263,8 @@ def server(tmp_path):
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
     handler.log_message = lambda *args: None
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                     daemon=True).start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}/", digests
     httpd.shutdown()
     httpd.server_close()

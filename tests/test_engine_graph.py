@@ -129,7 +129,8 @@ def test_constants_get_no_gradient():
 
 
 @pytest.mark.parametrize("input_is_variable", [False, True])
-def test_convolution_is_asked_for_the_input_gradient_only_of_a_variable(monkeypatch, input_is_variable):
+def test_convolution_is_asked_for_the_input_gradient_only_of_a_variable(monkeypatch,
+                                                                        input_is_variable):
     """The sweep hands the op None for an input that needs no gradient (the first layer's
     images), and the op then skips dX, the costliest part of its backward."""
     asked = []
@@ -216,7 +217,8 @@ def test_float64_throughout_when_asked():
     rng = np.random.default_rng(0)
     x = engine.placeholder((4, 3), F64, "x")
     labels = engine.placeholder((4,), np.int64, "labels")
-    model = engine.Chain(engine.Dense(3, 5, engine.tanh, dtype=F64, rng=rng), engine.Dense(5, 2, dtype=F64, rng=rng))
+    model = engine.Chain(engine.Dense(3, 5, engine.tanh, dtype=F64, rng=rng),
+                         engine.Dense(5, 2, dtype=F64, rng=rng))
     loss = engine.softmax_cross_entropy(model(x), labels)
     graph = engine.Graph(loss)
     x.feed(rng.standard_normal((4, 3)))
@@ -271,7 +273,8 @@ def test_reprs():
     f = (x + y) * z
     assert repr(x) == "Variable 'x'(shape=(), dtype=float32)"
     assert repr(f) == "Operator(Mul, shape=(), dtype=float32)"
-    assert repr(engine.Graph(f)) == "Graph(5 nodes, 2 operators, output Operator(Mul, shape=(), dtype=float32))"
+    assert repr(engine.Graph(f)) == ("Graph(5 nodes, 2 operators, "
+                                     "output Operator(Mul, shape=(), dtype=float32))")
     assert repr(engine.placeholder((2, 3), name="x")) == "Constant 'x'(shape=(2, 3), dtype=float32)"
 
 
@@ -291,8 +294,10 @@ def test_static_graph_refed_equals_building_anew_and_reuses_its_arrays():
         graph.forward()
         graph.backward()
         static_loss, static_grad = f.item(), w.grad.copy()
-        assert all(n.value is a for n, a in zip(graph.operators, arrays))  # written in place
-        dynamic = (engine.tanh(engine.Constant(batch) @ w) * engine.tanh(engine.Constant(batch) @ w)).mean()
+        # the forward pass wrote into the same arrays
+        assert all(n.value is a for n, a in zip(graph.operators, arrays, strict=True))
+        dynamic = (engine.tanh(engine.Constant(batch) @ w)
+                   * engine.tanh(engine.Constant(batch) @ w)).mean()
         dynamic.backward()
         assert dynamic.item() == static_loss
         np.testing.assert_array_equal(w.grad, static_grad)
@@ -307,7 +312,8 @@ def test_constant_from_python_float_is_float32_like_variable():
 
 def test_optimizers_skip_parameters_the_loss_does_not_use():
     used, unused = engine.Variable(np.ones(3)), engine.Variable(np.ones(3))
-    for optimizer in (engine.optim.SGD([used, unused], lr=0.1, momentum=0.9), engine.optim.Adam([used, unused])):
+    for optimizer in (engine.optim.SGD([used, unused], lr=0.1, momentum=0.9),
+                      engine.optim.Adam([used, unused])):
         engine.sum(used * used).backward()
         optimizer.step()
         assert unused.grad is None and np.all(unused.value == 1)

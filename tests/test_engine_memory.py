@@ -12,9 +12,9 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from test_engine_models import cnn, mlp, rnn
 
 import engine
-from test_engine_models import cnn, mlp, rnn
 
 STATIC_BOUND = 128 * 1024  # bytes
 
@@ -40,7 +40,8 @@ def steps(build, input_shape, batch: int):
     model = build(rng)
     xb = rng.standard_normal((batch, *input_shape)).astype(np.float32)
     yb = rng.integers(0, 10, batch)
-    x, labels = engine.placeholder(xb.shape, name="x"), engine.placeholder(yb.shape, yb.dtype, "labels")
+    x = engine.placeholder(xb.shape, name="x")
+    labels = engine.placeholder(yb.shape, yb.dtype, "labels")
     graph = engine.Graph(engine.softmax_cross_entropy(model(x), labels))
 
     def static():
@@ -62,7 +63,8 @@ def test_static_step_allocates_next_to_nothing(build, input_shape):
     for batch in (100, 150):
         static, dynamic = steps(build, input_shape, batch)
         peaks[batch] = step_peak(static), step_peak(dynamic)
-    numbers = ", ".join(f"batch {b}: static peak {s:,} B, dynamic peak {d:,} B" for b, (s, d) in peaks.items())
+    numbers = ", ".join(f"batch {b}: static peak {s:,} B, dynamic peak {d:,} B"
+                        for b, (s, d) in peaks.items())
     for static_peak, dynamic_peak in peaks.values():
         assert static_peak < STATIC_BOUND, numbers
         assert static_peak < 0.1 * dynamic_peak, numbers

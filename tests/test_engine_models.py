@@ -37,7 +37,8 @@ class TorchRNN(nn.Module):
             self.w_hh = _copy(layer.weight_hh, pairs)
             self.bias = _copy(layer.bias, pairs)
         else:
-            self.rnn = nn.RNN(layer.n_in, layer.hidden, nonlinearity=self.act, batch_first=True, dtype=torch.float64)
+            self.rnn = nn.RNN(layer.n_in, layer.hidden, nonlinearity=self.act, batch_first=True,
+                              dtype=torch.float64)
             _load(self.rnn.weight_ih_l0, layer.weight_ih, pairs, transpose=True)
             _load(self.rnn.weight_hh_l0, layer.weight_hh, pairs, transpose=True)
             _load(self.rnn.bias_ih_l0, layer.bias, pairs)
@@ -53,7 +54,8 @@ class TorchRNN(nn.Module):
         return h
 
 
-def _load(param: torch.Tensor, variable: engine.Variable, pairs: list, transpose: bool = False) -> None:
+def _load(param: torch.Tensor, variable: engine.Variable, pairs: list,
+          transpose: bool = False) -> None:
     with torch.no_grad():
         param.copy_(torch.from_numpy(variable.value.T if transpose else variable.value))
     pairs.append((variable, param, transpose))
@@ -66,7 +68,8 @@ def _copy(variable: engine.Variable, pairs: list) -> nn.Parameter:
 
 
 def torch_twin(layer: engine.Module, pairs: list) -> nn.Module:
-    """`layer` built in torch with the same weights; (engine var, torch param, transposed?) go to pairs."""
+    """`layer` built in torch with the same weights; appends (engine var, torch param, transposed?)
+    to `pairs`."""
     if isinstance(layer, engine.Chain):
         return nn.Sequential(*(torch_twin(sub, pairs) for sub in layer.layers))
     if isinstance(layer, engine.RNN):
@@ -79,7 +82,8 @@ def torch_twin(layer: engine.Module, pairs: list) -> nn.Module:
         main = nn.Linear(layer.n_in, layer.n_out, dtype=torch.float64)
         _load(main.weight, layer.weight, pairs, transpose=True)  # torch stores (out, in)
     elif isinstance(layer, engine.Conv):
-        main = nn.Conv2d(layer.in_ch, layer.out_ch, layer.kernel, layer.stride, layer.padding, dtype=torch.float64)
+        main = nn.Conv2d(layer.in_ch, layer.out_ch, layer.kernel, layer.stride, layer.padding,
+                         dtype=torch.float64)
         _load(main.weight, layer.weight, pairs)                  # (O, C, k, k) in both
     else:
         raise TypeError(layer)
@@ -92,7 +96,8 @@ def relative_error(actual, expected) -> float:
     return float(np.linalg.norm(actual - expected) / max(np.linalg.norm(expected), 1e-300))
 
 
-def assert_same_as_torch(model: engine.Module, loss_engine, loss_torch, x: np.ndarray, target: np.ndarray):
+def assert_same_as_torch(model: engine.Module, loss_engine, loss_torch, x: np.ndarray,
+                         target: np.ndarray):
     """Loss and every parameter's gradient of `model` equal those of its torch twin."""
     pairs: list = []
     twin = torch_twin(model, pairs)
@@ -127,9 +132,10 @@ LAYERS = {
     "dense-tanh": (lambda rng: engine.Dense(5, 4, engine.tanh, rng=rng, dtype=F64), (3, 5)),
     "dense-sigmoid": (lambda rng: engine.Dense(5, 4, engine.sigmoid, rng=rng, dtype=F64), (3, 5)),
     "conv": (lambda rng: engine.Conv(2, 3, 3, rng=rng, dtype=F64), (2, 2, 7, 7)),
-    "conv-relu-s2-p1": (lambda rng: engine.Conv(3, 4, 3, engine.relu, stride=2, padding=1, rng=rng, dtype=F64),
-                        (2, 3, 8, 8)),
-    "conv-5x5-p2": (lambda rng: engine.Conv(1, 2, 5, engine.tanh, padding=2, rng=rng, dtype=F64), (2, 1, 6, 6)),
+    "conv-relu-s2-p1": (lambda rng: engine.Conv(3, 4, 3, engine.relu, stride=2, padding=1,
+                                                rng=rng, dtype=F64), (2, 3, 8, 8)),
+    "conv-5x5-p2": (lambda rng: engine.Conv(1, 2, 5, engine.tanh, padding=2, rng=rng, dtype=F64),
+                    (2, 1, 6, 6)),
     "maxpool-2": (lambda rng: engine.MaxPool(2), (2, 3, 6, 7)),
     "maxpool-3": (lambda rng: engine.MaxPool(3), (2, 3, 7, 6)),
     "flatten": (lambda rng: engine.Flatten(), (2, 3, 4, 5)),
@@ -165,8 +171,9 @@ def test_layer_matches_torch(name):
 def cnn(rng=None, dtype=np.float32):
     return engine.Chain(
         engine.Conv(1, 6, 5, engine.relu, rng=rng, dtype=dtype), engine.MaxPool(2),
-        engine.Conv(6, 16, 5, engine.relu, rng=rng, dtype=dtype), engine.MaxPool(2), engine.Flatten(),
-        engine.Dense(256, 84, engine.relu, rng=rng, dtype=dtype), engine.Dense(84, 10, rng=rng, dtype=dtype))
+        engine.Conv(6, 16, 5, engine.relu, rng=rng, dtype=dtype), engine.MaxPool(2),
+        engine.Flatten(), engine.Dense(256, 84, engine.relu, rng=rng, dtype=dtype),
+        engine.Dense(84, 10, rng=rng, dtype=dtype))
 
 
 def mlp(rng=None, dtype=np.float32):
@@ -207,11 +214,14 @@ def test_model_loss_and_gradients_match_torch(name):
 
 
 def circle_mlp(act, output_act, rng):
-    return engine.Chain(engine.Dense(2, 25, act, rng=rng, dtype=F64), engine.Dense(25, 25, act, rng=rng, dtype=F64),
-                        engine.Dense(25, 25, act, rng=rng, dtype=F64), engine.Dense(25, 1, output_act, rng=rng, dtype=F64))
+    return engine.Chain(engine.Dense(2, 25, act, rng=rng, dtype=F64),
+                        engine.Dense(25, 25, act, rng=rng, dtype=F64),
+                        engine.Dense(25, 25, act, rng=rng, dtype=F64),
+                        engine.Dense(25, 1, output_act, rng=rng, dtype=F64))
 
 
-@pytest.mark.parametrize("act", [engine.tanh, engine.relu, engine.sigmoid], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("act", [engine.tanh, engine.relu, engine.sigmoid],
+                         ids=lambda f: f.__name__)
 @pytest.mark.parametrize("loss", ["mse", "mse-sigmoid-output", "bce"])
 def test_circle_mlp_matches_torch(act, loss):
     """The 2-25-25-25-1 network on circle data (label: outside radius 1/sqrt(2 pi))."""
@@ -264,9 +274,9 @@ def test_static_and_dynamic_training_are_bit_identical(name, opt):
     for mode in ("static", "dynamic"):
         model = build(np.random.default_rng(3))
         runs[mode] = train(model, mode, OPTIMIZERS[opt][0](model.parameters()), data)
-    for (loss_s, grads_s), (loss_d, grads_d) in zip(runs["static"], runs["dynamic"]):
+    for (loss_s, grads_s), (loss_d, grads_d) in zip(runs["static"], runs["dynamic"], strict=True):
         assert loss_s == loss_d
-        assert all(np.array_equal(a, b) for a, b in zip(grads_s, grads_d))
+        assert all(np.array_equal(a, b) for a, b in zip(grads_s, grads_d, strict=True))
     assert runs["static"][-1][0] != runs["static"][0][0]  # the weights did move
 
 
@@ -283,7 +293,7 @@ def test_training_trajectory_matches_torch(name, opt):
     data = batches(name, 3, 6, F64)
     losses = train(model, "dynamic", make_engine_opt([v for v, _, _ in pairs]), data)
     torch_opt = make_torch_opt(params)
-    for (xb, yb), (loss, _) in zip(data, losses):
+    for (xb, yb), (loss, _) in zip(data, losses, strict=True):
         torch_opt.zero_grad()
         expected = F.cross_entropy(twin(torch.from_numpy(xb)), torch.from_numpy(yb))
         expected.backward()
@@ -304,12 +314,12 @@ def test_optimizer_matches_torch_optim(opt):
     make_engine_opt, make_torch_opt = OPTIMIZERS[opt]
     ours, theirs = make_engine_opt(variables), make_torch_opt(params)
     for _ in range(5):
-        for v, p in zip(variables, params):
+        for v, p in zip(variables, params, strict=True):
             v.grad = rng.standard_normal(v.shape)
             p.grad = torch.tensor(v.grad)
         ours.step()
         theirs.step()
-        for v, p in zip(variables, params):
+        for v, p in zip(variables, params, strict=True):
             np.testing.assert_allclose(v.value, p.detach().numpy(), rtol=1e-13, atol=1e-15)
 
 
@@ -362,7 +372,8 @@ def test_initializer_shape_dtype_and_reproducibility(name):
 @pytest.mark.parametrize("name", INIT_SPREAD)
 def test_initializer_spread(name):
     kind, scale = INIT_SPREAD[name]
-    a = init.INITIALIZERS[name](np.random.default_rng(0), (FAN_IN, FAN_OUT), FAN_IN, FAN_OUT).astype(F64)
+    initializer = init.INITIALIZERS[name]
+    a = initializer(np.random.default_rng(0), (FAN_IN, FAN_OUT), FAN_IN, FAN_OUT).astype(F64)
     assert abs(a.mean()) < 0.01 * scale
     if kind == "uniform":  # U(-a, a): inside the bound, reaching it, variance a^2 / 3
         assert np.abs(a).max() <= np.float32(scale) and np.abs(a).max() > 0.999 * scale
@@ -374,10 +385,12 @@ def test_initializer_spread(name):
 def test_layers_use_glorot_uniform_with_conv_fans_and_zero_bias():
     conv = engine.Conv(6, 16, 5, rng=np.random.default_rng(0))
     limit = np.sqrt(6 / (6 * 25 + 16 * 25))
-    assert np.abs(conv.weight.value).max() <= limit and np.abs(conv.weight.value).max() > 0.99 * limit
+    largest = np.abs(conv.weight.value).max()
+    assert largest <= limit and largest > 0.99 * limit
     assert not conv.bias.value.any()
     dense = engine.Dense(784, 128)
-    assert dense.weight.dtype == np.float32 and np.abs(dense.weight.value).max() <= np.sqrt(6 / (784 + 128))
+    assert dense.weight.dtype == np.float32
+    assert np.abs(dense.weight.value).max() <= np.sqrt(6 / (784 + 128))
 
 
 def test_init_seed_makes_layers_reproducible():
@@ -409,8 +422,9 @@ def test_parameters_are_found_by_walking_attributes():
 
 
 def test_reprs_show_the_parameter_count():
-    assert repr(engine.Dense(784, 128, engine.relu)) == "Dense(784 => 128, relu)  # 100,480 parameters"
-    assert repr(engine.Conv(3, 4, 3, stride=2, padding=1)) == "Conv((3, 3), 3 => 4, stride=2, padding=1)  # 112 parameters"
+    dense, conv = engine.Dense(784, 128, engine.relu), engine.Conv(3, 4, 3, stride=2, padding=1)
+    assert repr(dense) == "Dense(784 => 128, relu)  # 100,480 parameters"
+    assert repr(conv) == "Conv((3, 3), 3 => 4, stride=2, padding=1)  # 112 parameters"
     assert repr(engine.RNN(28, 64)) == "RNN(28 => 64, tanh)  # 5,952 parameters"
     assert repr(engine.MaxPool(2)) == "MaxPool((2, 2))"
     assert repr(engine.Flatten()) == "Flatten()"
@@ -433,7 +447,7 @@ def test_state_and_load_round_trip():
     assert all(np.array_equal(state[k], v) for k, v in target.state().items())
     arrays = [p.value for p in target.parameters()]
     target.load({k: v.astype(F64) for k, v in state.items()})  # cast into the existing arrays
-    assert all(a is p.value for a, p in zip(arrays, target.parameters()))
+    assert all(a is p.value for a, p in zip(arrays, target.parameters(), strict=True))
     assert all(p.dtype == np.float32 for p in target.parameters())
     state["0.weight"][...] = 0  # state() hands out copies
     assert source.state()["0.weight"].any()
@@ -448,7 +462,8 @@ def test_load_rejects_wrong_names_and_shapes():
     del missing["2.bias"]
     with pytest.raises(KeyError):
         model.load(missing)
-    with pytest.raises(ValueError, match=r"0.weight: expected shape \(784, 128\), got \(128, 784\)"):
+    with pytest.raises(ValueError,
+                       match=r"0.weight: expected shape \(784, 128\), got \(128, 784\)"):
         model.load({**state, "0.weight": state["0.weight"].T})
 
 

@@ -20,9 +20,31 @@ import torch
 import torch.nn.functional as F
 
 import engine
-from engine.ops import (RNN, Add, Conv2d, Cos, Div, Exp, Log, MatMul, MaxPool2d, Mean,
-                        MeanSquaredError, Mul, Neg, Pow, ReLU, Reshape, Sigmoid, Sin,
-                        SoftmaxCrossEntropy, Sub, Sum, Tanh, Transpose)
+from engine.ops import (
+    RNN,
+    Add,
+    Conv2d,
+    Cos,
+    Div,
+    Exp,
+    Log,
+    MatMul,
+    MaxPool2d,
+    Mean,
+    MeanSquaredError,
+    Mul,
+    Neg,
+    Pow,
+    ReLU,
+    Reshape,
+    Sigmoid,
+    Sin,
+    SoftmaxCrossEntropy,
+    Sub,
+    Sum,
+    Tanh,
+    Transpose,
+)
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -65,7 +87,8 @@ BINARY = [("add", Add, lambda a, b: a + b), ("sub", Sub, lambda a, b: a - b),
           ("pow", Pow, lambda a, b: a ** b)]
 UNARY = [("exp", Exp, engine.exp, torch.exp), ("log", Log, engine.log, torch.log),
          ("sin", Sin, engine.sin, torch.sin), ("cos", Cos, engine.cos, torch.cos),
-         ("tanh", Tanh, engine.tanh, torch.tanh), ("sigmoid", Sigmoid, engine.sigmoid, torch.sigmoid),
+         ("tanh", Tanh, engine.tanh, torch.tanh),
+         ("sigmoid", Sigmoid, engine.sigmoid, torch.sigmoid),
          ("relu", ReLU, engine.relu, torch.relu), ("neg", Neg, lambda x: -x, lambda x: -x)]
 AXES = [None, 0, -1, 1, (0, 2), (-1, 0)]
 
@@ -104,26 +127,30 @@ def _cases() -> list[Case]:
         for axis in AXES:
             for keepdims in (False, True):
                 cases.append(Case(f"{name}-axis{axis}-keep{keepdims}", op,
-                                  lambda x, fn=fn, axis=axis, k=keepdims: fn(x, axis=axis, keepdims=k),
+                                  lambda x, fn=fn, a=axis, k=keepdims: fn(x, axis=a, keepdims=k),
                                   _torch_reduce(name, axis, keepdims), shapes((2, 3, 4))))
     for shape in [(6, 4), (4, -1), (24,), (2, 12, 1)]:
         cases.append(Case(f"reshape-{shape}", Reshape, lambda x, s=shape: engine.reshape(x, s),
                           lambda t, s=shape: t.reshape(s), shapes((2, 3, 4))))
     for axes in [None, (1, 0, 2), (2, 0, 1), (0, 2, 1), (-1, 0, 1), (0, -1, -2)]:
         cases.append(Case(f"transpose-{axes}", Transpose, lambda x, a=axes: engine.transpose(x, a),
-                          lambda t, a=axes: t.permute(a if a is not None else tuple(reversed(range(t.ndim)))),
+                          lambda t, a=axes: t.permute(a if a is not None
+                                                      else tuple(reversed(range(t.ndim)))),
                           shapes((2, 3, 4))))
     for a, b in [((3, 4), (4, 5)), ((2, 3, 4), (2, 4, 5)), ((2, 3, 4), (4, 5)), ((3, 4), (2, 4, 5)),
                  ((1, 3, 4), (2, 4, 5))]:
-        cases.append(Case(f"matmul-{a}-{b}", MatMul, lambda x, y: x @ y, lambda x, y: x @ y, shapes(a, b)))
+        cases.append(Case(f"matmul-{a}-{b}", MatMul, lambda x, y: x @ y, lambda x, y: x @ y,
+                          shapes(a, b)))
     for n, c in [(5, 7), (1, 3), (8, 10)]:
         cases.append(Case(f"softmax_ce-{n}x{c}", SoftmaxCrossEntropy, engine.softmax_cross_entropy,
                           F.cross_entropy, (Input((n, c)), Input((n,), "labels", c))))
     for shape in [(4, 3), (7,), (2, 3, 2)]:
-        cases.append(Case(f"mse-{shape}", MeanSquaredError, engine.mse, F.mse_loss, shapes(shape, shape)))
+        cases.append(Case(f"mse-{shape}", MeanSquaredError, engine.mse, F.mse_loss,
+                          shapes(shape, shape)))
     # (N, C, H, W, O, k, stride, padding), with sizes that do and do not fit the stride exactly.
-    for n, c, h, w, o, k, s, p in [(2, 1, 6, 6, 3, 3, 1, 0), (2, 3, 7, 7, 4, 3, 2, 1), (1, 2, 5, 6, 2, 3, 1, 1),
-                                   (2, 3, 8, 8, 5, 3, 2, 0), (1, 2, 6, 6, 3, 5, 1, 0), (2, 4, 5, 5, 1, 1, 2, 1),
+    for n, c, h, w, o, k, s, p in [(2, 1, 6, 6, 3, 3, 1, 0), (2, 3, 7, 7, 4, 3, 2, 1),
+                                   (1, 2, 5, 6, 2, 3, 1, 1), (2, 3, 8, 8, 5, 3, 2, 0),
+                                   (1, 2, 6, 6, 3, 5, 1, 0), (2, 4, 5, 5, 1, 1, 2, 1),
                                    (1, 2, 7, 9, 3, 2, 2, 0)]:
         cases.append(Case(f"conv2d-x{(n, c, h, w)}-w{(o, c, k, k)}-s{s}-p{p}", Conv2d,
                           lambda x, wt, b, s=s, p=p: engine.conv2d(x, wt, b, stride=s, padding=p),
@@ -133,13 +160,16 @@ def _cases() -> list[Case]:
                       lambda x, wt, b: engine.conv2d(x, wt, b, stride=3, padding=1),
                       lambda x, wt, b: F.conv2d(x, wt, b, stride=3, padding=1),
                       shapes((1, 2, 6, 7), (3, 2, 2, 3), (3,))))
-    for shape, k in [((2, 3, 4, 4), 2), ((1, 2, 5, 7), 2), ((2, 2, 6, 6), 3), ((1, 2, 7, 8), 3), ((1, 1, 3, 3), 3)]:
-        cases.append(Case(f"max_pool2d-{shape}-k{k}", MaxPool2d, lambda x, k=k: engine.max_pool2d(x, k),
+    for shape, k in [((2, 3, 4, 4), 2), ((1, 2, 5, 7), 2), ((2, 2, 6, 6), 3), ((1, 2, 7, 8), 3),
+                     ((1, 1, 3, 3), 3)]:
+        cases.append(Case(f"max_pool2d-{shape}-k{k}", MaxPool2d,
+                          lambda x, k=k: engine.max_pool2d(x, k),
                           lambda x, k=k: F.max_pool2d(x, k), shapes(shape)))
     for act in ("tanh", "relu", "sigmoid"):
         for n, t, d, hidden in [(3, 4, 5, 6), (2, 1, 3, 2)]:
             cases.append(Case(f"rnn-{act}-N{n}T{t}D{d}H{hidden}", RNN,
-                              lambda x, wx, wh, b, a=act: engine.rnn(x, wx, wh, b, a), _torch_rnn(act),
+                              lambda x, wx, wh, b, a=act: engine.rnn(x, wx, wh, b, a),
+                              _torch_rnn(act),
                               shapes((n, t, d), (d, hidden), (hidden, hidden), (hidden,))))
     return cases
 
@@ -153,10 +183,11 @@ def test_every_primitive_has_a_case():
 
 def to_nodes(case: Case, arrays: list[np.ndarray]) -> list[engine.Node]:
     return [engine.Variable(a, dtype=a.dtype) if spec.differentiable else engine.Constant(a)
-            for spec, a in zip(case.inputs, arrays)]
+            for spec, a in zip(case.inputs, arrays, strict=True)]
 
 
-def run_engine_op(case: Case, arrays: list[np.ndarray], g_seed: int = 7, first: list[np.ndarray] | None = None):
+def run_engine_op(case: Case, arrays: list[np.ndarray], g_seed: int = 7,
+                  first: list[np.ndarray] | None = None):
     """Forward value and input gradients of the primitive for upstream gradient `g`.
 
     The node is built on `first` (if given), then re-run on `arrays` into its previous output,
@@ -170,19 +201,21 @@ def run_engine_op(case: Case, arrays: list[np.ndarray], g_seed: int = 7, first: 
     assert y.dtype == dtype, f"{case.id}: output dtype {y.dtype}, inputs {dtype}"
     g = np.random.default_rng(g_seed).standard_normal(y.shape).astype(dtype)
     grads = [np.full(a.shape, np.nan, dtype) if spec.differentiable else None
-             for spec, a in zip(case.inputs, arrays)]
+             for spec, a in zip(case.inputs, arrays, strict=True)]
     op.backward(g, y, *arrays, *grads)
     # Each input alone: the branches that skip the other inputs' gradients give the same result.
     for i, full in enumerate(grads):
         if full is not None and sum(x is not None for x in grads) > 1:
-            alone = [np.full(a.shape, np.nan, dtype) if j == i else None for j, a in enumerate(arrays)]
+            alone = [np.full(a.shape, np.nan, dtype) if j == i else None
+                     for j, a in enumerate(arrays)]
             op.backward(g, y, *arrays, *alone)
             np.testing.assert_array_equal(alone[i], full, err_msg=f"{case.id}: input {i} alone")
     return y.copy(), g, grads
 
 
 def run_torch_op(case: Case, arrays: list[np.ndarray], g: np.ndarray):
-    tensors = [torch.tensor(a, requires_grad=spec.differentiable) for spec, a in zip(case.inputs, arrays)]
+    tensors = [torch.tensor(a, requires_grad=spec.differentiable)
+               for spec, a in zip(case.inputs, arrays, strict=True)]
     y = case.torch(*tensors)
     y.backward(torch.from_numpy(g))
     return y.detach().numpy(), [t.grad.numpy() if t.requires_grad else None for t in tensors]
@@ -204,7 +237,7 @@ def compare_with_torch(case: Case, dtype, rtol: float, seed: int = 0) -> None:
     y, g, grads = run_engine_op(case, arrays, first=first)
     y_torch, grads_torch = run_torch_op(case, arrays, g)
     assert_close(y, y_torch, rtol, f"{case.id}: forward")
-    for i, (grad, grad_torch) in enumerate(zip(grads, grads_torch)):
+    for i, (grad, grad_torch) in enumerate(zip(grads, grads_torch, strict=True)):
         if grad is not None:
             assert grad.dtype == dtype
             assert_close(grad, grad_torch, rtol, f"{case.id}: gradient of input {i}")

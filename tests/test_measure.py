@@ -16,13 +16,15 @@ import pytest
 
 from harness.measure import (
     code_version,
+    contention,
+    gemm_peak,
     gemm_peak_gflops,
     git_state,
+    memory,
     provenance,
     track_memory,
     watch_contention,
 )
-from harness.measure import contention, gemm_peak, memory
 from harness.measure.policy import FlagPolicy
 
 MiB = 1 << 20
@@ -270,7 +272,7 @@ def test_import_leaves_numpy_and_torch_alone():
 def test_warmup_lasts_until_the_pace_settles() -> None:
     from harness.measure.warmup import warmup_steps
 
-    assert warmup_steps([0.05] + [0.02] * 5 + [0.01] * 100) == 6  # slow steps after the first count too
+    assert warmup_steps([0.05] + [0.02] * 5 + [0.01] * 100) == 6  # later slow steps count too
     assert warmup_steps([0.05] + [0.01] * 100) == 1  # the first step always
     assert warmup_steps([0.01] * 100) == 1
     assert warmup_steps([0.05, 0.01, 0.01]) == 1  # too few steps to judge

@@ -16,13 +16,13 @@ from harness import tables
 from harness.errors import UsageError
 from harness.measure.policy import FlagPolicy
 from harness.records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord
-from harness.report import build_report
-from harness.report import figures
+from harness.report import build_report, figures
 from harness.report.build import load_suite_data, method_section, plan_figures
 from harness.report.style import FRAMEWORKS, framework_look, framework_order, variant_look
 from harness.store import ResultsStore
 
 GIB, MIB = 2 ** 30, 2 ** 20
+DEFAULT_POLICY = FlagPolicy()  # frozen: safe to share as a default
 CIRCLES = [f"circles-{a}{c}" for a in ("tanh", "relu", "sigmoid") for c in ("", "-clipped")]
 # The plain suite's known numbers: (train time s, bytes allocated, peak bytes) per framework.
 # torch is the reference: engine-static takes twice its time and allocates half its bytes.
@@ -35,7 +35,7 @@ def make_result(suite: str, model: str, framework: str, seed: int, *, epochs: in
                 train_time_s: float = 1.0, step_s: float = 0.01, alloc: int | None = GIB,
                 peak: int | None = 10 * MIB, contended: bool = False, status: str = "ok",
                 final_acc: float = 0.9, loss_scale: float = 1.0, rounds: int = 2,
-                policy: FlagPolicy | None = FlagPolicy()) -> CaseResult:
+                policy: FlagPolicy | None = DEFAULT_POLICY) -> CaseResult:
     """A finished case with smooth learning curves that end at `final_acc` (test) and 2 points
     lower (training); seed s adds s points to both. `rounds` runs of steps about `step_s` long;
     `contended` flags the first. `policy` is recorded in its provenance (None: not recorded)."""
@@ -43,24 +43,28 @@ def make_result(suite: str, model: str, framework: str, seed: int, *, epochs: in
                 epochs=epochs, batch_size=batch_size, extra=tuple(sorted((extra or {}).items())))
     rng = np.random.default_rng(zlib.crc32(f"{model}{framework}{seed}{batch_size}".encode()))
     accs = [final_acc + 0.01 * seed - 0.3 * (1 / e - 1 / epochs) for e in range(1, epochs + 1)]
-    step_times = [list(step_s * (1 + 0.1 * rng.random(epochs * batches - 1))) for _ in range(rounds)]
+    step_times = [list(step_s * (1 + 0.1 * rng.random(epochs * batches - 1)))
+                  for _ in range(rounds)]
     return CaseResult(
         case=case, key=case.key("test"), status=status,
         provenance={"commit": "abc1234", "dirty": False, "python": "3.11.7", "numpy": "2.4.6",
                     "torch": "2.13.0", "memray": "1.20.0", "cpu_model": "Test CPU",
                     "logical_cores": 2, "os": "Linux", "dataset": "mnist-10k",
-                    "dataset_checksum": "f" * 64, "started_at": f"2026-01-0{1 + seed}T10:00:00+00:00",
+                    "dataset_checksum": "f" * 64,
+                    "started_at": f"2026-01-0{1 + seed}T10:00:00+00:00",
                     **({"policy": policy.record()} if policy else {})},
         runs=[RunRecord(round=r, step_times_s=step_times[r], warmup_steps=1, warmup_s=0.05,
                         train_time_s=train_time_s, eval_time_s=0.1,
-                        foreign_cpu_s=0.5 if contended and r == 0 else 0.0, contended=contended and r == 0)
+                        foreign_cpu_s=0.5 if contended and r == 0 else 0.0,
+                        contended=contended and r == 0)
               for r in range(rounds)],
         alloc_bytes=alloc, alloc_count=100, peak_bytes=peak,
-        epochs=[EpochRecord(e, loss_scale * 0.5 / e, accs[e - 1] - 0.02, loss_scale * 0.4 / e, accs[e - 1],
-                            train_time_s / epochs, 0.03) for e in range(1, epochs + 1)],
+        epochs=[EpochRecord(e, loss_scale * 0.5 / e, accs[e - 1] - 0.02, loss_scale * 0.4 / e,
+                            accs[e - 1], train_time_s / epochs, 0.03)
+                for e in range(1, epochs + 1)],
         batches=[BatchRecord(e, b, 2.3 / (1 + (e - 1) * batches + b) + 0.05 * rng.random(),
-                             min(1.0, 0.1 + 0.08 * ((e - 1) * batches + b))) for e in range(1, epochs + 1)
-                 for b in range(batches)])
+                             min(1.0, 0.1 + 0.08 * ((e - 1) * batches + b)))
+                 for e in range(1, epochs + 1) for b in range(batches)])
 
 
 def fill_plain(store: ResultsStore, suite: str = "plain") -> None:
@@ -129,7 +133,8 @@ def test_every_framework_keeps_its_look() -> None:
     assert framework_look("acme-grad") == framework_look("acme-grad")  # deterministic
     known = {look.color for look in FRAMEWORKS.values()}
     assert framework_look("acme-grad").color not in known
-    assert framework_order(["zeta", "torch", "acme", "engine-static"]) == ["engine-static", "torch", "acme", "zeta"]
+    order = framework_order(["zeta", "torch", "acme", "engine-static"])
+    assert order == ["engine-static", "torch", "acme", "zeta"]
     assert variant_look("circles-relu").linestyle == "-"
     assert variant_look("circles-relu-clipped").linestyle == "--"
     assert variant_look("circles-relu").color == variant_look("circles-relu-clipped").color
@@ -156,14 +161,17 @@ def test_papers_table_against_torch(store: ResultsStore) -> None:
     assert cnn.at["torch", "n"] == 2  # the failed run is left out
 
     headers, rows = tables.paper_table(summary[summary["model"] == "cnn"])
-    assert headers == ["Framework", "Time (s)", "Step (ms)", "Step vs torch", "Allocations (GiB)", "vs torch",
-                       "Peak (MiB)", "vs torch", "Test accuracy (%)", "vs torch (pp)", "Processes", "Seeds"]
+    assert headers == ["Framework", "Time (s)", "Step (ms)", "Step vs torch",
+                       "Allocations (GiB)", "vs torch", "Peak (MiB)", "vs torch",
+                       "Test accuracy (%)", "vs torch (pp)", "Processes", "Seeds"]
     by_fw = {row[0]: row for row in rows}
     assert set(by_fw) == set(KNOWN)
     assert by_fw["engine-static"][1] == "2.05 ± 0.07"
     step = cnn.at["engine-static", "step"]
-    assert by_fw["engine-static"][2] == f"{1000 * step.value:.2f} (95% CI {1000 * step.low:.2f}-{1000 * step.high:.2f})"
-    assert by_fw["engine-static"][3] == f"{ratio.value:.2f}x (95% CI {ratio.low:.2f}-{ratio.high:.2f}) slower"
+    assert by_fw["engine-static"][2] == (f"{1000 * step.value:.2f} "
+                                         f"(95% CI {1000 * step.low:.2f}-{1000 * step.high:.2f})")
+    assert by_fw["engine-static"][3] == (f"{ratio.value:.2f}x "
+                                         f"(95% CI {ratio.low:.2f}-{ratio.high:.2f}) slower")
     assert by_fw["acme-grad"][3].endswith("slower") and by_fw["torch"][3] == "reference"
     assert by_fw["engine-static"][5] == "2.00× less"
     assert by_fw["engine-static"][7] == "4.00× more"
@@ -172,7 +180,8 @@ def test_papers_table_against_torch(store: ResultsStore) -> None:
 
 
 def test_contended_runs_are_left_out_and_marked(store: ResultsStore) -> None:
-    # mlp/torch seed 1: its first round was contended. Its pairs are left out while clean ones exist.
+    # mlp/torch seed 1: its first round was contended.
+    # Its pairs are left out while clean ones exist.
     summary = summary_of(store, "plain")
     mlp = summary[summary["model"] == "mlp"].set_index("framework")
     assert mlp.at["torch", "processes"] == 3 and mlp.at["torch", "flagged"] == 0
@@ -199,7 +208,8 @@ def test_papers_table_leaves_out_memory_not_measured(store: ResultsStore) -> Non
     # Without a torch row there is nothing to compare with: no "vs torch" columns.
     headers, rows = tables.paper_table(summary[(summary["model"] == "circles-tanh")
                                                & (summary["framework"] != "torch")])
-    assert headers == ["Framework", "Time (s)", "Step (ms)", "Test accuracy (%)", "Processes", "Seeds"]
+    assert headers == ["Framework", "Time (s)", "Step (ms)", "Test accuracy (%)", "Processes",
+                       "Seeds"]
     assert len(rows[0]) == 6
 
 
@@ -228,8 +238,10 @@ def test_latex_table_is_booktabs_and_escaped() -> None:
 def test_model_tables_give_every_ratio_its_interval(store: ResultsStore) -> None:
     text = tables.format_model_tables(summary_of(store, "plain"))
     assert "Step vs torch" in text and "Step (ms)" in text
-    ratio_cells = [line.split("|")[7] for line in text.splitlines() if line.startswith("| engine-static")]
-    assert len(ratio_cells) == 2 and all("(95% CI " in c and c.strip().endswith("slower") for c in ratio_cells)
+    ratio_cells = [line.split("|")[7] for line in text.splitlines()
+                   if line.startswith("| engine-static")]
+    assert len(ratio_cells) == 2
+    assert all("(95% CI " in c and c.strip().endswith("slower") for c in ratio_cells)
 
 
 def test_a_ratio_whose_interval_holds_1_is_no_difference() -> None:
@@ -244,7 +256,8 @@ def test_a_ratio_whose_interval_holds_1_is_no_difference() -> None:
     assert e.value == 1.1 and e.n == 3
     from scipy import stats
     half = stats.t.ppf(0.975, 2) * np.std(np.log([1.0, 1.1, 1.21]), ddof=1) / np.sqrt(3)
-    assert e.low == pytest.approx(1.1 * np.exp(-half)) and e.high == pytest.approx(1.1 * np.exp(half))
+    assert e.low == pytest.approx(1.1 * np.exp(-half))
+    assert e.high == pytest.approx(1.1 * np.exp(half))
     # pairing: a drift common to both sides cancels
     drift = [1.0, 1.5, 0.8, 1.2]
     paired = paired_ratio([2 * d for d in drift], drift)
@@ -261,10 +274,12 @@ def test_accuracy_figures(store: ResultsStore) -> None:
         assert [ax.get_title() for ax in axes] == ["cnn", "mlp"]
         assert labels(axes[0]) == ["engine-static", "torch", "acme-grad"]
         line = axes[0].get_lines()[1]  # torch: mean over seeds 0 and 1, in percent
-        expected = 100 * (0.905 - 0.3 * (1 / np.arange(1, 4) - 1 / 3)) - (2 if column == "train_acc" else 0)
+        points_below = 2 if column == "train_acc" else 0  # training ends 2 points below test
+        expected = 100 * (0.905 - 0.3 * (1 / np.arange(1, 4) - 1 / 3)) - points_below
         np.testing.assert_allclose(line.get_ydata(), expected)
         assert len(axes[0].collections) == 3  # a band per framework over the two seeds
-        assert [t.get_text() for t in fig.legends[0].get_texts()] == ["engine-static", "torch", "acme-grad"]
+        legend = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert legend == ["engine-static", "torch", "acme-grad"]
 
 
 def test_batch_figure(store: ResultsStore) -> None:
@@ -312,8 +327,10 @@ def test_scaling_figures(store: ResultsStore) -> None:
     assert bottom.get_ylabel() == "Time per example (µs)"
     size = figures.scaling_size(data)
     assert [ax.get_xlabel() for ax in size.axes] == ["Hidden width", "Sequence length (steps)"]
-    np.testing.assert_array_equal(errorbar_lines(size.axes[0])["engine-static"].get_xdata(), [32, 128, 512])
-    np.testing.assert_array_equal(errorbar_lines(size.axes[1])["torch"].get_xdata(), [7, 28, 112])
+    widths = errorbar_lines(size.axes[0])["engine-static"].get_xdata()
+    seq_lens = errorbar_lines(size.axes[1])["torch"].get_xdata()
+    np.testing.assert_array_equal(widths, [32, 128, 512])
+    np.testing.assert_array_equal(seq_lens, [7, 28, 112])
 
 
 def test_circles_figure(store: ResultsStore) -> None:
@@ -326,7 +343,9 @@ def test_circles_figure(store: ResultsStore) -> None:
 
 
 def test_plans_follow_the_data(store: ResultsStore) -> None:
-    numbers = lambda suite: [f.number for f in plan_figures(load_suite_data(store, suite))[0]]
+    def numbers(suite: str) -> list[str]:
+        return [f.number for f in plan_figures(load_suite_data(store, suite))[0]]
+
     assert numbers("plain") == ["1", "2", "3", "4", "5", "7"]
     assert numbers("scaling") == ["6a", "6b"]
     assert numbers("circles") == ["4", "8", "8"]  # no memory pass; a figure 8 per framework
@@ -345,15 +364,18 @@ def test_plain_report(store: ResultsStore, tmp_path: Path) -> None:
     assert {f"model_{m}.{ext}" for m in ("cnn", "mlp") for ext in ("md", "tex", "csv")} == tabs
     csv = pd.read_csv(tmp_path / "out" / "tables" / "model_cnn.csv")
     row = csv.set_index("framework").loc["engine-static"]
-    assert row["ratio"] == pytest.approx(2.0, rel=0.03) and row["ratio_ci_low"] < row["ratio"] < row["ratio_ci_high"]
+    assert row["ratio"] == pytest.approx(2.0, rel=0.03)
+    assert row["ratio_ci_low"] < row["ratio"] < row["ratio_ci_high"]
     assert row["step_ci_low_ms"] < row["step_ms"] < row["step_ci_high_ms"]
     text = report.read_text()
     for fig in figs:
         if fig.endswith(".png"):
             assert f"(figures/{fig})" in text
     assert "| engine-static" in text and "2.00× less" in text
-    assert "Test CPU" in text and "abc1234" in text and "2026-01-01 10:00 to 2026-01-08 10:00" in text
-    assert "1 of 24 timing passes were flagged**." in text and "| mlp   | torch     | 1    | 1     | contended |" in text
+    assert "Test CPU" in text and "abc1234" in text
+    assert "2026-01-01 10:00 to 2026-01-08 10:00" in text
+    assert "1 of 24 timing passes were flagged**." in text
+    assert "| mlp   | torch     | 1    | 1     | contended |" in text
     assert "as the runs recorded them: contended above 10% of the machine and 0.05 s" in text
     # captions, with the suite's repetitions
     assert "per framework; the mean over 2 seeds, the band from their minimum to maximum." in text
@@ -369,7 +391,8 @@ def test_the_method_states_the_thresholds_its_runs_recorded(tmp_path: Path) -> N
                                 ("old", [None, None])):
             for seed, policy in enumerate(policies):
                 store.save(make_result(suite, "mlp", "torch", seed, policy=policy))
-        same, mixed, old = (method_section(load_suite_data(store, s)) for s in ("same", "mixed", "old"))
+        same, mixed, old = (method_section(load_suite_data(store, s))
+                            for s in ("same", "mixed", "old"))
     assert "as the runs recorded them: contended above 2% of the machine" in same
     assert "at most 4 repeats." in same
     assert "the runs recorded different thresholds: contended above 2%" in mixed
@@ -382,15 +405,18 @@ def test_rebuild_removes_stale_files(store: ResultsStore, tmp_path: Path) -> Non
     (tmp_path / "figures" / "fig9_old.png").write_bytes(b"")
     build_report(store, "scaling", tmp_path)
     assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == [
-        "fig6a_scaling_batch.pdf", "fig6a_scaling_batch.png", "fig6b_scaling_size.pdf", "fig6b_scaling_size.png"]
-    assert {p.stem for p in (tmp_path / "tables").iterdir()} == {"scaling_batch_size", "scaling_width",
-                                                                 "scaling_seq_len"}
+        "fig6a_scaling_batch.pdf", "fig6a_scaling_batch.png",
+        "fig6b_scaling_size.pdf", "fig6b_scaling_size.png"]
+    assert {p.stem for p in (tmp_path / "tables").iterdir()} == {
+        "scaling_batch_size", "scaling_width", "scaling_seq_len"}
 
 
 def test_missing_or_empty_suite(store: ResultsStore, tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="'nope'.*stored suites are: broken, circles, plain, scaling"):
+    with pytest.raises(UsageError,
+                       match="'nope'.*stored suites are: broken, circles, plain, scaling"):
         build_report(store, "nope", tmp_path)
     with pytest.raises(UsageError, match="'broken'.*no finished case.*1 crashed"):
         build_report(store, "broken", tmp_path)
-    with ResultsStore(tmp_path / "empty.sqlite") as empty, pytest.raises(UsageError, match="store is empty"):
+    with (ResultsStore(tmp_path / "empty.sqlite") as empty,
+          pytest.raises(UsageError, match="store is empty")):
         build_report(empty, "quick", tmp_path)

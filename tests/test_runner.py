@@ -3,15 +3,15 @@ resume, Ctrl-C, provenance. Framework adapters are toys registered through the e
 `autodiff_harness.frameworks` by a tiny distribution on disk (tests/toy_adapters)."""
 from __future__ import annotations
 
+import _thread
 import json
 import math
 import os
 import statistics
 import threading
-import _thread
-from pathlib import Path
 
 import pytest
+from toy_adapters import GEMM_PEAK, activate, launches, write_suite
 
 from harness import runner
 from harness.frameworks import available, get_framework
@@ -20,7 +20,6 @@ from harness.records import Case, CaseResult
 from harness.runner import RunOptions, WorkerError, run_case, run_suite
 from harness.store import ResultsStore
 from harness.suites import load_suite
-from toy_adapters import GEMM_PEAK, activate, launches, toy_dist, write_suite  # noqa: F401 (toy_dist: a fixture)
 
 STEPS = 5  # train_limit 500 / batch 100, one epoch
 # No pass is ever contended or drifted: worker launches are counted exactly on a busy host too.
@@ -82,11 +81,12 @@ def test_toy_adapters_are_found_through_entry_points(toys):
 def test_every_case_is_run_and_recorded(toy_run):
     outcome, store_path, _, done = toy_run
     assert not outcome.interrupted
-    assert [r.case.framework for r in outcome.results] == ["toy-ok", "toy-crash", "toy-hang", "toy-nan", "toy-error"]
-    assert [r.case.framework for r in done] == [r.case.framework for r in outcome.results]
+    frameworks = [r.case.framework for r in outcome.results]
+    assert frameworks == ["toy-ok", "toy-crash", "toy-hang", "toy-nan", "toy-error"]
+    assert [r.case.framework for r in done] == frameworks
     with ResultsStore(store_path) as store:
         cases = store.cases("toys")
-    assert dict(zip(cases["framework"], cases["status"])) == {
+    assert dict(zip(cases["framework"], cases["status"], strict=True)) == {
         "toy-ok": "ok", "toy-crash": "crashed", "toy-hang": "timeout", "toy-nan": "diverged",
         "toy-error": "failed"}
 
@@ -223,29 +223,32 @@ def count_workers(monkeypatch) -> list[tuple[str, str]]:
 
 
 def test_resume_skips_finished_and_reruns_the_rest(toys, tmp_path, monkeypatch):
-    suite = load_suite(str(write_suite(tmp_path, "resume", ["toy-ok", "toy-error", "toy-nan", "toy-crash"])))
+    path = write_suite(tmp_path, "resume", ["toy-ok", "toy-error", "toy-nan", "toy-crash"])
+    suite = load_suite(str(path))
     calls = count_workers(monkeypatch)
     options = RunOptions(progress=False, memory=False, code_version="v1")
     with ResultsStore(tmp_path / "store.sqlite") as store:
         first = run_suite(suite, store, options)
         assert [r.status for r in first.results] == ["ok", "failed", "diverged", "crashed"]
-        ids = dict(zip(store.cases()["framework"], store.cases()["id"]))
+        ids = dict(zip(store.cases()["framework"], store.cases()["id"], strict=True))
         assert len(calls) == 4
 
         calls.clear()
         options.resume = True
         again = run_suite(suite, store, options)
-        assert [c.framework for c in again.skipped] == ["toy-ok", "toy-nan"]  # ok and diverged are done
+        # ok and diverged are done
+        assert [c.framework for c in again.skipped] == ["toy-ok", "toy-nan"]
         assert [r.case.framework for r in again.results] == ["toy-error", "toy-crash"]
         assert calls == [("toy-error", "time"), ("toy-crash", "time")]
         cases = store.cases()
         assert len(cases) == 4  # a re-run replaces its case, it does not add one
-        new_ids = dict(zip(cases["framework"], cases["id"]))
+        new_ids = dict(zip(cases["framework"], cases["id"], strict=True))
         assert new_ids == ids  # a re-run case keeps its id, and so its place in the order
 
         # another code version: nothing stored matches, everything runs again
         calls.clear()
-        other = run_suite(suite, store, RunOptions(progress=False, memory=False, code_version="v2", resume=True))
+        other = run_suite(suite, store, RunOptions(progress=False, memory=False, code_version="v2",
+                                                   resume=True))
         assert other.skipped == []
         assert [f for f, _ in calls] == ["toy-ok", "toy-error", "toy-nan", "toy-crash"]
         assert len(store.cases()) == 8
@@ -269,8 +272,8 @@ def fake_timing(case: Case) -> dict:
             "warmup_steps": 1, "train_time_s": 0.2, "eval_time_s": 0.01, "step_times_s": [0.1, 0.1],
             "foreign_cpu_s": 0.0, "probe_before_s": 0.05, "probe_after_s": 0.05,
             "foreign_fraction": 0.0, "flops_per_step": 1.0, "gemm_peak_gflops": 1.0,
-            "epochs": [{"epoch": 1, "train_loss": 1.0, "train_acc": 0.5, "test_loss": 1.0, "test_acc": 0.5,
-                        "train_time_s": 0.2, "eval_time_s": 0.01}],
+            "epochs": [{"epoch": 1, "train_loss": 1.0, "train_acc": 0.5, "test_loss": 1.0,
+                        "test_acc": 0.5, "train_time_s": 0.2, "eval_time_s": 0.01}],
             "batches": [{"epoch": 1, "batch": i, "loss": 1.0, "acc": 0.5} for i in range(3)]}
 
 
@@ -290,8 +293,11 @@ def test_ctrl_c_records_the_case_in_flight_and_resume_finishes(toys, tmp_path, m
         outcome = run_suite(suite, store, options)
         assert outcome.interrupted
         assert calls == ["toy-ok", "toy-hang"]  # nothing after the interrupted case
-        assert [(r.case.framework, r.status) for r in outcome.results] == [("toy-ok", "ok"), ("toy-hang", "interrupted")]
-        assert dict(zip(store.cases()["framework"], store.cases()["status"])) == {"toy-ok": "ok", "toy-hang": "interrupted"}
+        results = [(r.case.framework, r.status) for r in outcome.results]
+        assert results == [("toy-ok", "ok"), ("toy-hang", "interrupted")]
+        cases = store.cases()
+        statuses = dict(zip(cases["framework"], cases["status"], strict=True))
+        assert statuses == {"toy-ok": "ok", "toy-hang": "interrupted"}
 
         (tmp_path / "release").touch()
         calls.clear()
@@ -333,7 +339,8 @@ def test_contended_timing_is_retried_then_flagged(monkeypatch):
     def fake_worker(case, pass_name, options, on_progress=lambda p: None):
         passes.append(pass_name)
         if pass_name == "memory":
-            return {"status": "ok", "alloc_bytes": 10, "alloc_count": 2, "peak_bytes": 5, "peak_rss_bytes": 100}
+            return {"status": "ok", "alloc_bytes": 10, "alloc_count": 2, "peak_bytes": 5,
+                    "peak_rss_bytes": 100}
         return {**fake_timing(case), "foreign_fraction": 0.5, "foreign_cpu_s": 1.0}
 
     monkeypatch.setattr(runner, "run_worker", fake_worker)
@@ -366,9 +373,11 @@ def test_a_clean_retry_is_not_flagged(monkeypatch):
     monkeypatch.setattr(runner, "POLICY", CONTENTION_ONLY)
     case = Case(suite="s", model="mlp", framework="engine-static", dataset="mnist-10k")
     fractions = iter([0.5, 0.01])
-    monkeypatch.setattr(runner, "run_worker",
-                        lambda case, p, o, on_progress=None: {**fake_timing(case), "foreign_fraction": next(fractions),
-                                                              "foreign_cpu_s": 1.0})
+
+    def worker(case, p, o, on_progress=None):
+        return {**fake_timing(case), "foreign_fraction": next(fractions), "foreign_cpu_s": 1.0}
+
+    monkeypatch.setattr(runner, "run_worker", worker)
     result = run_case(case, RunOptions(memory=False))
     assert result.status == "ok" and not result.flagged and result.runs[0].attempts == 2
 
@@ -413,7 +422,8 @@ def test_a_failing_progress_callback_does_not_stall_the_worker(toys, tmp_path, m
     def broken(progress):
         raise ValueError("bar broke")
 
-    result = run_case(case, RunOptions(progress=False, memory=False, timeout_s=10), on_progress=broken)
+    options = RunOptions(progress=False, memory=False, timeout_s=10)
+    result = run_case(case, options, on_progress=broken)
     assert (result.status, result.reason) == ("ok", "")
 
 
@@ -433,7 +443,8 @@ def test_rounds_interleave_cases_and_rotate_the_order(toys, tmp_path, monkeypatc
     monkeypatch.setattr(runner, "run_worker", fake_worker)
     saved = []
     with ResultsStore(tmp_path / "store.sqlite") as store:
-        monkeypatch.setattr(store, "save", lambda r, real=store.save: saved.append(len(r.runs)) or real(r))
+        monkeypatch.setattr(store, "save",
+                            lambda r, real=store.save: saved.append(len(r.runs)) or real(r))
         outcome = run_suite(suite, store, RunOptions(progress=False, memory=False, rounds=3))
         order = [(f, s) for f, s, _ in calls]
         cases = [(c.framework, c.seed) for c in suite.cases]
@@ -443,7 +454,9 @@ def test_rounds_interleave_cases_and_rotate_the_order(toys, tmp_path, monkeypatc
         assert len(saved) == len(calls)  # every pass is saved as soon as it ends
         stored = store.runs("rounds")
         assert sorted(stored.groupby("key").size()) == [1, 3, 3, 3, 3, 3]
-        statuses = dict(zip(zip(store.cases()["framework"], store.cases()["seed"]), store.cases()["status"]))
+        table = store.cases()
+        case_keys = zip(table["framework"], table["seed"], strict=True)
+        statuses = dict(zip(case_keys, table["status"], strict=True))
         assert statuses[("toy-error", 1)] == "failed" and set(statuses.values()) == {"ok", "failed"}
     assert len(outcome.results) == 6 and not outcome.interrupted
 
@@ -454,36 +467,42 @@ def test_resume_runs_only_the_missing_rounds(toys, tmp_path, monkeypatch):
 
     def fake_worker(case, pass_name, options, on_progress=lambda p: None):
         calls.append(case.framework)
-        if len(calls) == 3 and not (tmp_path / "interrupted").exists():  # Ctrl-C in round 2, at toy-hang
+        # Ctrl-C in round 2, at toy-hang
+        if len(calls) == 3 and not (tmp_path / "interrupted").exists():
             (tmp_path / "interrupted").touch()
             raise KeyboardInterrupt
         return fake_timing(case)
 
+    def resume(rounds: int) -> RunOptions:
+        return RunOptions(progress=False, memory=False, rounds=rounds, code_version="v1",
+                          resume=True)
+
     monkeypatch.setattr(runner, "run_worker", fake_worker)
-    options = lambda rounds: RunOptions(progress=False, memory=False, rounds=rounds, code_version="v1", resume=True)
     with ResultsStore(tmp_path / "store.sqlite") as store:
-        first = run_suite(suite, store, RunOptions(progress=False, memory=False, rounds=3, code_version="v1"))
+        first = run_suite(suite, store, RunOptions(progress=False, memory=False, rounds=3,
+                                                   code_version="v1"))
         assert first.interrupted and calls == ["toy-ok", "toy-hang", "toy-hang"]
         # the runs that finished are kept; the case in flight had one, so it is not "interrupted"
-        assert store.runs("partial").groupby("framework").size().to_dict() == {"toy-ok": 1, "toy-hang": 1}
+        runs_kept = store.runs("partial").groupby("framework").size().to_dict()
+        assert runs_kept == {"toy-ok": 1, "toy-hang": 1}
         assert set(store.cases()["status"]) == {"ok"}
         calls.clear()
-        again = run_suite(suite, store, options(3))
+        again = run_suite(suite, store, resume(3))
         assert not again.interrupted and not again.skipped
         assert calls == ["toy-hang", "toy-ok", "toy-ok", "toy-hang"]  # rounds 2 and 3, rotated
         assert store.runs("partial").groupby("framework")["run"].apply(list).to_dict() == \
             {"toy-ok": [0, 1, 2], "toy-hang": [0, 1, 2]}
         calls.clear()
-        assert len(run_suite(suite, store, options(3)).skipped) == 2 and calls == []
-        more = run_suite(suite, store, options(4))  # a fourth round on top
+        assert len(run_suite(suite, store, resume(3)).skipped) == 2 and calls == []
+        more = run_suite(suite, store, resume(4))  # a fourth round on top
         assert calls == ["toy-hang", "toy-ok"] and not more.skipped
 
 
 def test_a_drifted_pass_is_retried_then_flagged(monkeypatch):
     case = Case(suite="s", model="mlp", framework="engine-static", dataset="mnist-10k")
     # the probe the runner times before and after each pass: round 2 on a host 60 % slower
-    probes = iter([0.050, 0.051, 0.080, 0.081, 0.079, 0.080, 0.081, 0.080, 0.050, 0.049, 0.050, 0.050,
-                   0.050, 0.050, 0.051, 0.050])
+    probes = iter([0.050, 0.051, 0.080, 0.081, 0.079, 0.080, 0.081, 0.080,
+                   0.050, 0.049, 0.050, 0.050, 0.050, 0.050, 0.051, 0.050])
     steady, shifted = [0.01] * 60, [0.01] * 30 + [0.02] * 30
     steps = iter([steady, steady, steady, steady, steady, shifted, steady])
 
@@ -517,7 +536,10 @@ def test_workers_run_with_the_measurement_environment(toy_run):
 
 def test_the_drift_yardstick_follows_a_host_that_changed_for_good():
     probes = runner.Probes()
-    timing = lambda p: {"probe_before_s": p, "probe_after_s": p, "step_times_s": [0.01] * 60}
+
+    def timing(probe_s: float) -> dict:
+        return {"probe_before_s": probe_s, "probe_after_s": probe_s, "step_times_s": [0.01] * 60}
+
     assert not probes.judge(timing(0.050))  # the first pass sets the yardstick
     assert not probes.judge(timing(0.055))
     # a slower host: flagged, pass after pass, until it has been so for `rebase` passes in a row

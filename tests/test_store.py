@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from harness.records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord, Status
-from harness.store import (CASE_COLUMNS, CHILD_TABLES, DEFAULT_PATH, ResultsStore, StoreError)
+from harness.store import CASE_COLUMNS, CHILD_TABLES, DEFAULT_PATH, ResultsStore, StoreError
 
 
 def make_result(model: str = "mlp", seed: int = 0, status: str = "ok", suite: str = "quick",
@@ -24,7 +24,8 @@ def make_result(model: str = "mlp", seed: int = 0, status: str = "ok", suite: st
         case=case, key=case.key("abc123"), status=status, reason="" if status == "ok" else "boom",
         provenance={"git": "abc123", "started_at": "2026-05-09T10:00:00+00:00",
                     "packages": {"numpy": "2.4.0"}, "threads": 2},
-        runs=[RunRecord(round=r, step_times_s=[0.001 * (1 + ((i + r) % 7)) for i in range(2 * n_batches)],
+        runs=[RunRecord(round=r,
+                        step_times_s=[0.001 * (1 + ((i + r) % 7)) for i in range(2 * n_batches)],
                         warmup_steps=1 + r, warmup_s=0.05, train_time_s=1.5, eval_time_s=0.2,
                         foreign_cpu_s=0.01, contended=r == 1, drift=r == 2, probe_before_s=0.05,
                         probe_after_s=0.051, attempts=1 + r, started_at="2026-05-09T10:00:00+00:00")
@@ -33,7 +34,8 @@ def make_result(model: str = "mlp", seed: int = 0, status: str = "ok", suite: st
         peak_bytes=9_000_000, peak_rss_bytes=None, flops_per_step=4.5e7, gemm_peak_gflops=None,
         epochs=[EpochRecord(e, 0.5 / e, 0.8 + e / 100, 0.4 / e, 0.85 + e / 100, 0.7, 0.1)
                 for e in (1, 2)],
-        batches=[BatchRecord(e, b, 1.0 / (b + 1), b / n_batches) for e in (1, 2) for b in range(n_batches)])
+        batches=[BatchRecord(e, b, 1.0 / (b + 1), b / n_batches)
+                 for e in (1, 2) for b in range(n_batches)])
 
 
 @pytest.fixture
@@ -45,7 +47,8 @@ def store(tmp_path: Path):
 def test_schema_covers_the_records() -> None:
     # A field added to the records without a column would be silently dropped by save().
     assert {f.name for f in fields(Case)} <= set(CASE_COLUMNS)
-    assert {f.name for f in fields(CaseResult)} - {"case", "runs", "epochs", "batches"} <= set(CASE_COLUMNS)
+    nested = {"case", "runs", "epochs", "batches"}
+    assert {f.name for f in fields(CaseResult)} - nested <= set(CASE_COLUMNS)
     keys, values = CHILD_TABLES["runs"]
     assert {f.name for f in fields(RunRecord)} - {"round", "step_times_s"} <= set(values)
     for table, cls in (("epochs", EpochRecord), ("batches", BatchRecord)):
@@ -77,7 +80,8 @@ def test_numpy_scalars_are_stored_as_numbers(store: ResultsStore) -> None:
     result.batches[0].loss, result.batches[0].acc = np.float32(0.5), np.float64(0.75)
     result.runs[0].step_times_s = [np.float32(0.125)] * 6
     loaded = store.load(store.save(result))
-    assert type(loaded.alloc_bytes) is int and loaded.alloc_bytes == 7 and loaded.runs[0].warmup_s == 0.25
+    assert type(loaded.alloc_bytes) is int and loaded.alloc_bytes == 7
+    assert loaded.runs[0].warmup_s == 0.25
     assert loaded.provenance["cores"] == 2
     assert (loaded.batches[0].loss, loaded.batches[0].acc) == (0.5, 0.75)
     assert loaded.runs[0].step_times_s == [0.125] * 6
@@ -91,7 +95,7 @@ def test_frames(store: ResultsStore) -> None:
     row = cases.iloc[0]
     assert row["started_at"] == "2026-05-09T10:00:00+00:00"
     made = make_result(n_batches=10)
-    # the summary of the runs: flagged runs (1 contended, 2 drifted) left out while a clean one exists
+    # the runs' summary: flagged runs (1 contended, 2 drifted) left out while a clean one exists
     assert row["step_median_s"] == made.step_time.value == made.runs[0].median_s
     assert (row["runs"], row["flagged_runs"], bool(row["flagged"])) == (3, 2, False)
     runs = store.runs()
@@ -144,7 +148,8 @@ def test_statuses_are_stored_as_plain_strings(store: ResultsStore) -> None:
 
 def test_resave_replaces(store: ResultsStore) -> None:
     first = store.save(make_result(status="failed", n_batches=30))
-    # a re-saved key keeps its id (its place in the order); a deleted id is never given to another case
+    # a re-saved key keeps its id (its place in the order);
+    # a deleted id is never given to another case
     assert store.save(make_result(status="crashed", n_batches=30)) == first
     other = store.save(make_result(seed=1))
     second = store.save(replace(make_result(n_batches=5), reason="re-run"))
@@ -169,7 +174,8 @@ def test_failed_save_stores_nothing(store: ResultsStore) -> None:
         store.save(bad)
     # Nothing of the failed case, and the older case of its key is still whole.
     assert store.cases()["id"].tolist() == [kept, old]
-    assert len(store.epochs()) == 4 and len(store.batches()) == 200 and len(store.steps()) == 3 * 200
+    assert len(store.epochs()) == 4 and len(store.batches()) == 200
+    assert len(store.steps()) == 3 * 200
     assert store.load(old) == make_result(seed=2)
     # The store is still usable after the rollback.
     store.save(make_result(seed=3))
@@ -189,7 +195,8 @@ def test_export(store: ResultsStore, tmp_path: Path, fmt: str) -> None:
     store.save(make_result("mlp", n_batches=10))
     store.save(make_result("rnn", n_batches=10, status="diverged"))
     paths = store.export(tmp_path / "out", fmt)
-    assert [p.name for p in paths] == [f"{t}.{fmt}" for t in ("cases", "runs", "epochs", "batches", "steps")]
+    tables = ("cases", "runs", "epochs", "batches", "steps")
+    assert [p.name for p in paths] == [f"{t}.{fmt}" for t in tables]
     read = pd.read_csv if fmt == "csv" else pd.read_parquet
     back = {p.stem: read(p) for p in paths}
     for table in CHILD_TABLES:
@@ -199,12 +206,14 @@ def test_export(store: ResultsStore, tmp_path: Path, fmt: str) -> None:
     if fmt == "parquet":
         pd.testing.assert_frame_equal(back["cases"], cases)
     else:
-        numeric = ["id", "seed", "lr", "train_time_s", "alloc_bytes", "step_median_s", "extra_width"]
+        numeric = ["id", "seed", "lr", "train_time_s", "alloc_bytes", "step_median_s",
+                   "extra_width"]
         pd.testing.assert_frame_equal(back["cases"][numeric], cases[numeric], check_dtype=False)
         assert back["cases"]["key"].tolist() == cases["key"].tolist()
 
 
-def test_export_errors(store: ResultsStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_export_errors(store: ResultsStore, tmp_path: Path,
+                       monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(StoreError, match="csv"):
         store.export(tmp_path, "xlsx")
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # makes `import pyarrow` fail

@@ -125,7 +125,8 @@ def test_a_models_override_picks_among_each_sweeps_models():
 
 @pytest.mark.parametrize("overrides, words", [
     ({"models": ["lenet"]}, ["--models", "unknown model 'lenet'", "choose from: cnn, mlp, rnn"]),
-    ({"frameworks": ["jax"]}, ["--frameworks", "unknown framework 'jax'", "engine-static, engine-dynamic, torch"]),
+    ({"frameworks": ["jax"]},
+     ["--frameworks", "unknown framework 'jax'", "engine-static, engine-dynamic, torch"]),
     ({"dataset": "cifar"}, ["--dataset", "unknown dataset 'cifar'", "mnist-10k"]),
     ({"epochs": 0}, ["--epochs", "at least 1"]),
     ({"threads": 0}, ["--threads", "at least 1"]),
@@ -203,11 +204,13 @@ def test_wrong_type_in_a_list_field(tmp_path):
 
 @pytest.mark.parametrize("field, value, what, choices", [
     ("models", '["mlp", "lenet"]', "model 'lenet'", ", ".join(MODELS)),
-    ("frameworks", '["engine-static", "jax"]', "framework 'jax'", "engine-static, engine-dynamic, torch"),
+    ("frameworks", '["engine-static", "jax"]', "framework 'jax'",
+     "engine-static, engine-dynamic, torch"),
     ("dataset", '"cifar"', "dataset 'cifar'", "mnist-10k, mnist, fashion-mnist, circles"),
 ])
 def test_unknown_names_list_the_choices(tmp_path, field, value, what, choices):
-    lines = {"description": '"d"', "models": '["mlp"]', "frameworks": '["engine-static"]', "dataset": '"mnist-10k"'}
+    lines = {"description": '"d"', "models": '["mlp"]', "frameworks": '["engine-static"]',
+             "dataset": '"mnist-10k"'}
     lines[field] = value
     text = "".join(f"{k} = {v}\n" for k, v in lines.items())
     line = list(lines).index(field) + 1

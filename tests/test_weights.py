@@ -55,7 +55,7 @@ def test_parameters_are_what_the_torch_model_holds(name):
     params = spec.parameters()
     shapes = [(n, tuple(t.shape[::-1] if transposed else t.shape)) for n, t, transposed in pairs]
     assert shapes == _shapes(params)
-    for p, (_, tensor, _) in zip(params, pairs):
+    for p, (_, tensor, _) in zip(params, pairs, strict=True):
         if tensor.dim() > 1:  # torch defines fans for weights only
             fans = torch.nn.init._calculate_fan_in_and_fan_out(tensor)
             assert fans == (p.fan_in, p.fan_out), p.name

@@ -8,8 +8,6 @@ import os
 import shutil
 from pathlib import Path
 
-import pytest
-
 from harness.frameworks import ENTRY_POINT_GROUP
 
 HERE = Path(__file__).parent
@@ -52,7 +50,8 @@ def activate(monkeypatch, dist: Path, cache_dir: Path, marker_dir: Path | None =
              release: Path | None = None) -> None:
     """Make the distribution visible here (sys.path) and in child processes (PYTHONPATH)."""
     monkeypatch.syspath_prepend(str(dist))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(dist), os.environ.get("PYTHONPATH")])))
+    paths = filter(None, [str(dist), os.environ.get("PYTHONPATH")])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
     monkeypatch.setenv("ADH_CACHE_DIR", str(cache_dir))
     if marker_dir is not None:
         marker_dir.mkdir(parents=True, exist_ok=True)
@@ -63,7 +62,8 @@ def activate(monkeypatch, dist: Path, cache_dir: Path, marker_dir: Path | None =
 
 def launches(marker_dir: Path, name: str | None = None) -> int:
     """How many adapters (worker passes) were built, of `name` or of any toy."""
-    return sum(1 for p in marker_dir.glob("*.init") if name is None or p.name.startswith(name + "."))
+    return sum(1 for p in marker_dir.glob("*.init")
+               if name is None or p.name.startswith(name + "."))
 
 
 def write_suite(folder: Path, name: str, frameworks, **fields) -> Path:
@@ -84,10 +84,3 @@ def write_suite(folder: Path, name: str, frameworks, **fields) -> Path:
     path = folder / f"{name}.toml"
     path.write_text("\n".join(lines) + "\n")
     return path
-
-
-@pytest.fixture(scope="session")
-def toy_dist(tmp_path_factory) -> tuple[Path, Path]:
-    """(folder of the toy distribution, GEMM-peak cache folder); import it into a test module."""
-    root = tmp_path_factory.mktemp("toy")
-    return build_distribution(root / "site"), write_gemm_cache(root / "cache")

@@ -30,7 +30,8 @@ class ToyOk(EngineStatic):
     def __init__(self, spec, weights, dtype, threads) -> None:
         super().__init__(spec, weights, dtype, threads)
         self.step = 0
-        self._mark("init", json.dumps({k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}))
+        env = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+        self._mark("init", json.dumps(env))
 
     def _mark(self, what: str, text: str = "") -> None:
         folder = os.environ.get("TOY_MARKER_DIR")
