@@ -26,6 +26,7 @@ from .runner import Probes, RunOptions, measure_round, rotated
 from .suites import Suite
 
 REPO_DIR = Path(__file__).resolve().parents[1]  # the repository holding this harness
+DEFAULT_THRESHOLDS = Thresholds()
 
 
 @dataclass
@@ -62,7 +63,7 @@ def worktree(ref: str, repo: Path = REPO_DIR) -> Iterator[Path]:
 
 
 def ab_test(ref: str, suite: Suite, rounds: int = 5, options: RunOptions | None = None,
-            thresholds: Thresholds = Thresholds(), repo: Path = REPO_DIR,
+            thresholds: Thresholds = DEFAULT_THRESHOLDS, repo: Path = REPO_DIR,
             on_run: Callable[[str], None] = lambda message: None) -> ABResult:
     """Measure every case of `suite` with REF and with the working tree of `repo`, side by side
     in `rounds` rounds; then compare them round by round (REF is BASE). `options` gives

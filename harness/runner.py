@@ -255,7 +255,10 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
     todo = list(results.values())
     passes = sum(options.rounds - len(r.runs) for r in todo)
     disable = True if not options.progress else None  # None: bars only on a terminal
-    note = lambda message: tqdm.write(message, file=sys.stderr)
+
+    def note(message: str) -> None:
+        tqdm.write(message, file=sys.stderr)
+
     probes = Probes()
     bar = tqdm(total=passes, desc=f"suite {suite.name}", unit="pass", position=0, disable=disable)
     current = None

@@ -4,17 +4,21 @@ from __future__ import annotations
 import pandas as pd
 
 from .records import Status
-from .store import SETTINGS_COLUMNS
 from .stats import Estimate, estimate, format_ratio, format_value, paired_ratio
+from .store import SETTINGS_COLUMNS
 
 GIB, MIB = 2 ** 30, 2 ** 20
 
 
 def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
     """A Markdown table with aligned columns (readable in a terminal too)."""
-    widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows)]
-    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
-    return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
+    widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows, strict=True)]
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    rule = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(headers), rule, *map(line, rows)])
 
 
 def final_test_accuracy(epochs: pd.DataFrame) -> pd.Series:
@@ -248,7 +252,9 @@ def latex_table(headers: list[str], rows: list[list[str]], caption: str = "", la
                 left: int = 1) -> str:
     """A booktabs table (\\usepackage{booktabs}): the first `left` columns (names) left-aligned,
     the numbers right-aligned."""
-    line = lambda cells: " & ".join(latex_escape(c) for c in cells) + r" \\"
+    def line(cells: list[str]) -> str:
+        return " & ".join(latex_escape(c) for c in cells) + r" \\"
+
     lines = [r"\begin{table}[t]", r"\centering"]
     if caption:
         lines.append(rf"\caption{{{latex_escape(caption)}}}")

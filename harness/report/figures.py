@@ -19,14 +19,30 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
+from matplotlib.ticker import (
+    FixedLocator,
+    FuncFormatter,
+    LogLocator,
+    MaxNLocator,
+    NullFormatter,
+    NullLocator,
+)
 
 from ..errors import UsageError
 from ..specs import get_model
 from ..tables import GIB, MIB, step_estimates, used_runs
 from . import frames
-from .style import (MAX_COLUMNS, framework_look, framework_order, grid_shape, hide_unused, legend_above,
-                    new_figure, styled, variant_look)
+from .style import (
+    MAX_COLUMNS,
+    framework_look,
+    framework_order,
+    grid_shape,
+    hide_unused,
+    legend_above,
+    new_figure,
+    styled,
+    variant_look,
+)
 
 BAND_ALPHA = 0.18
 RAW_ALPHA = 0.3
@@ -96,7 +112,7 @@ def _model_panels(models: list[str], sharex: bool = False) -> tuple[Figure, list
     fig, grid = new_figure(rows, columns, sharex=sharex)
     hide_unused(grid, len(models))
     axes = [ax for row in grid for ax in row][:len(models)]
-    for ax, title in zip(axes, short_names(models)):
+    for ax, title in zip(axes, short_names(models), strict=True):
         ax.set_title(title)
     return fig, axes
 
@@ -156,7 +172,7 @@ def accuracy_per_epoch(data: frames.SuiteData, column: str) -> Figure:
     curves = frames.epoch_curves(data.epochs, column)
     frameworks = framework_order(data.ok["framework"])
     fig, axes = _model_panels(data.models, sharex=True)
-    for ax, model in zip(axes, data.models):
+    for ax, model in zip(axes, data.models, strict=True):
         of_model = curves[curves["model"] == model]
         for i, fw in enumerate(frameworks):
             c = of_model[of_model["framework"] == fw]
@@ -195,7 +211,7 @@ def batch_curves(data: frames.SuiteData) -> Figure:
     series = frames.batch_series(data.batches)
     frameworks = framework_order(series["framework"])
     fig, grid = new_figure(len(data.models), 2, panel_height=1.15)
-    for row, model in zip(grid, data.models):
+    for row, model in zip(grid, data.models, strict=True):
         of_model = series[series["model"] == model]
         present = [f for f in frameworks if f in set(of_model["framework"])]
         span = smoothing_span(int(of_model[of_model["epoch"] == 1].groupby("framework").size().max()))
@@ -242,8 +258,8 @@ def _bar_rows(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]],
         return _grouped_bars(data, metrics)
     models, frameworks = data.models, framework_order(data.ok["framework"])
     fig, grid = new_figure(len(metrics), len(models), panel_height=1.1)
-    for row, (ylabel, values) in zip(grid, metrics):
-        for ax, model, title in zip(row, models, short_names(models)):
+    for row, (ylabel, values) in zip(grid, metrics, strict=True):
+        for ax, model, title in zip(row, models, short_names(models), strict=True):
             of_model = values[values["model"] == model].set_index("framework")
             bars = of_model.loc[[f for f in frameworks if f in of_model.index]].dropna(subset=["value"])
             points = (dots or {}).get(ylabel)
@@ -270,7 +286,7 @@ def _grouped_bars(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]
     models, frameworks = data.models, framework_order(data.ok["framework"])
     fig, grid = new_figure(len(metrics), 1, panel_height=1.3, sharex=True)
     width = 0.8 / len(frameworks)
-    for (ax,), (ylabel, values) in zip(grid, metrics):
+    for (ax,), (ylabel, values) in zip(grid, metrics, strict=True):
         for i, fw in enumerate(frameworks):
             bars = values[values["framework"] == fw].set_index("model").reindex(models)
             ax.bar(np.arange(len(models)) + (i - (len(frameworks) - 1) / 2) * width, bars["value"],
@@ -356,10 +372,11 @@ def scaling_batch(data: frames.SuiteData) -> Figure:
     fig, grid = new_figure(2, len(models), panel_height=1.25)
     for j, model in enumerate(models):
         p = points[points["model"] == model].reset_index(drop=True)
-        ms = lambda s: 1000 * p[s]
-        us = lambda s: 1e6 * p[s] / p["batch_size"]
-        _sweep_lines(grid[0][j], p, "batch_size", ms("median"), ms("q1"), ms("q3"))
-        _sweep_lines(grid[1][j], p, "batch_size", us("median"), us("q1"), us("q3"))
+        quartiles = p[["median", "q1", "q3"]]
+        step_ms = 1000 * quartiles
+        example_us = (1e6 * quartiles).div(p["batch_size"], axis=0)
+        for ax, y in ((grid[0][j], step_ms), (grid[1][j], example_us)):
+            _sweep_lines(ax, p, "batch_size", y["median"], y["q1"], y["q3"])
         grid[0][j].set_title(model)
         grid[1][j].set_xlabel("Batch size")
     grid[0][0].set_ylabel("Time per step (ms)")
@@ -381,7 +398,7 @@ def scaling_size(data: frames.SuiteData) -> Figure:
               for model in data.models if model in set(frames.sweep_points(data, column)["model"])]
     fig, grid = new_figure(1, len(panels), panel_height=1.5)
     frameworks: set[str] = set()
-    for ax, (column, model) in zip(grid[0], panels):
+    for ax, (column, model) in zip(grid[0], panels, strict=True):
         points = frames.sweep_points(data, column)
         p = points[points["model"] == model].reset_index(drop=True)
         frameworks |= set(p["framework"])
@@ -406,7 +423,7 @@ def time_to_accuracy(data: frames.SuiteData) -> Figure:
     model; a log time axis where the times span more than `LOG_SPAN`."""
     points = frames.time_to_accuracy(data.epochs)
     fig, axes = _model_panels(data.models)
-    for ax, model in zip(axes, data.models):
+    for ax, model in zip(axes, data.models, strict=True):
         of_model = points[points["model"] == model]
         for fw in framework_order(of_model["framework"]):
             p = of_model[of_model["framework"] == fw]
@@ -435,7 +452,7 @@ def circles_curves(data: frames.SuiteData, framework: str) -> Figure:
     variants = list(dict.fromkeys(epochs["model"]))
     for ax, column, title in ((grid[0][0], "train_loss", "Training"), (grid[0][1], "test_loss", "Test")):
         curves = frames.epoch_curves(epochs, column)
-        for i, (model, name) in enumerate(zip(variants, short_names(variants))):
+        for i, (model, name) in enumerate(zip(variants, short_names(variants), strict=True)):
             c = curves[curves["model"] == model]
             look = variant_look(model)
             std = c["std"].fillna(0.0)
@@ -451,6 +468,6 @@ def circles_curves(data: frames.SuiteData, framework: str) -> Figure:
     _log_if_wide(grid[0][0], "y", epochs[["train_loss", "test_loss"]].to_numpy().ravel())
     grid[0][0].set_ylabel("Mean squared error")
     handles = [Line2D([], [], label=name, **variant_look(m).kwargs())
-               for m, name in zip(variants, short_names(variants))]
+               for m, name in zip(variants, short_names(variants), strict=True)]
     legend_above(fig, handles, [h.get_label() for h in handles], columns=3)
     return fig
