@@ -50,7 +50,8 @@ def worktree(ref: str, repo: Path = REPO_DIR) -> Iterator[Path]:
         sha = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     except UsageError:
         raise UsageError(f"{ref!r} is no commit of {repo}: check the name (git log --oneline), "
-                         "or fetch the history if this is a shallow clone (git fetch --unshallow)") from None
+                         "or fetch the history if this is a shallow clone "
+                         "(git fetch --unshallow)") from None
     folder = Path(tempfile.mkdtemp(prefix="adh-ref-"))
     try:
         _git(repo, "worktree", "add", "--detach", str(folder), sha)
@@ -74,7 +75,8 @@ def ab_test(ref: str, suite: Suite, rounds: int = 5, options: RunOptions | None 
     # The workers run with their tree as working directory: a relative data folder would move.
     data_dir = str(Path(options.data_dir).resolve()) if options.data_dir else None
     with worktree(ref, repo) as ref_dir:
-        sides = {side: replace(options, data_dir=data_dir, code_dir=str(tree), code_version=code_version(tree))
+        sides = {side: replace(options, data_dir=data_dir, code_dir=str(tree),
+                               code_version=code_version(tree))
                  for side, tree in (("base", ref_dir), ("new", repo))}
         results = {side: [CaseResult(case=c, key=c.key(o.code_version), status=Status.OK)
                           for c in suite.cases] for side, o in sides.items()}

@@ -76,7 +76,8 @@ def paired_ratio(numerators: Sequence[float], denominators: Sequence[float],
     """The ratio of two sides measured in pairs (round by round): one ratio per pair, then
     their `estimate`. Pairs with a missing side are dropped."""
     ratios = [a / b for a, b in zip(numerators, denominators, strict=True)
-              if a is not None and b is not None and math.isfinite(a) and math.isfinite(b) and b > 0]
+              if a is not None and b is not None
+              and math.isfinite(a) and math.isfinite(b) and b > 0]
     return estimate(ratios, confidence)
 
 

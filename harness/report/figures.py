@@ -214,9 +214,12 @@ def batch_curves(data: frames.SuiteData) -> Figure:
     for row, model in zip(grid, data.models, strict=True):
         of_model = series[series["model"] == model]
         present = [f for f in frameworks if f in set(of_model["framework"])]
-        span = smoothing_span(int(of_model[of_model["epoch"] == 1].groupby("framework").size().max()))
-        epoch_starts = of_model.loc[(of_model["batch"] == 0) & (of_model["step"] > 0), "step"].unique()
-        for ax, value, label in ((row[0], "loss", loss_label(model)), (row[1], "acc", "Accuracy (%)")):
+        steps_per_epoch = of_model[of_model["epoch"] == 1].groupby("framework").size().max()
+        span = smoothing_span(int(steps_per_epoch))
+        new_epoch = (of_model["batch"] == 0) & (of_model["step"] > 0)
+        epoch_starts = of_model.loc[new_epoch, "step"].unique()
+        for ax, value, label in ((row[0], "loss", loss_label(model)),
+                                 (row[1], "acc", "Accuracy (%)")):
             scale = 100 if value == "acc" else 1
             for i, fw in enumerate(present):
                 s = of_model[of_model["framework"] == fw]
@@ -242,7 +245,8 @@ def batch_curves(data: frames.SuiteData) -> Figure:
 
 def _errors(bars: pd.DataFrame):
     """Error bar lengths (2 x n) for `ax.bar`, or None where no bar has a spread: with one seed,
-    or a deterministic number (bytes allocated are equal over seeds), bare caps would only clutter."""
+    or a deterministic number (bytes allocated are equal over seeds), bare caps would only
+    clutter."""
     errors = bars[["err_low", "err_high"]].fillna(0.0)
     return None if not (errors.to_numpy() > 0).any() else errors.to_numpy().T
 
@@ -261,17 +265,20 @@ def _bar_rows(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]],
     for row, (ylabel, values) in zip(grid, metrics, strict=True):
         for ax, model, title in zip(row, models, short_names(models), strict=True):
             of_model = values[values["model"] == model].set_index("framework")
-            bars = of_model.loc[[f for f in frameworks if f in of_model.index]].dropna(subset=["value"])
+            shown = [f for f in frameworks if f in of_model.index]
+            bars = of_model.loc[shown].dropna(subset=["value"])
             points = (dots or {}).get(ylabel)
             ax.bar(np.arange(len(bars)), bars["value"], width=0.7, yerr=_errors(bars),
                    color=[framework_look(f).color for f in bars.index],
                    alpha=1.0 if points is None else 0.6,  # the dots stay visible on the bars
-                   error_kw={"elinewidth": 0.9, "ecolor": "0.15", "capsize": 0 if points is None else 2})
+                   error_kw={"elinewidth": 0.9, "ecolor": "0.15",
+                             "capsize": 0 if points is None else 2})
             if points is not None:
                 for x, fw in enumerate(bars.index):
-                    y = points.loc[(points["model"] == model) & (points["framework"] == fw), "value"].to_numpy()
-                    ax.scatter(x + np.linspace(-0.2, 0.2, len(y)) if len(y) > 1 else [x] * len(y), y,
-                               s=6, color="0.1", zorder=3, linewidths=0)
+                    of_bar = (points["model"] == model) & (points["framework"] == fw)
+                    y = points.loc[of_bar, "value"].to_numpy()
+                    xs = x + np.linspace(-0.2, 0.2, len(y)) if len(y) > 1 else [x] * len(y)
+                    ax.scatter(xs, y, s=6, color="0.1", zorder=3, linewidths=0)
             ax.set_xticks([])  # the legend names the frameworks: their names do not fit below
             ax.grid(axis="x", visible=False)
             ax.set_title(title)
@@ -301,11 +308,12 @@ def _grouped_bars(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]
 
 
 def _seed_spread(data: frames.SuiteData, column: str, scale: float) -> pd.DataFrame:
-    """Mean of `column` over the repetitions, with +-1 std (NaN with one repetition) as error bars."""
+    """Mean of `column` over the repetitions, with +-1 std (NaN with one repetition) as error
+    bars."""
     s = frames.spread(data.ok, ["model", "framework"], column)
     err = scale * s["std"]
-    return pd.DataFrame({"model": s["model"], "framework": s["framework"], "value": scale * s["mean"],
-                         "err_low": err, "err_high": err})
+    return pd.DataFrame({"model": s["model"], "framework": s["framework"],
+                         "value": scale * s["mean"], "err_low": err, "err_high": err})
 
 
 TIME_BARS_CAPTION = Caption(
@@ -320,7 +328,8 @@ def time_bars(data: frames.SuiteData) -> Figure:
     """Figure 4, as `TIME_BARS_CAPTION` describes it: bars per framework (`_bar_rows`)."""
     estimates = step_estimates(data.runs)
     value = estimates["step"].map(lambda e: 1000 * e.value)
-    steps = pd.DataFrame({"model": estimates["model"], "framework": estimates["framework"], "value": value,
+    steps = pd.DataFrame({"model": estimates["model"], "framework": estimates["framework"],
+                          "value": value,
                           "err_low": value - estimates["step"].map(lambda e: 1000 * e.low),
                           "err_high": estimates["step"].map(lambda e: 1000 * e.high) - value})
     used = used_runs(data.runs)
@@ -339,8 +348,9 @@ MEMORY_BARS_CAPTION = Caption(
 @styled()
 def memory_bars(data: frames.SuiteData) -> Figure:
     """Figure 5, as `MEMORY_BARS_CAPTION` describes it: bars per framework (`_bar_rows`)."""
-    return _bar_rows(data, [("Allocated in total (GiB)", _seed_spread(data, "alloc_bytes", 1 / GIB)),
-                            ("Peak live (MiB)", _seed_spread(data, "peak_bytes", 1 / MIB))])
+    allocated = _seed_spread(data, "alloc_bytes", 1 / GIB)
+    peak = _seed_spread(data, "peak_bytes", 1 / MIB)
+    return _bar_rows(data, [("Allocated in total (GiB)", allocated), ("Peak live (MiB)", peak)])
 
 
 # --- Figure 6: how cost grows ------------------------------------------------------------------
@@ -350,8 +360,9 @@ def _sweep_lines(ax: Axes, points: pd.DataFrame, column: str, y: pd.Series, low:
     """A line per framework of `y` against `column`, with error bars from `low` to `high`."""
     for fw in framework_order(points["framework"]):
         mask = points["framework"] == fw
-        ax.errorbar(points.loc[mask, column], y[mask], yerr=[y[mask] - low[mask], high[mask] - y[mask]],
-                    label=fw, elinewidth=0.6, **framework_look(fw).kwargs())
+        ax.errorbar(points.loc[mask, column], y[mask],
+                    yerr=[y[mask] - low[mask], high[mask] - y[mask]], label=fw, elinewidth=0.6,
+                    **framework_look(fw).kwargs())
     ax.set_xscale("log")
     ax.set_yscale("log")
     _swept_ticks(ax, points[column])
@@ -450,7 +461,8 @@ def circles_curves(data: frames.SuiteData, framework: str) -> Figure:
     epochs = data.epochs[data.epochs["framework"] == framework]
     fig, grid = new_figure(1, 2, panel_height=1.6, sharey=True)
     variants = list(dict.fromkeys(epochs["model"]))
-    for ax, column, title in ((grid[0][0], "train_loss", "Training"), (grid[0][1], "test_loss", "Test")):
+    for ax, column, title in ((grid[0][0], "train_loss", "Training"),
+                              (grid[0][1], "test_loss", "Test")):
         curves = frames.epoch_curves(epochs, column)
         for i, (model, name) in enumerate(zip(variants, short_names(variants), strict=True)):
             c = curves[curves["model"] == model]
@@ -458,8 +470,8 @@ def circles_curves(data: frames.SuiteData, framework: str) -> Figure:
             std = c["std"].fillna(0.0)
             # Markers, staggered per variant, so that they do not pile up on the same epochs.
             every = max(1, len(c) // 5)
-            ax.plot(c["epoch"], c["mean"], label=name, markevery=(i * every // len(variants), every),
-                    **look.kwargs())
+            ax.plot(c["epoch"], c["mean"], label=name,
+                    markevery=(i * every // len(variants), every), **look.kwargs())
             ax.fill_between(c["epoch"], (c["mean"] - std).clip(lower=c["min"]), c["mean"] + std,
                             color=look.color, alpha=BAND_ALPHA, linewidth=0)
         ax.set_title(f"{title} ({framework})")
