@@ -26,6 +26,7 @@ from .runner import Probes, RunOptions, measure_round, rotated
 from .suites import Suite
 
 REPO_DIR = Path(__file__).resolve().parents[1]  # the repository holding this harness
+DEFAULT_THRESHOLDS = Thresholds()
 
 
 @dataclass
@@ -49,7 +50,8 @@ def worktree(ref: str, repo: Path = REPO_DIR) -> Iterator[Path]:
         sha = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     except UsageError:
         raise UsageError(f"{ref!r} is no commit of {repo}: check the name (git log --oneline), "
-                         "or fetch the history if this is a shallow clone (git fetch --unshallow)") from None
+                         "or fetch the history if this is a shallow clone "
+                         "(git fetch --unshallow)") from None
     folder = Path(tempfile.mkdtemp(prefix="adh-ref-"))
     try:
         _git(repo, "worktree", "add", "--detach", str(folder), sha)
@@ -62,7 +64,7 @@ def worktree(ref: str, repo: Path = REPO_DIR) -> Iterator[Path]:
 
 
 def ab_test(ref: str, suite: Suite, rounds: int = 5, options: RunOptions | None = None,
-            thresholds: Thresholds = Thresholds(), repo: Path = REPO_DIR,
+            thresholds: Thresholds = DEFAULT_THRESHOLDS, repo: Path = REPO_DIR,
             on_run: Callable[[str], None] = lambda message: None) -> ABResult:
     """Measure every case of `suite` with REF and with the working tree of `repo`, side by side
     in `rounds` rounds; then compare them round by round (REF is BASE). `options` gives
@@ -73,7 +75,8 @@ def ab_test(ref: str, suite: Suite, rounds: int = 5, options: RunOptions | None 
     # The workers run with their tree as working directory: a relative data folder would move.
     data_dir = str(Path(options.data_dir).resolve()) if options.data_dir else None
     with worktree(ref, repo) as ref_dir:
-        sides = {side: replace(options, data_dir=data_dir, code_dir=str(tree), code_version=code_version(tree))
+        sides = {side: replace(options, data_dir=data_dir, code_dir=str(tree),
+                               code_version=code_version(tree))
                  for side, tree in (("base", ref_dir), ("new", repo))}
         results = {side: [CaseResult(case=c, key=c.key(o.code_version), status=Status.OK)
                           for c in suite.cases] for side, o in sides.items()}

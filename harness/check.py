@@ -74,8 +74,9 @@ def _max_rho(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> float:
     return max(rho(a[name], b[name]) for name in a)
 
 
-def check_model(spec: ModelSpec, data: Dataset, dtype: str = "float32", steps: int = 50, seed: int = 0,
-                reference: str = "torch", threads: int = 2, test_limit: int | None = None) -> list[CheckResult]:
+def check_model(spec: ModelSpec, data: Dataset, dtype: str = "float32", steps: int = 50,
+                seed: int = 0, reference: str = "torch", threads: int = 2,
+                test_limit: int | None = None) -> list[CheckResult]:
     """Gradient and trajectory parity of both engine modes against `reference`."""
     np_dtype = np.dtype(dtype)
     x_train = data.x_train.astype(np_dtype, copy=False).reshape((-1,) + spec.input_shape)
@@ -111,7 +112,8 @@ def check_model(spec: ModelSpec, data: Dataset, dtype: str = "float32", steps: i
 
 
 def format_table(results: list[CheckResult]) -> str:
-    headers = ["model", "framework", "dtype", "grad rho", "loss rel diff", "weights rho", "same preds", "result"]
+    headers = ["model", "framework", "dtype", "grad rho", "loss rel diff", "weights rho",
+               "same preds", "result"]
     rows = [[r.model, r.framework, r.dtype, f"{r.gradient_rho:.2e}", f"{r.loss_rel_diff:.2e}",
              f"{r.weights_rho:.2e}", f"{100 * r.agreement:.2f} %", "ok" if r.passed else "FAIL"]
             for r in results]

@@ -28,15 +28,18 @@ EPILOG = """examples:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="adh", description="autodiff-harness: a numpy AD engine against PyTorch on identical models.",
+        prog="adh",
+        description="autodiff-harness: a numpy AD engine against PyTorch on identical models.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a suite of cases and store the results",
-                         description="Run every case of a suite in fresh processes (timing pass, then memory "
-                                     "pass), store each finished case at once, print a table per model.")
+                         description="Run every case of a suite in fresh processes (timing pass, "
+                                     "then memory pass), store each finished case at once, print "
+                                     "a table per model.")
     run.add_argument("suite", nargs="?", default="quick",
-                     help="built-in suite (quick, paper, circles, scaling, ci) or a TOML file (default: quick)")
+                     help="built-in suite (quick, paper, circles, scaling, ci) or a TOML file "
+                          "(default: quick)")
     run.add_argument("--models", nargs="+", metavar="M", help="only these models (see adh list)")
     run.add_argument("--frameworks", nargs="+", metavar="F", help="only these frameworks")
     run.add_argument("--dataset", help="use this dataset instead of the suite's")
@@ -46,77 +49,97 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--rounds", type=_positive_int, metavar="R",
                      help="timing passes per case, each in a fresh process, interleaved across the "
                           "suite's cases round by round (default: the suite's; quick 3, paper 2)")
-    run.add_argument("--threads", type=int, help="threads for every numeric library (default: the suite's)")
+    run.add_argument("--threads", type=int,
+                     help="threads for every numeric library (default: the suite's)")
     run.add_argument("--batch-size", type=int, help="batch size")
-    run.add_argument("--train-limit", type=int, metavar="N", help="train on the first N examples only")
+    run.add_argument("--train-limit", type=int, metavar="N",
+                     help="train on the first N examples only")
     run.add_argument("--no-memory", action="store_true", help="skip the memory pass (memray)")
     run.add_argument("--timeout", type=_positive_int, metavar="S",
                      help="stop a pass of a case after S seconds (recorded as timeout)")
     run.add_argument("--resume", action="store_true",
-                     help="skip what is stored for the same code: finished cases, and rounds already run "
-                          "(a round finished later is paired with processes measured earlier)")
-    run.add_argument("--store", default="results/adh.sqlite", help="results database (default: %(default)s)")
+                     help="skip what is stored for the same code: finished cases, and rounds "
+                          "already run (a round finished later is paired with processes measured "
+                          "earlier)")
+    run.add_argument("--store", default="results/adh.sqlite",
+                     help="results database (default: %(default)s)")
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     _no_wait(run)
 
-    check = sub.add_parser("check", help="prove the engine and the reference compute the same thing",
-                           description="Gradient and trajectory parity of both engine modes against "
-                                       "torch, per model; exit status 1 on any failure.")
+    check = sub.add_parser("check",
+                           help="prove the engine and the reference compute the same thing",
+                           description="Gradient and trajectory parity of both engine modes "
+                                       "against torch, per model; exit status 1 on any failure.")
     check.add_argument("--models", nargs="+", metavar="M", help="only these models (default: all)")
     check.add_argument("--dtype", choices=["float32", "float64"], default="float32")
-    check.add_argument("--steps", type=int, default=50, help="training steps compared (default: %(default)s)")
+    check.add_argument("--steps", type=int, default=50,
+                       help="training steps compared (default: %(default)s)")
     check.add_argument("--seed", type=int, default=0)
     check.add_argument("--threads", type=int, default=2)
-    check.add_argument("--test-limit", type=int, metavar="N", help="compare predictions on N test examples only")
-    check.add_argument("--data-dir", help="folder holding IDX files, for models on mnist / fashion-mnist")
+    check.add_argument("--test-limit", type=int, metavar="N",
+                       help="compare predictions on N test examples only")
+    check.add_argument("--data-dir",
+                       help="folder holding IDX files, for models on mnist / fashion-mnist")
     _no_wait(check)
 
     sub.add_parser("list", help="models, frameworks, datasets and suites")
 
     report = sub.add_parser("report", help="figures and tables of a stored suite, for a paper",
-                            description="Write figures (PNG, PDF), tables (Markdown, LaTeX, CSV) and "
-                                        "report.md with provenance, from the results store.")
+                            description="Write figures (PNG, PDF), tables (Markdown, LaTeX, CSV) "
+                                        "and report.md with provenance, from the results store.")
     report.add_argument("suite", nargs="?", default="quick", help="suite name (default: quick)")
-    report.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: reports/SUITE)")
-    report.add_argument("--store", default="results/adh.sqlite", help="results database (default: %(default)s)")
+    report.add_argument("--out", type=Path, metavar="DIR",
+                        help="output folder (default: reports/SUITE)")
+    report.add_argument("--store", default="results/adh.sqlite",
+                        help="results database (default: %(default)s)")
 
     compare = sub.add_parser(
         "compare", help="did a change make things slower, hungrier or less accurate?",
         description="Compare two result sets per model, framework and metric: step time (ratio of "
-                    "medians, minimum factor and Mann-Whitney U), memory (tight threshold), accuracy "
-                    "(tolerance). Exit status 1 on any regression. BASE and NEW are a results store "
-                    "(PATH.sqlite, optionally PATH.sqlite#SUITE or @CODE_VERSION) or a folder of "
-                    "exported tables. With --against REF, measure REF (a git worktree) and the "
-                    "working tree in alternation instead.",
+                    "medians, minimum factor and Mann-Whitney U), memory (tight threshold), "
+                    "accuracy (tolerance). Exit status 1 on any regression. BASE and NEW are a "
+                    "results store (PATH.sqlite, optionally PATH.sqlite#SUITE or @CODE_VERSION) or "
+                    "a folder of exported tables. With --against REF, measure REF (a git worktree) "
+                    "and the working tree in alternation instead.",
         epilog="examples:\n  adh compare base.sqlite#ci results/adh.sqlite#ci\n"
                "  adh compare --against main --suite ci --rounds 5",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     compare.add_argument("base", nargs="?", help="BASE result set")
     compare.add_argument("new", nargs="?", help="NEW result set")
-    compare.add_argument("--against", metavar="REF", help="measure git REF and the working tree, A B A B")
+    compare.add_argument("--against", metavar="REF",
+                         help="measure git REF and the working tree, A B A B")
     compare.add_argument("--suite", default="ci", help="suite for --against (default: %(default)s)")
-    compare.add_argument("--rounds", type=_positive_int, default=5, help="A/B rounds (default: %(default)s)")
-    compare.add_argument("--min-factor", type=float, default=1.10, help="smallest time ratio called a change (default: %(default)s)")
-    compare.add_argument("--alpha", type=float, default=0.01, help="significance level (default: %(default)s)")
-    compare.add_argument("--memory-tolerance", type=float, default=0.02, help="relative memory change allowed (default: %(default)s)")
-    compare.add_argument("--accuracy-tolerance", type=float, default=0.5, help="test accuracy drop allowed, in points (default: %(default)s)")
-    compare.add_argument("--json", type=Path, metavar="FILE", help="also write the verdicts as JSON")
+    compare.add_argument("--rounds", type=_positive_int, default=5,
+                         help="A/B rounds (default: %(default)s)")
+    compare.add_argument("--min-factor", type=float, default=1.10,
+                         help="smallest time ratio called a change (default: %(default)s)")
+    compare.add_argument("--alpha", type=float, default=0.01,
+                         help="significance level (default: %(default)s)")
+    compare.add_argument("--memory-tolerance", type=float, default=0.02,
+                         help="relative memory change allowed (default: %(default)s)")
+    compare.add_argument("--accuracy-tolerance", type=float, default=0.5,
+                         help="test accuracy drop allowed, in points (default: %(default)s)")
+    compare.add_argument("--json", type=Path, metavar="FILE",
+                         help="also write the verdicts as JSON")
     compare.add_argument("--data-dir", help="folder holding IDX files, for --against")
     _no_wait(compare)
 
     system = sub.add_parser(
-        "system", help="is this machine fit to measure on? (CPU, load, affinity, BLAS, frequency, ASLR, steal)",
-        description="What a measurement depends on, each with a verdict (ok, warning, info) and, where "
-                    "a fix exists, the command for it. Changes nothing. Exit status 1 if any line "
-                    "is a warning.")
+        "system", help="is this machine fit to measure on? "
+                       "(CPU, load, affinity, BLAS, frequency, ASLR, steal)",
+        description="What a measurement depends on, each with a verdict (ok, warning, info) and, "
+                    "where a fix exists, the command for it. Changes nothing. Exit status 1 if any "
+                    "line is a warning.")
     system.add_argument("--threads", type=_positive_int, default=2,
                         help="the thread count you will measure with (default: %(default)s)")
 
     results = sub.add_parser("results", help="show or export stored results")
     results.add_argument("--suite", help="only this suite")
-    results.add_argument("--store", default="results/adh.sqlite", help="results database (default: %(default)s)")
+    results.add_argument("--store", default="results/adh.sqlite",
+                         help="results database (default: %(default)s)")
     results.add_argument("--export", metavar="DIR", type=Path, help="write every table to DIR")
-    results.add_argument("--format", choices=["csv", "parquet"], default="csv", help="export format")
+    results.add_argument("--format", choices=["csv", "parquet"], default="csv",
+                         help="export format")
     return parser
 
 
@@ -125,9 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "threads", None):
             pin_threads(args.threads)
-        signal.signal(signal.SIGTERM, _interrupt)  # a terminated run stops like Ctrl-C: nothing finished is lost
-        commands = {"run": _run, "check": _check, "list": _list, "results": _results, "report": _report,
-                    "compare": _compare, "system": _system}
+        # A terminated run stops like one on Ctrl-C: nothing finished is lost.
+        signal.signal(signal.SIGTERM, _interrupt)
+        commands = {"run": _run, "check": _check, "list": _list, "results": _results,
+                    "report": _report, "compare": _compare, "system": _system}
         return commands[args.command](args)
     except AdhError as error:  # anything else is a bug, and shows its traceback
         print(f"adh: error: {error}", file=sys.stderr)
@@ -136,8 +160,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _no_wait(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-wait", action="store_true",
-                        help="if another adh measurement is running on this machine, exit with status 2 "
-                             "at once instead of waiting for it (measurements run one at a time)")
+                        help="if another adh measurement is running on this machine, exit with "
+                             "status 2 at once instead of waiting for it (measurements run one at "
+                             "a time)")
 
 
 def _measuring(args):
@@ -168,18 +193,21 @@ def _run(args) -> int:
     overrides = {k: v for k, v in {
         "models": args.models, "frameworks": args.frameworks, "dataset": args.dataset,
         "epochs": args.epochs, "threads": args.threads, "batch_size": args.batch_size,
-        "train_limit": args.train_limit, "seeds": list(range(args.seeds)) if args.seeds is not None else None,
+        "train_limit": args.train_limit,
+        "seeds": list(range(args.seeds)) if args.seeds is not None else None,
     }.items() if v is not None}
     suite = load_suite(args.suite, overrides)
     if args.dataset:
         from .data import load_dataset
         load_dataset(args.dataset, args.data_dir)  # fail now, with the fix, not in every case
     options = RunOptions(data_dir=args.data_dir, resume=args.resume, progress=not args.no_progress,
-                         memory=suite.memory and not args.no_memory, rounds=args.rounds or suite.rounds,
+                         memory=suite.memory and not args.no_memory,
+                         rounds=args.rounds or suite.rounds,
                          timeout_s=args.timeout or suite.timeout_s, code_version=code_version())
     with ResultsStore(args.store) as store, _measuring(args):
         outcome = run_suite(suite, store, options)
-        keys = {r.key for r in outcome.results} | {c.key(options.code_version) for c in outcome.skipped}
+        keys = ({r.key for r in outcome.results}
+                | {c.key(options.code_version) for c in outcome.skipped})
         cases = store.cases(suite.name)
         cases = cases[cases["key"].isin(keys)]
         if len(cases):
@@ -188,7 +216,8 @@ def _run(args) -> int:
     print(f"\n{len(outcome.results)} cases run, {len(outcome.skipped)} skipped (--resume), "
           f"{len(failed)} failed; results in {args.store}")
     if outcome.interrupted:
-        print("interrupted: finished cases are stored; run again with --resume to finish", file=sys.stderr)
+        print("interrupted: finished cases are stored; run again with --resume to finish",
+              file=sys.stderr)
         return 130
     return 1 if failed else 0
 
@@ -203,8 +232,8 @@ def _check(args) -> int:
     with _measuring(args):
         for spec in specs:
             data = load_dataset(spec.dataset, args.data_dir, dtype=args.dtype)
-            results += check_model(spec, data, args.dtype, args.steps, args.seed, threads=args.threads,
-                                   test_limit=args.test_limit)
+            results += check_model(spec, data, args.dtype, args.steps, args.seed,
+                                   threads=args.threads, test_limit=args.test_limit)
     print(format_table(results))
     failed = [r for r in results if not r.passed]
     print(f"\n{len(results) - len(failed)} passed, {len(failed)} failed")
@@ -245,7 +274,9 @@ def _results(args) -> int:
             return 0
         suites = [args.suite] if args.suite else store.suites()
         if not suites or (args.suite and args.suite not in store.suites()):
-            raise UsageError(f"no results for suite {args.suite!r} in {args.store}; stored: {', '.join(store.suites()) or 'none'}")
+            stored = ", ".join(store.suites()) or "none"
+            raise UsageError(f"no results for suite {args.suite!r} in {args.store}; "
+                             f"stored: {stored}")
         for suite in suites:
             print(f"# {suite}\n")
             cases = newest_versions(store.cases(suite))  # several commits' results: the newest
@@ -258,7 +289,8 @@ def _report(args) -> int:
     from .store import ResultsStore
 
     if not Path(args.store).exists():
-        raise UsageError(f"no results at {args.store}: run `adh run {args.suite}` first (or pass --store)")
+        raise UsageError(f"no results at {args.store}: run `adh run {args.suite}` first "
+                         "(or pass --store)")
     with ResultsStore(args.store) as store:
         print(build_report(store, args.suite, args.out))
     return 0
@@ -285,7 +317,8 @@ def _compare(args) -> int:
         rows, labels = outcome.rows, (args.against, "working tree")
     else:
         if not (args.base and args.new):
-            raise UsageError("give BASE and NEW result sets (or --against REF); see adh compare --help")
+            raise UsageError("give BASE and NEW result sets (or --against REF); "
+                             "see adh compare --help")
         rows = compare(load_result_set(args.base), load_result_set(args.new), thresholds)
         labels = (args.base, args.new)
     print(to_markdown(rows, *labels))

@@ -75,16 +75,19 @@ def run_worker(case: Case, pass_name: str, options: RunOptions,
     """Run one pass of `case` in a fresh process; raise WorkerError on crash or timeout."""
     with tempfile.TemporaryDirectory(prefix="adh-") as tmp:
         job, result = Path(tmp, "job.json"), Path(tmp, "result.json")
-        job.write_text(json.dumps({"case": case.settings(), "pass": pass_name, "data_dir": options.data_dir}))
+        job.write_text(json.dumps({"case": case.settings(), "pass": pass_name,
+                                   "data_dir": options.data_dir}))
         env = measured_environment(case.threads, overrides={"PYTHONUNBUFFERED": "1", **options.env})
         if options.code_dir:  # that tree's harness and engine are imported, not this one's
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [options.code_dir, env.get("PYTHONPATH")]))
+            paths = [options.code_dir, env.get("PYTHONPATH")]
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
         stderr_path = Path(tmp, "stderr")
+        command = [*options.launcher, sys.executable, "-m", "harness.worker", str(job), str(result)]
         with open(stderr_path, "w") as stderr:
-            proc = subprocess.Popen([*options.launcher, sys.executable, "-m", "harness.worker", str(job), str(result)],
-                                    stdout=subprocess.PIPE, stderr=stderr, text=True, env=env,
-                                    cwd=options.code_dir)
-            reader = threading.Thread(target=_read_progress, args=(proc.stdout, on_progress), daemon=True)
+            proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                                    env=env, cwd=options.code_dir)
+            reader = threading.Thread(target=_read_progress, args=(proc.stdout, on_progress),
+                                      daemon=True)
             reader.start()
             try:
                 proc.wait(timeout=options.timeout_s)
@@ -103,7 +106,8 @@ def run_worker(case: Case, pass_name: str, options: RunOptions,
             tail = stderr_path.read_text()[-STDERR_TAIL:].strip()
             how = (f"killed by {signal.Signals(-proc.returncode).name}" if proc.returncode < 0
                    else f"exit status {proc.returncode}")
-            hint = " (out of memory, or killed from outside)" if proc.returncode == -signal.SIGKILL else ""
+            killed = proc.returncode == -signal.SIGKILL
+            hint = " (out of memory, or killed from outside)" if killed else ""
             raise WorkerError(Status.CRASHED, f"{pass_name} pass {how}{hint}: {tail}")
         return json.loads(result.read_text())
 
@@ -168,7 +172,8 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
             if not (contended or drift):
                 break
             why = (f"other processes used {100 * fraction:.0f} % of the CPU" if contended else
-                   "the host changed speed (drift: the probe around the pass, or the level of its steps)")
+                   "the host changed speed "
+                   "(drift: the probe around the pass, or the level of its steps)")
             note(f"{case.label()} round {round_ + 1}: {why}; "
                  + ("retrying" if attempt <= POLICY.retries else "kept and flagged"))
         if timing["status"] != Status.OK:
@@ -223,7 +228,8 @@ def _fill_first(result: CaseResult, timing: dict) -> None:
     """What every run of a case has alike, from its first: provenance (with the flag policy),
     work, the training curves."""
     result.provenance = {**timing.get("provenance", {}), "policy": POLICY.record()}
-    result.flops_per_step, result.gemm_peak_gflops = timing.get("flops_per_step"), timing.get("gemm_peak_gflops")
+    result.flops_per_step = timing.get("flops_per_step")
+    result.gemm_peak_gflops = timing.get("gemm_peak_gflops")
     result.epochs = [EpochRecord(**e) for e in timing.get("epochs", [])]
     result.batches = [BatchRecord(**b) for b in timing.get("batches", [])]
 
@@ -255,7 +261,10 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
     todo = list(results.values())
     passes = sum(options.rounds - len(r.runs) for r in todo)
     disable = True if not options.progress else None  # None: bars only on a terminal
-    note = lambda message: tqdm.write(message, file=sys.stderr)
+
+    def note(message: str) -> None:
+        tqdm.write(message, file=sys.stderr)
+
     probes = Probes()
     bar = tqdm(total=passes, desc=f"suite {suite.name}", unit="pass", position=0, disable=disable)
     current = None
@@ -284,10 +293,12 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
         outcome.interrupted = True
         # A case with nothing stored yet is recorded as interrupted, unless the store holds a
         # finished result of it (from an earlier run); a case with runs keeps them as they are.
-        if current is not None and not current.runs and current.key not in store.done_keys(suite.name):
+        if (current is not None and not current.runs
+                and current.key not in store.done_keys(suite.name)):
             current.status, current.reason = Status.INTERRUPTED, "stopped by Ctrl-C"
             store.save(current)
-        outcome.results += [r for r in todo if r not in outcome.results and (r.runs or r is current)]
+        outcome.results += [r for r in todo
+                            if r not in outcome.results and (r.runs or r is current)]
     finally:
         bar.close()
     return outcome
@@ -297,5 +308,6 @@ def _show_progress(bar, epochs: int, p: dict) -> None:
     bar.total = p["batches"] * epochs
     bar.n = (p["epoch"] - 1) * p["batches"] + p["batch"]
     bar.set_description(f"  epoch {p['epoch']}/{epochs}")
-    bar.set_postfix(loss=f"{p['loss']:.4f}", **({"test_acc": f"{p['test_acc']:.3f}"} if "test_acc" in p else {}))
+    accuracy = {"test_acc": f"{p['test_acc']:.3f}"} if "test_acc" in p else {}
+    bar.set_postfix(loss=f"{p['loss']:.4f}", **accuracy)
     bar.refresh()

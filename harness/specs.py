@@ -146,7 +146,8 @@ def _circles(act: str, clipped: bool) -> ModelSpec:
 
 
 MODELS: dict[str, ModelSpec] = {m.name: m for m in (
-    CNN, MLP, RNN, *(_circles(act, clipped) for act in ("tanh", "relu", "sigmoid") for clipped in (False, True)))}
+    CNN, MLP, RNN, *(_circles(act, clipped) for act in ("tanh", "relu", "sigmoid")
+                     for clipped in (False, True)))}
 
 
 def get_model(name: str) -> ModelSpec:
@@ -167,7 +168,8 @@ def scaled(spec: ModelSpec, width: int | None = None, seq_len: int | None = None
         return replace(spec, name=f"mlp-w{width}", layers=layers)
     if seq_len is not None:
         if spec.name != "rnn" or 784 % seq_len:
-            raise UsageError(f"seq_len applies to the rnn model and must divide 784, got {spec.name!r}, {seq_len}")
+            raise UsageError("seq_len applies to the rnn model and must divide 784, "
+                             f"got {spec.name!r}, {seq_len}")
         features = 784 // seq_len
         hidden = spec.layers[0].n_out
         layers = (rnn(features, hidden, "tanh"), *spec.layers[1:])

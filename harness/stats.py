@@ -75,8 +75,9 @@ def paired_ratio(numerators: Sequence[float], denominators: Sequence[float],
                  confidence: float = CONFIDENCE) -> Estimate:
     """The ratio of two sides measured in pairs (round by round): one ratio per pair, then
     their `estimate`. Pairs with a missing side are dropped."""
-    ratios = [a / b for a, b in zip(numerators, denominators)
-              if a is not None and b is not None and math.isfinite(a) and math.isfinite(b) and b > 0]
+    ratios = [a / b for a, b in zip(numerators, denominators, strict=True)
+              if a is not None and b is not None
+              and math.isfinite(a) and math.isfinite(b) and b > 0]
     return estimate(ratios, confidence)
 
 

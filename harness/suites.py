@@ -38,8 +38,10 @@ SETTINGS = {  # key: (type, meaning) - the only keys a suite file may use
     "train_limit": (int, "use only the first N training examples"),
     "folds": (int, "k-fold cross-validation over train+test, each seed one repetition"),
     "width": ((int, list), "hidden width of the MLP; a list is swept"),
-    "seq_len": ((int, list), "RNN sequence length (784 / seq_len features a step); a list is swept"),
-    "rounds": (int, "timing passes of every case, each in a fresh process, interleaved round by round"),
+    "seq_len": ((int, list), "RNN sequence length (784 / seq_len features a step); "
+                             "a list is swept"),
+    "rounds": (int, "timing passes of every case, each in a fresh process, interleaved "
+                    "round by round"),
     "memory": (bool, "run the memory pass (memray) after the timing pass"),
     "timeout_s": (int, "a case running longer is stopped and recorded as timeout"),
     "sweep": (list, "groups of cases, each a table of the keys above"),
@@ -50,7 +52,7 @@ ITEMS = {"models": str, "frameworks": str, "seeds": int, "batch_size": int, "wid
 MINIMUM = {"seeds": 0, "epochs": 1, "batch_size": 1, "threads": 1, "train_limit": 1, "folds": 2,
            "width": 1, "seq_len": 1, "timeout_s": 1, "rounds": 1}
 DTYPES = ("float32", "float64")
-TOP_LEVEL_ONLY = ("description", "memory", "timeout_s", "rounds", "sweep")  # settings of the whole suite
+TOP_LEVEL_ONLY = ("description", "memory", "timeout_s", "rounds", "sweep")  # whole-suite settings
 # One process per case is not a measurement: processes of the same code differ by 10-40 % here.
 DEFAULT_ROUNDS = 3
 
@@ -110,13 +112,14 @@ def load_suite(name_or_path: str, overrides: dict[str, Any] | None = None) -> Su
         groups.append(merged)
     if raw.get("sweep") and not groups:
         swept = sorted({m for group in raw["sweep"] for m in group.get("models", [])})
-        raise UsageError(f"{path}: no sweep of this suite has the models {', '.join(overrides['models'])}; "
-                         f"its sweeps have: {', '.join(swept)}")
+        raise UsageError(f"{path}: no sweep of this suite has the models "
+                         f"{', '.join(overrides['models'])}; its sweeps have: {', '.join(swept)}")
     groups = groups or [options]
     name = path.stem
     cases = [case for group in groups for case in _expand(name, group, path, text)]
     return Suite(name, raw.get("description", ""), cases, options.get("memory", True),
-                 options.get("timeout_s", 3600), options.get("rounds", DEFAULT_ROUNDS), str(path), options)
+                 options.get("timeout_s", 3600), options.get("rounds", DEFAULT_ROUNDS), str(path),
+                 options)
 
 
 _HEADER = re.compile(r"\s*\[(\[?)\s*([A-Za-z_][\w.-]*)\s*\]\]?\s*(#.*)?$")
@@ -125,6 +128,7 @@ _HEADER = re.compile(r"\s*\[(\[?)\s*([A-Za-z_][\w.-]*)\s*\]\]?\s*(#.*)?$")
 def _line_of(text: str, key: str, sweep: int | None = None) -> int | None:
     """The line of `key = ...` at the top level, or in the `sweep`-th [[sweep]] table (0-based)."""
     table: int | None = -1  # -1: the top level; n: the n-th [[sweep]]; None: another table
+    wanted = -1 if sweep is None else sweep
     sweeps = 0
     for number, line in enumerate(text.splitlines(), 1):
         header = _HEADER.match(line)
@@ -135,7 +139,7 @@ def _line_of(text: str, key: str, sweep: int | None = None) -> int | None:
             if header.group(1) and header.group(2) == "sweep":
                 table, sweeps = sweeps, sweeps + 1
             continue
-        if table == (-1 if sweep is None else sweep) and re.match(rf"\s*{re.escape(key)}\s*=", line):
+        if table == wanted and re.match(rf"\s*{re.escape(key)}\s*=", line):
             return number
     return None
 
@@ -155,17 +159,20 @@ def _validate(where: str, key: str, value: Any) -> None:
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-        raise UsageError(f"{where}: field {key!r} must be {_type_name(kind)} ({meaning}), got {value!r}")
+        raise UsageError(f"{where}: field {key!r} must be {_type_name(kind)} ({meaning}), "
+                         f"got {value!r}")
     values = value if isinstance(value, list) else [value]
     if isinstance(value, list):
         item = ITEMS[key]
         if not value and key != "sweep":
             raise UsageError(f"{where}: field {key!r} must not be empty ({meaning})")
         if any(not isinstance(v, item) or isinstance(v, bool) for v in value):
-            raise UsageError(f"{where}: field {key!r} must be a list of "
-                             f"{ {str: 'strings', int: 'integers', dict: 'tables'}[item]} ({meaning}), got {value!r}")
+            items = {str: "strings", int: "integers", dict: "tables"}[item]
+            raise UsageError(f"{where}: field {key!r} must be a list of {items} ({meaning}), "
+                             f"got {value!r}")
     if key in MINIMUM and any(v < MINIMUM[key] for v in values):
-        raise UsageError(f"{where}: field {key!r} must be at least {MINIMUM[key]} ({meaning}), got {value!r}")
+        raise UsageError(f"{where}: field {key!r} must be at least {MINIMUM[key]} ({meaning}), "
+                         f"got {value!r}")
     if key == "lr" and value <= 0:
         raise UsageError(f"{where}: field 'lr' must be positive, got {value!r}")
     if key == "dtype" and value not in DTYPES:
@@ -179,7 +186,8 @@ def _validate(where: str, key: str, value: Any) -> None:
         for name in values:
             if name not in known:
                 what = {"models": "model", "frameworks": "framework", "dataset": "dataset"}[key]
-                raise UsageError(f"{where}: unknown {what} {name!r}; choose from: {', '.join(known)}")
+                raise UsageError(f"{where}: unknown {what} {name!r}; "
+                                 f"choose from: {', '.join(known)}")
 
 
 def _type_name(kind) -> str:

@@ -66,7 +66,7 @@ def cpu_shares(before: str, after: str, own_ticks: float = 0.0) -> tuple[float, 
         return ([int(x) for x in text.splitlines()[0].split()[1:9]] + [0] * 8)[:8]
 
     user, nice, system, idle, iowait, irq, softirq, steal = (
-        b - a for a, b in zip(columns(before), columns(after)))
+        b - a for a, b in zip(columns(before), columns(after), strict=True))
     total = user + nice + system + idle + iowait + irq + softirq + steal
     if total <= 0:
         return 0.0, 0.0

@@ -1,20 +1,25 @@
-"""Tables in the papers' format, from the results store's data frames, as Markdown and LaTeX (booktabs)."""
+"""Tables in the papers' format, from the results store's data frames, as Markdown and LaTeX
+(booktabs)."""
 from __future__ import annotations
 
 import pandas as pd
 
 from .records import Status
-from .store import SETTINGS_COLUMNS
 from .stats import Estimate, estimate, format_ratio, format_value, paired_ratio
+from .store import SETTINGS_COLUMNS
 
 GIB, MIB = 2 ** 30, 2 ** 20
 
 
 def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
     """A Markdown table with aligned columns (readable in a terminal too)."""
-    widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows)]
-    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
-    return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
+    widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows, strict=True)]
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    rule = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(headers), rule, *map(line, rows)])
 
 
 def final_test_accuracy(epochs: pd.DataFrame) -> pd.Series:
@@ -104,7 +109,8 @@ def flat_estimates(summary: pd.DataFrame) -> pd.DataFrame:
             values = out.pop(column)
             for part, suffix in (("value", ""), ("low", "_ci_low"), ("high", "_ci_high")):
                 out[name.replace("_ms", "") + suffix + ("_ms" if scale != 1 else "")] = [
-                    scale * getattr(e, part) if isinstance(e, Estimate) else float("nan") for e in values]
+                    scale * getattr(e, part) if isinstance(e, Estimate) else float("nan")
+                    for e in values]
     return out
 
 
@@ -173,7 +179,8 @@ def relative_words(ratio: float, words: tuple[str, str]) -> str:
     return f"{ratio:.2f}× {words[0]}" if ratio >= 1 else f"{1 / ratio:.2f}× {words[1]}"
 
 
-def _relative_cell(row: pd.Series, column: str, words: tuple[str, str] | None, reference: str) -> str:
+def _relative_cell(row: pd.Series, column: str, words: tuple[str, str] | None,
+                   reference: str) -> str:
     if row["framework"] == reference:
         return "reference"
     if words:
@@ -189,9 +196,11 @@ def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str]
     model has a reference row. A metric no row measured (no memory pass) is left out."""
     relative = bool((rows["framework"] == reference).any())
     columns = [c for c in PAPER_COLUMNS if rows[c[0]].notna().any()]
-    headers = ["Framework", "Time (s)", "Step (ms)"] + ([f"Step vs {reference}"] if relative else [])
+    headers = ["Framework", "Time (s)", "Step (ms)"]
+    headers += [f"Step vs {reference}"] if relative else []
     for _, header, _, words in columns:
-        headers += [header, f"vs {reference}" + ("" if words else " (pp)")] if relative else [header]
+        unit = "" if words else " (pp)"
+        headers += [header, f"vs {reference}{unit}"] if relative else [header]
     body = []
     for _, row in rows.iterrows():
         cells = [row["framework"], _mean_std(row, "time_s", 2), _step_cell(row)]
@@ -248,14 +257,17 @@ def latex_table(headers: list[str], rows: list[list[str]], caption: str = "", la
                 left: int = 1) -> str:
     """A booktabs table (\\usepackage{booktabs}): the first `left` columns (names) left-aligned,
     the numbers right-aligned."""
-    line = lambda cells: " & ".join(latex_escape(c) for c in cells) + r" \\"
+    def line(cells: list[str]) -> str:
+        return " & ".join(latex_escape(c) for c in cells) + r" \\"
+
     lines = [r"\begin{table}[t]", r"\centering"]
     if caption:
         lines.append(rf"\caption{{{latex_escape(caption)}}}")
     if label:
         lines.append(rf"\label{{{label}}}")
-    lines += [r"\begin{tabular}{" + "l" * left + "r" * (len(headers) - left) + "}", r"\toprule", line(headers),
-              r"\midrule", *map(line, rows), r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    alignment = "l" * left + "r" * (len(headers) - left)
+    lines += [r"\begin{tabular}{" + alignment + "}", r"\toprule", line(headers), r"\midrule",
+              *map(line, rows), r"\bottomrule", r"\end{tabular}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 
 
@@ -268,6 +280,7 @@ def sweep_table(points: pd.DataFrame, column: str, header: str,
     cells = {(r["model"], r[column], r["framework"]):
              f"{1000 * r['median']:#.3g} [{1000 * r['q1']:#.3g}, {1000 * r['q3']:#.3g}]"
              for _, r in points.iterrows()}
+    swept = points[["model", column]].drop_duplicates()
     rows = [[model, f"{value:g}", *(cells.get((model, value, f), "-") for f in frameworks)]
-            for (model, value) in points[["model", column]].drop_duplicates().itertuples(index=False)]
+            for (model, value) in swept.itertuples(index=False)]
     return headers, rows

@@ -2,8 +2,9 @@
 
 The runner starts this module with the thread count already in the environment, so BLAS,
 OpenMP and torch start with it. Two passes, never mixed: "time" (every step timed, the warm-up
-steps measured and kept apart, evaluation after each epoch, contention watched) and "memory" (the same training loop
-under memray, nothing timed). Progress goes to stdout as lines starting with PROGRESS_PREFIX.
+steps measured and kept apart, evaluation after each epoch, contention watched) and "memory"
+(the same training loop under memray, nothing timed). Progress goes to stdout as lines starting
+with PROGRESS_PREFIX.
 """
 from __future__ import annotations
 
@@ -42,12 +43,13 @@ def prepare(case, data_dir: str | None):
     if extra.get("folds"):  # k-fold cross-validation over all examples; the seed picks the split
         x_all, y_all = np.concatenate([x_train, x_test]), np.concatenate([y_train, y_test])
         train_idx, test_idx = kfold_splits(len(x_all), extra["folds"], case.seed)[extra["fold"]]
-        x_train, y_train, x_test, y_test = x_all[train_idx], y_all[train_idx], x_all[test_idx], y_all[test_idx]
+        x_train, y_train = x_all[train_idx], y_all[train_idx]
+        x_test, y_test = x_all[test_idx], y_all[test_idx]
     if case.train_limit:
         x_train, y_train = x_train[:case.train_limit], y_train[:case.train_limit]
     if len(x_train) < spec.batch_size:  # an incomplete batch is dropped: nothing would train
-        raise ValueError(f"{len(x_train)} training examples make no full batch of {spec.batch_size}; "
-                         "raise train_limit or lower batch_size")
+        raise ValueError(f"{len(x_train)} training examples make no full batch of "
+                         f"{spec.batch_size}; raise train_limit or lower batch_size")
     shape = (-1,) + spec.input_shape
     x_train, x_test = x_train.reshape(shape), x_test.reshape(shape)
     return spec, data, x_train, y_train, targets(spec, y_train, x_train.dtype), x_test, y_test
@@ -138,9 +140,11 @@ def time_pass(case, data_dir) -> dict:
                                               case.dtype, case.threads)
     steps = steps_per_epoch(len(x_train), spec.batch_size)
     recorder = StepRecorder(spec, steps)
-    result = {"provenance": {**provenance(case.threads, case.dtype, data.name, data.checksum, case.seed),
-                             "environment": recorded_environment(), "system": provenance_facts(sample_s=0)},
-              "flops_per_step": train_step_flops(spec), "gemm_peak_gflops": gemm_peak_gflops(case.threads),
+    origin = provenance(case.threads, case.dtype, data.name, data.checksum, case.seed)
+    result = {"provenance": {**origin, "environment": recorded_environment(),
+                             "system": provenance_facts(sample_s=0)},
+              "flops_per_step": train_step_flops(spec),
+              "gemm_peak_gflops": gemm_peak_gflops(case.threads),
               "batches": recorder.batches, "epochs": recorder.epochs}
 
     def on_epoch(epoch):
@@ -161,8 +165,9 @@ def time_pass(case, data_dir) -> dict:
         record["train_time_s"] = sum(step_times[max(i * steps, warmup):(i + 1) * steps])
     result.update(status=status, reason=reason, foreign_cpu_s=c.foreign_cpu_s if c else None,
                   foreign_fraction=c.foreign_fraction if c else None,
-                  step_times_s=step_times[warmup:], warmup_steps=warmup, warmup_s=sum(step_times[:warmup]),
-                  train_time_s=sum(step_times[warmup:]), eval_time_s=eval_time,
+                  step_times_s=step_times[warmup:], warmup_steps=warmup,
+                  warmup_s=sum(step_times[:warmup]), train_time_s=sum(step_times[warmup:]),
+                  eval_time_s=eval_time,
                   # the whole loop (gathering, bookkeeping, progress) without evaluation:
                   # scripts/bench_overhead.py compares it with the same loop run bare
                   loop_time_s=loop_s - eval_time)

@@ -38,7 +38,8 @@ from harness.worker import prepare, time_pass  # noqa: E402
 def bare_loop(case: Case) -> tuple[float, float]:
     """Median step time and wall time per iteration of the plainest loop (warm-up excluded)."""
     spec, _, x_train, _, targets, _, _ = prepare(case, None)
-    framework = get_framework(case.framework)(spec, initial_weights(spec, case.seed), case.dtype, case.threads)
+    framework = get_framework(case.framework)(spec, initial_weights(spec, case.seed),
+                                              case.dtype, case.threads)
     batches = list(batch_indices(len(x_train), spec.batch_size, case.seed, 1))
     steps = []
     start = time.perf_counter()
@@ -63,20 +64,22 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--models", nargs="+", default=["cnn", "mlp", "rnn"])
-    parser.add_argument("--frameworks", nargs="+", default=["engine-static", "engine-dynamic", "torch"])
+    parser.add_argument("--frameworks", nargs="+",
+                        default=["engine-static", "engine-dynamic", "torch"])
     args = parser.parse_args()
     rows = []
     for model in args.models:
         for framework in args.frameworks:
-            case = Case(suite="bench", model=model, framework=framework, dataset="mnist-10k", epochs=1,
-                        lr=0.01, threads=THREADS, extra=(("momentum", 0.9),))
+            case = Case(suite="bench", model=model, framework=framework, dataset="mnist-10k",
+                        epochs=1, lr=0.01, threads=THREADS, extra=(("momentum", 0.9),))
             bare, harness = [], []
             for _ in range(args.rounds):  # alternate, so that drift of the machine hits both alike
                 bare.append(bare_loop(case))
                 harness.append(harness_loop(case))
             (b_step, b_loop), (h_step, h_loop) = np.median(bare, axis=0), np.median(harness, axis=0)
             rows.append([model, framework, f"{1e3 * b_step:.3f}", f"{1e3 * h_step:.3f}",
-                         f"{100 * (h_step / b_step - 1):+.1f} %", f"{1e3 * b_loop:.3f}", f"{1e3 * h_loop:.3f}",
+                         f"{100 * (h_step / b_step - 1):+.1f} %",
+                         f"{1e3 * b_loop:.3f}", f"{1e3 * h_loop:.3f}",
                          f"{100 * (h_loop / b_loop - 1):+.1f} %"])
             print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
     print(markdown_table(["model", "framework", "bare step (ms)", "harness step (ms)", "difference",

@@ -37,7 +37,8 @@ SETUPS = {
     "allocator": ({}, (), "the harness's policy: fixed mmap threshold, no heap trimming"),
     "allocator+bind": ({"OMP_PROC_BIND": "true", "OMP_PLACES": "cores"}, (),
                        "and OpenMP threads pinned to cores"),
-    "allocator+passive": ({"OMP_WAIT_POLICY": "PASSIVE"}, (), "and OpenMP threads sleep instead of spinning"),
+    "allocator+passive": ({"OMP_WAIT_POLICY": "PASSIVE"}, (),
+                          "and OpenMP threads sleep instead of spinning"),
     "allocator+norandom": ({"PYTHONHASHSEED": "0"}, ("setarch", platform.machine(), "-R"),
                            "and no hash or address randomisation"),
 }
@@ -48,7 +49,8 @@ def cv(values: list[float]) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--models", nargs="+", default=["cnn", "mlp", "rnn"])
@@ -72,13 +74,16 @@ def main() -> int:
                     print(f"{setup} {case.label()}: {error.reason}", file=sys.stderr)
                     continue
                 if t["status"] != Status.OK:
-                    print(f"{setup} {case.label()}: {t['status']} {t.get('reason', '')}", file=sys.stderr)
+                    print(f"{setup} {case.label()}: {t['status']} {t.get('reason', '')}",
+                          file=sys.stderr)
                     continue
                 records.append({"setup": setup, "round": round_, "model": case.model,
                                 "framework": case.framework,
                                 "median_s": statistics.median(t["step_times_s"]),
-                                "warmup_steps": t["warmup_steps"], "foreign_fraction": t["foreign_fraction"],
-                                "level_shift": level_shift(t["step_times_s"]), "probes": [before, after]})
+                                "warmup_steps": t["warmup_steps"],
+                                "foreign_fraction": t["foreign_fraction"],
+                                "level_shift": level_shift(t["step_times_s"]),
+                                "probes": [before, after]})
                 print(f"round {round_ + 1}/{args.rounds} {setup:<20} {case.label():<36} "
                       f"{1000 * records[-1]['median_s']:7.3f} ms", file=sys.stderr, flush=True)
     if args.json:
@@ -117,12 +122,15 @@ def report(records: list[dict], setups: list[str], models: list[str], frameworks
     probes = [p for r in records for p in r["probes"]]
     middle = statistics.median(probes)
     off = sorted(abs(p / middle - 1) for p in probes)
-    out += [f"Drift probe over {len(probes)} probes: median {1000 * middle:.2f} ms, CV {100 * cv(probes):.1f} %, "
-            f"|off the median|: 95th percentile {100 * off[int(0.95 * (len(off) - 1))]:.1f} %, "
+    out += [f"Drift probe over {len(probes)} probes: median {1000 * middle:.2f} ms, "
+            f"CV {100 * cv(probes):.1f} %, |off the median|: "
+            f"95th percentile {100 * off[int(0.95 * (len(off) - 1))]:.1f} %, "
             f"99th {100 * off[int(0.99 * (len(off) - 1))]:.1f} %, max {100 * off[-1]:.1f} %"]
     shifts = sorted(r["level_shift"] for r in records)
-    out += [f"Level shift within a pass over {len(shifts)} passes: median {100 * statistics.median(shifts):.1f} %, "
-            f"90th percentile {100 * shifts[int(0.9 * (len(shifts) - 1))]:.1f} %, max {100 * shifts[-1]:.1f} %"]
+    out += [f"Level shift within a pass over {len(shifts)} passes: "
+            f"median {100 * statistics.median(shifts):.1f} %, "
+            f"90th percentile {100 * shifts[int(0.9 * (len(shifts) - 1))]:.1f} %, "
+            f"max {100 * shifts[-1]:.1f} %"]
     return "\n".join(out)
 
 

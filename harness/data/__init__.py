@@ -15,14 +15,18 @@ from .circles import kfold_splits
 from .dataset import Dataset, DatasetError
 from .idx import IDX_FILES, find_idx_files, read_idx_dir
 
-__all__ = ["DATASETS", "FASHION_MNIST_DIR", "MNIST_DIR", "Dataset", "DatasetError", "kfold_splits", "load_dataset"]
+__all__ = ["DATASETS", "FASHION_MNIST_DIR", "MNIST_DIR", "Dataset", "DatasetError", "kfold_splits",
+           "load_dataset"]
 
 DATASETS = {
-    "mnist-10k": "10,000 real MNIST digits embedded in the package, 8,000 train / 2,000 test (the default)",
-    "mnist": "MNIST, 60,000 train / 10,000 test, from the four IDX files (--data-dir, or downloaded)",
+    "mnist-10k": "10,000 real MNIST digits embedded in the package, 8,000 train / 2,000 test "
+                 "(the default)",
+    "mnist": "MNIST, 60,000 train / 10,000 test, from the four IDX files "
+             "(--data-dir, or downloaded)",
     "fashion-mnist": "Fashion-MNIST, 60,000 train / 10,000 test, from the four IDX files "
                      "(Debian package or --data-dir)",
-    "circles": "10,000 points in the unit square, label = outside the circle of area 1/2, 8,000 / 2,000",
+    "circles": "10,000 points in the unit square, label = outside the circle of area 1/2, "
+               "8,000 / 2,000",
 }
 # Where `python -m harness.data.download` puts MNIST, and where "mnist" is looked for by default.
 MNIST_DIR = Path.home() / ".cache" / "autodiff-harness" / "mnist"
@@ -37,7 +41,8 @@ _HOW_TO_GET = {
 _DEFAULT_DIRS = {"mnist": MNIST_DIR, "fashion-mnist": FASHION_MNIST_DIR}
 
 
-def load_dataset(name: str, data_dir: str | Path | None = None, *, dtype: DTypeLike = np.float32) -> Dataset:
+def load_dataset(name: str, data_dir: str | Path | None = None, *,
+                 dtype: DTypeLike = np.float32) -> Dataset:
     """Load dataset `name` (a key of DATASETS) with features of floating `dtype`.
 
     IDX datasets are read from `data_dir` (or its subfolder named `name`) when given, else from
@@ -53,7 +58,8 @@ def load_dataset(name: str, data_dir: str | Path | None = None, *, dtype: DTypeL
     if name == "circles":
         return circles.load(dtype)
     # An explicit data_dir replaces the default folder, so a run never mixes in other data silently.
-    dirs = [Path(data_dir), Path(data_dir) / name] if data_dir is not None else [_DEFAULT_DIRS[name]]
+    dirs = ([Path(data_dir), Path(data_dir) / name] if data_dir is not None
+            else [_DEFAULT_DIRS[name]])
     looked = []
     for directory in dirs:
         missing = [stem for stem, path in find_idx_files(directory).items() if path is None]
@@ -72,4 +78,5 @@ def load_dataset(name: str, data_dir: str | Path | None = None, *, dtype: DTypeL
             checksum=checksum,
             source=str(directory),
         )
-    raise DatasetError(f"{name}: data not found (looked in {'; '.join(looked)}). To fix: {_HOW_TO_GET[name]}")
+    raise DatasetError(f"{name}: data not found (looked in {'; '.join(looked)}). "
+                       f"To fix: {_HOW_TO_GET[name]}")

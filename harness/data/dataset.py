@@ -11,7 +11,8 @@ from ..errors import AdhError
 
 
 class DatasetError(AdhError):
-    """A dataset cannot be loaded; the message names the dataset or file, the problem and the fix."""
+    """A dataset cannot be loaded; the message names the dataset or file, the problem and the
+    fix."""
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: arrays have no single truth value to compare by

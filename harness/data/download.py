@@ -21,10 +21,14 @@ BASE_URL = "https://storage.googleapis.com/cvdf-datasets/mnist/"
 # SHA-256 of the original gzip files (9,912,422 / 28,881 / 1,648,877 / 4,542 bytes), as published
 # in the TFDS and torchvision checksum tables.
 MNIST_SHA256 = {
-    "train-images-idx3-ubyte.gz": "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609",
-    "train-labels-idx1-ubyte.gz": "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c",
-    "t10k-images-idx3-ubyte.gz": "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",
-    "t10k-labels-idx1-ubyte.gz": "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
+    "train-images-idx3-ubyte.gz":
+        "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609",
+    "train-labels-idx1-ubyte.gz":
+        "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c",
+    "t10k-images-idx3-ubyte.gz":
+        "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",
+    "t10k-labels-idx1-ubyte.gz":
+        "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
 }
 
 
@@ -60,7 +64,8 @@ def download_mnist(dest_dir: str | Path = MNIST_DIR, base_url: str = BASE_URL,
                     f.write(block)
             if digest.hexdigest() != expected:
                 raise DatasetError(f"{url}: SHA-256 is {digest.hexdigest()}, expected {expected}; "
-                                   "the file was deleted: try again later or another mirror (base_url)")
+                                   "the file was deleted: try again later or another mirror "
+                                   "(base_url)")
             os.replace(part, target)
         except OSError as e:  # urllib's URLError and HTTPError are OSErrors
             raise DatasetError(f"{url}: download failed ({e}); check the network, or place the "
@@ -73,7 +78,8 @@ def download_mnist(dest_dir: str | Path = MNIST_DIR, base_url: str = BASE_URL,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("dest", nargs="?", type=Path, default=MNIST_DIR, help="folder (default: %(default)s)")
+    parser.add_argument("dest", nargs="?", type=Path, default=MNIST_DIR,
+                        help="folder (default: %(default)s)")
     parser.add_argument("--base-url", default=BASE_URL, help="mirror (default: %(default)s)")
     args = parser.parse_args()
     try:

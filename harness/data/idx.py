@@ -73,7 +73,8 @@ def read_idx_pair(images_path: str | Path, labels_path: str | Path,
     if images.ndim != 3 or images.shape[1:] != IMAGE_SHAPE:
         raise DatasetError(f"{images_path}: images are {images.shape[1:]}, expected 28x28")
     if labels.ndim != 1:
-        raise DatasetError(f"{labels_path}: labels have shape {labels.shape}, expected one dimension")
+        raise DatasetError(f"{labels_path}: labels have shape {labels.shape}, "
+                           "expected one dimension")
     if len(images) != len(labels):
         raise DatasetError(f"{images_path} has {len(images)} images "
                            f"but {labels_path} has {len(labels)} labels")

@@ -33,11 +33,12 @@ def load(dtype: DTypeLike = np.float32, path: Path = PATH) -> Dataset:
     except FileNotFoundError:
         raise DatasetError(f"mnist-10k: the embedded file {path} is missing; {_FIX}") from None
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as e:
-        raise DatasetError(f"mnist-10k: the embedded file {path} is corrupt ({e}); {_FIX}") from None
+        raise DatasetError(f"mnist-10k: the embedded file {path} is corrupt ({e}); "
+                           f"{_FIX}") from None
     checksum = arrays_checksum(arrays)
     if checksum != CHECKSUM:
-        raise DatasetError(f"mnist-10k: the embedded file {path} is corrupt: its checksum is {checksum}, "
-                           f"expected {CHECKSUM}; {_FIX}")
+        raise DatasetError(f"mnist-10k: the embedded file {path} is corrupt: its checksum is "
+                           f"{checksum}, expected {CHECKSUM}; {_FIX}")
     images, labels = arrays["images"], arrays["labels"].astype(np.int64)
     train, test = arrays["train_idx"], arrays["test_idx"]
     return Dataset(

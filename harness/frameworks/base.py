@@ -25,13 +25,15 @@ class Framework(ABC):
     name: str = ""
     description: str = ""
 
-    def __init__(self, spec: ModelSpec, weights: dict[str, np.ndarray], dtype: str, threads: int) -> None:
+    def __init__(self, spec: ModelSpec, weights: dict[str, np.ndarray], dtype: str,
+                 threads: int) -> None:
         check_weights(spec, weights)
         self.spec, self.dtype, self.threads = spec, np.dtype(dtype), threads
 
     @abstractmethod
     def train_step(self, x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
-        """Forward, backward and one optimizer update; return the loss and the outputs (before the update)."""
+        """Forward, backward and one optimizer update; return the loss and the outputs (before
+        the update)."""
 
     @abstractmethod
     def predict(self, x: np.ndarray) -> np.ndarray:
@@ -46,4 +48,5 @@ class Framework(ABC):
         """Current parameter values, canonical names and layout."""
 
     def predict_all(self, x: np.ndarray, batch_size: int = 1000) -> np.ndarray:
-        return np.concatenate([self.predict(x[i:i + batch_size]) for i in range(0, len(x), batch_size)])
+        return np.concatenate([self.predict(x[i:i + batch_size])
+                               for i in range(0, len(x), batch_size)])

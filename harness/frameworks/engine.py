@@ -89,7 +89,7 @@ class EngineStatic(EngineDynamic):
         self.graphs: dict[tuple, tuple[ad.Constant, ad.Constant, ad.Node, ad.Graph]] = {}
 
     def _graph(self, x_shape: tuple, y: np.ndarray):
-        """One graph per batch shape (training batches, and evaluation chunks), built on first use."""
+        """One graph per batch shape (training batches, evaluation chunks), built on first use."""
         key = (x_shape, y.shape, y.dtype)
         if key not in self.graphs:
             x_in = ad.placeholder(x_shape, self.dtype, name="x")

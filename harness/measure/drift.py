@@ -13,8 +13,8 @@ no foreign process and no steal time.
 Either flags the pass `drift`, and the runner retries it like a contended one (the thresholds:
 harness.measure.policy).
 
-The workload is what training is made of: a float32 matrix product (BLAS, with the
-runner's thread count) and a loop of Python bytecode (the interpreter, one core). It takes about 50 ms:
+The workload is what training is made of: a float32 matrix product (BLAS, with the runner's
+thread count) and a loop of Python bytecode (the interpreter, one core). It takes about 50 ms:
 five repetitions of about 10 ms, of which the median is the probe, so that one interrupt does
 not make a probe.
 """

@@ -31,8 +31,8 @@ def measured_environment(threads: int, base: Mapping[str, str] | None = None,
     """`base` (default: this process's environment) with the thread count and the allocator
     policy set; `overrides` last (a None value removes the variable: for experiments that
     measure another policy)."""
-    env = {**(os.environ if base is None else base), **{name: str(threads) for name in THREAD_VARIABLES},
-           **ALLOCATOR_POLICY}
+    env = {**(os.environ if base is None else base),
+           **{name: str(threads) for name in THREAD_VARIABLES}, **ALLOCATOR_POLICY}
     for name, value in (overrides or {}).items():
         if value is None:
             env.pop(name, None)

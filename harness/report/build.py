@@ -98,8 +98,8 @@ def plan_figures(data: frames.SuiteData) -> tuple[list[PlannedFigure], list[tupl
     planned, skipped = [], []
     if data.has_folds:
         planned += _bar_figures(data) + _circles_figures(data)
-        skipped.append(("Figures 1-3, 7", "the circles study's learning curves are figure 8 and its "
-                                          "accuracies are in the table"))
+        skipped.append(("Figures 1-3, 7", "the circles study's learning curves are figure 8 "
+                                          "and its accuracies are in the table"))
     else:
         standard = _standard_figures(data)
         if data.batches.empty:
@@ -137,8 +137,8 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
     for model, rows in summary.groupby("model", sort=False):
         headers, body = tables.paper_table(rows, REFERENCE)
         headers[-1] = count
-        out.append(Table(f"{model}: time, memory and accuracy (mean ± std over {count.lower()}; step "
-                         f"time and its ratio to {REFERENCE}: median over processes, 95% CI)",
+        out.append(Table(f"{model}: time, memory and accuracy (mean ± std over {count.lower()}; "
+                         f"step time and its ratio to {REFERENCE}: median over processes, 95% CI)",
                          f"model_{model}", headers, body, tables.flat_estimates(rows)))
     if data.has_folds:
         accuracy = tables.accuracy_summary(data.ok, data.epochs)
@@ -174,7 +174,8 @@ def provenance_section(cases: pd.DataFrame) -> str:
             f"{started.min():%Y-%m-%d %H:%M} to {started.max():%Y-%m-%d %H:%M} UTC")
     versions = ", ".join(f"{name} {_distinct(_column(cases, f'prov_{name}'))}"
                          for name in ("python", "numpy", "torch", "memray"))
-    cores = _column(cases, "prov_logical_cores").map(lambda c: f"{int(c)} logical cores", na_action="ignore")
+    cores = _column(cases, "prov_logical_cores").map(lambda c: f"{int(c)} logical cores",
+                                                     na_action="ignore")
     lines = [
         f"- Machine: {_distinct(_column(cases, 'prov_cpu_model'))}, {_distinct(cores)}; "
         f"{_distinct(_column(cases, 'prov_os'))}",
@@ -189,7 +190,8 @@ def provenance_section(cases: pd.DataFrame) -> str:
 
 def _environment(cases: pd.DataFrame) -> str:
     """The measured processes' allocator and OpenMP settings, as recorded in provenance."""
-    names = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "OMP_WAIT_POLICY", "OMP_PROC_BIND", "LD_PRELOAD")
+    names = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "OMP_WAIT_POLICY", "OMP_PROC_BIND",
+             "LD_PRELOAD")
     parts = [f"{n}={_distinct(_column(cases, f'prov_environment_{n}'))}" for n in names]
     return ", ".join(p for p in parts if not p.endswith("=unknown"))
 
@@ -234,29 +236,30 @@ def method_section(data: frames.SuiteData) -> str:
                   "with its quartiles.")
     else:
         reps = f"{n} runs (seeds × folds)" if data.has_folds else f"{n} seeds"
-        spread = ((f"Training time, memory and accuracy are the mean ± standard deviation over {reps} "
-                   "per model and framework" if n > 1 else "Each model and framework ran with one seed")
-                  + f". Step time is the median over all processes (seeds × rounds) of each process's "
-                  f"median step, with a 95% confidence interval (Student's t on the logarithms); the "
-                  f"ratio to {REFERENCE} is paired: each process is divided by {REFERENCE}'s process of "
-                  f"the same round and seed, and the interval is that of the ratios. A ratio whose "
-                  f"interval holds 1 is marked ≈: no difference was shown, whatever its point estimate.")
+        spread = ((f"Training time, memory and accuracy are the mean ± standard deviation over "
+                   f"{reps} per model and framework" if n > 1
+                   else "Each model and framework ran with one seed")
+                  + f". Step time is the median over all processes (seeds × rounds) of each "
+                  f"process's median step, with a 95% confidence interval (Student's t on the "
+                  f"logarithms); the ratio to {REFERENCE} is paired: each process is divided by "
+                  f"{REFERENCE}'s process of the same round and seed, and the interval is that of "
+                  f"the ratios. A ratio whose interval holds 1 is marked ≈: no difference was "
+                  f"shown, whatever its point estimate.")
     text = [
-        f"Every case ran {rounds} timing pass{'' if rounds == '1' else 'es'}, each in a fresh process, in "
-        f"rounds: every case once per round, the order rotated from round to round, so that a slow "
-        f"minute of the host falls on every framework alike. Each process had "
+        f"Every case ran {rounds} timing pass{'' if rounds == '1' else 'es'}, each in a fresh "
+        f"process, in rounds: every case once per round, the order rotated from round to round, so "
+        f"that a slow minute of the host falls on every framework alike. Each process had "
         f"{_distinct(data.ok['threads'])} threads for every numeric library (BLAS, OpenMP, torch "
         f"intra-op) and the same allocator policy ({_environment(data.ok) or 'unknown'}): with "
         f"glibc's defaults, whether a process reuses heap memory or maps and faults in fresh pages "
-        f"every step depends on its first allocations, which makes processes of the same code differ; "
-        f"a user of torch with the defaults may get either. "
+        f"every step depends on its first allocations, which makes processes of the same code "
+        f"differ; a user of torch with the defaults may get either. "
         f"Every framework starts from the same initial weights and sees the same batch order. "
         f"Timing and memory were measured in separate passes of the same training loop, so that "
         f"memory tracking never slows a timed step. The timing pass times every training step; the "
-        f"leading steps until one runs within {warmup_rule.TOLERANCE:.0%} of the pass's steady pace (the "
-        f"median of its second half), and the {warmup_rule.WINDOW} after it mostly do too, are warm-up "
-        f"(graph and buffer creation, caches, "
-        f"thread pools"
+        f"leading steps until one runs within {warmup_rule.TOLERANCE:.0%} of the pass's steady "
+        f"pace (the median of its second half), and the {warmup_rule.WINDOW} after it mostly do "
+        f"too, are warm-up (graph and buffer creation, caches, thread pools"
         + ("" if pd.isna(warmup) else f"; a median of {warmup:.0f} steps here")
         + ") and are reported apart, and evaluation on the test set is timed apart from training.",
         ("The memory pass runs once per case, memray around the training loop only (imports and "
@@ -265,20 +268,20 @@ def method_section(data: frames.SuiteData) -> str:
         spread,
         f"While each timing pass ran, the CPU time used by other processes was measured (the "
         f"machine's busy time from /proc/stat minus the run's own), and a fixed reference workload "
-        f"(a float32 matrix product and a Python loop) was timed by the runner just before and after it. A pass in "
-        f"which other processes used too much of the machine (contended), or whose reference "
-        f"workload ran off the clean passes' median, or whose own steps shifted level between its "
-        f"first and last third (drift: the host changed speed), was repeated, and then kept and "
-        f"flagged; {policy_in_force(data.ok)}. Flagged passes are left out of the step times "
-        f"and ratios of a model and framework while it has clean ones, and a number that rests on "
-        f"flagged passes alone is marked [flagged]. **{len(flagged)} of {len(runs)} timing passes "
-        f"were flagged**"
+        f"(a float32 matrix product and a Python loop) was timed by the runner just before and "
+        f"after it. A pass in which other processes used too much of the machine (contended), or "
+        f"whose reference workload ran off the clean passes' median, or whose own steps shifted "
+        f"level between its first and last third (drift: the host changed speed), was repeated, "
+        f"and then kept and flagged; {policy_in_force(data.ok)}. Flagged passes are left out of "
+        f"the step times and ratios of a model and framework while it has clean ones, and a "
+        f"number that rests on flagged passes alone is marked [flagged]. **{len(flagged)} of "
+        f"{len(runs)} timing passes were flagged**"
         + (f"; {retried} more were kept only after a repeat." if retried else "."),
     ]
     out = " ".join(text)
     if len(flagged):
         rows = [[r["model"], r["framework"], str(r["seed"]), str(int(r["run"]) + 1),
-                 ", ".join(w for w, f in (("contended", r["contended"]), ("drift", r["drift"])) if f),
+                 ", ".join(w for w in ("contended", "drift") if r[w]),
                  "-" if pd.isna(r["foreign_cpu_s"]) else f"{r['foreign_cpu_s']:.2f}"]
                 for _, r in flagged.iterrows()]
         out += "\n\n" + tables.markdown_table(["Model", "Framework", "Seed", "Round", "Flag",
@@ -318,8 +321,8 @@ def load_suite_data(store: ResultsStore, suite: str) -> frames.SuiteData:
         raise UsageError(f"no results for suite {suite!r} in {store.path}; {have} "
                          f"(run `adh run {suite}` first)")
     cases = newest_versions(store.cases(suite))
-    data = frames.SuiteData.from_frames(cases, store.epochs(suite), store.batches(suite), store.steps(suite),
-                                        store.runs(suite))
+    data = frames.SuiteData.from_frames(cases, store.epochs(suite), store.batches(suite),
+                                        store.steps(suite), store.runs(suite))
     if data.ok.empty:
         statuses = ", ".join(f"{n} {s}" for s, n in cases["status"].value_counts().items())
         raise UsageError(f"suite {suite!r} in {store.path} has no finished case ({statuses}); "
@@ -352,7 +355,8 @@ def _figures_section(data: frames.SuiteData, figure_dir: Path) -> list[str]:
                   f"![Figure {fig.number}: {fig.title}](figures/{fig.stem}.png)", "",
                   f"{fig.caption.render(data)} [PDF](figures/{fig.stem}.pdf)", ""]
     if skipped:
-        lines += ["Not drawn for this suite:", "", *(f"- {what}: {why}." for what, why in skipped), ""]
+        lines += ["Not drawn for this suite:", "",
+                  *(f"- {what}: {why}." for what, why in skipped), ""]
     return lines
 
 
@@ -370,8 +374,8 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None) -
         folder.mkdir(parents=True, exist_ok=True)
     frameworks = framework_order(data.ok["framework"])
     lines = [f"# Report: suite `{suite}`", "",
-             f"{len(data.ok)} finished runs of {len(data.models)} models × {len(frameworks)} frameworks "
-             f"({', '.join(frameworks)}) on {_distinct(data.ok['dataset'])}.", "",
+             f"{len(data.ok)} finished runs of {len(data.models)} models × {len(frameworks)} "
+             f"frameworks ({', '.join(frameworks)}) on {_distinct(data.ok['dataset'])}.", "",
              "## Provenance", "", provenance_section(data.cases), "",
              "## How this was measured", "", method_section(data), "",
              *_unfinished_section(data.cases),

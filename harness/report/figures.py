@@ -19,14 +19,30 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
+from matplotlib.ticker import (
+    FixedLocator,
+    FuncFormatter,
+    LogLocator,
+    MaxNLocator,
+    NullFormatter,
+    NullLocator,
+)
 
 from ..errors import UsageError
 from ..specs import get_model
 from ..tables import GIB, MIB, step_estimates, used_runs
 from . import frames
-from .style import (MAX_COLUMNS, framework_look, framework_order, grid_shape, hide_unused, legend_above,
-                    new_figure, styled, variant_look)
+from .style import (
+    MAX_COLUMNS,
+    framework_look,
+    framework_order,
+    grid_shape,
+    hide_unused,
+    legend_above,
+    new_figure,
+    styled,
+    variant_look,
+)
 
 BAND_ALPHA = 0.18
 RAW_ALPHA = 0.3
@@ -96,7 +112,7 @@ def _model_panels(models: list[str], sharex: bool = False) -> tuple[Figure, list
     fig, grid = new_figure(rows, columns, sharex=sharex)
     hide_unused(grid, len(models))
     axes = [ax for row in grid for ax in row][:len(models)]
-    for ax, title in zip(axes, short_names(models)):
+    for ax, title in zip(axes, short_names(models), strict=True):
         ax.set_title(title)
     return fig, axes
 
@@ -156,7 +172,7 @@ def accuracy_per_epoch(data: frames.SuiteData, column: str) -> Figure:
     curves = frames.epoch_curves(data.epochs, column)
     frameworks = framework_order(data.ok["framework"])
     fig, axes = _model_panels(data.models, sharex=True)
-    for ax, model in zip(axes, data.models):
+    for ax, model in zip(axes, data.models, strict=True):
         of_model = curves[curves["model"] == model]
         for i, fw in enumerate(frameworks):
             c = of_model[of_model["framework"] == fw]
@@ -195,12 +211,15 @@ def batch_curves(data: frames.SuiteData) -> Figure:
     series = frames.batch_series(data.batches)
     frameworks = framework_order(series["framework"])
     fig, grid = new_figure(len(data.models), 2, panel_height=1.15)
-    for row, model in zip(grid, data.models):
+    for row, model in zip(grid, data.models, strict=True):
         of_model = series[series["model"] == model]
         present = [f for f in frameworks if f in set(of_model["framework"])]
-        span = smoothing_span(int(of_model[of_model["epoch"] == 1].groupby("framework").size().max()))
-        epoch_starts = of_model.loc[(of_model["batch"] == 0) & (of_model["step"] > 0), "step"].unique()
-        for ax, value, label in ((row[0], "loss", loss_label(model)), (row[1], "acc", "Accuracy (%)")):
+        steps_per_epoch = of_model[of_model["epoch"] == 1].groupby("framework").size().max()
+        span = smoothing_span(int(steps_per_epoch))
+        new_epoch = (of_model["batch"] == 0) & (of_model["step"] > 0)
+        epoch_starts = of_model.loc[new_epoch, "step"].unique()
+        for ax, value, label in ((row[0], "loss", loss_label(model)),
+                                 (row[1], "acc", "Accuracy (%)")):
             scale = 100 if value == "acc" else 1
             for i, fw in enumerate(present):
                 s = of_model[of_model["framework"] == fw]
@@ -226,7 +245,8 @@ def batch_curves(data: frames.SuiteData) -> Figure:
 
 def _errors(bars: pd.DataFrame):
     """Error bar lengths (2 x n) for `ax.bar`, or None where no bar has a spread: with one seed,
-    or a deterministic number (bytes allocated are equal over seeds), bare caps would only clutter."""
+    or a deterministic number (bytes allocated are equal over seeds), bare caps would only
+    clutter."""
     errors = bars[["err_low", "err_high"]].fillna(0.0)
     return None if not (errors.to_numpy() > 0).any() else errors.to_numpy().T
 
@@ -242,20 +262,23 @@ def _bar_rows(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]],
         return _grouped_bars(data, metrics)
     models, frameworks = data.models, framework_order(data.ok["framework"])
     fig, grid = new_figure(len(metrics), len(models), panel_height=1.1)
-    for row, (ylabel, values) in zip(grid, metrics):
-        for ax, model, title in zip(row, models, short_names(models)):
+    for row, (ylabel, values) in zip(grid, metrics, strict=True):
+        for ax, model, title in zip(row, models, short_names(models), strict=True):
             of_model = values[values["model"] == model].set_index("framework")
-            bars = of_model.loc[[f for f in frameworks if f in of_model.index]].dropna(subset=["value"])
+            shown = [f for f in frameworks if f in of_model.index]
+            bars = of_model.loc[shown].dropna(subset=["value"])
             points = (dots or {}).get(ylabel)
             ax.bar(np.arange(len(bars)), bars["value"], width=0.7, yerr=_errors(bars),
                    color=[framework_look(f).color for f in bars.index],
                    alpha=1.0 if points is None else 0.6,  # the dots stay visible on the bars
-                   error_kw={"elinewidth": 0.9, "ecolor": "0.15", "capsize": 0 if points is None else 2})
+                   error_kw={"elinewidth": 0.9, "ecolor": "0.15",
+                             "capsize": 0 if points is None else 2})
             if points is not None:
                 for x, fw in enumerate(bars.index):
-                    y = points.loc[(points["model"] == model) & (points["framework"] == fw), "value"].to_numpy()
-                    ax.scatter(x + np.linspace(-0.2, 0.2, len(y)) if len(y) > 1 else [x] * len(y), y,
-                               s=6, color="0.1", zorder=3, linewidths=0)
+                    of_bar = (points["model"] == model) & (points["framework"] == fw)
+                    y = points.loc[of_bar, "value"].to_numpy()
+                    xs = x + np.linspace(-0.2, 0.2, len(y)) if len(y) > 1 else [x] * len(y)
+                    ax.scatter(xs, y, s=6, color="0.1", zorder=3, linewidths=0)
             ax.set_xticks([])  # the legend names the frameworks: their names do not fit below
             ax.grid(axis="x", visible=False)
             ax.set_title(title)
@@ -270,7 +293,7 @@ def _grouped_bars(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]
     models, frameworks = data.models, framework_order(data.ok["framework"])
     fig, grid = new_figure(len(metrics), 1, panel_height=1.3, sharex=True)
     width = 0.8 / len(frameworks)
-    for (ax,), (ylabel, values) in zip(grid, metrics):
+    for (ax,), (ylabel, values) in zip(grid, metrics, strict=True):
         for i, fw in enumerate(frameworks):
             bars = values[values["framework"] == fw].set_index("model").reindex(models)
             ax.bar(np.arange(len(models)) + (i - (len(frameworks) - 1) / 2) * width, bars["value"],
@@ -285,11 +308,12 @@ def _grouped_bars(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]
 
 
 def _seed_spread(data: frames.SuiteData, column: str, scale: float) -> pd.DataFrame:
-    """Mean of `column` over the repetitions, with +-1 std (NaN with one repetition) as error bars."""
+    """Mean of `column` over the repetitions, with +-1 std (NaN with one repetition) as error
+    bars."""
     s = frames.spread(data.ok, ["model", "framework"], column)
     err = scale * s["std"]
-    return pd.DataFrame({"model": s["model"], "framework": s["framework"], "value": scale * s["mean"],
-                         "err_low": err, "err_high": err})
+    return pd.DataFrame({"model": s["model"], "framework": s["framework"],
+                         "value": scale * s["mean"], "err_low": err, "err_high": err})
 
 
 TIME_BARS_CAPTION = Caption(
@@ -304,7 +328,8 @@ def time_bars(data: frames.SuiteData) -> Figure:
     """Figure 4, as `TIME_BARS_CAPTION` describes it: bars per framework (`_bar_rows`)."""
     estimates = step_estimates(data.runs)
     value = estimates["step"].map(lambda e: 1000 * e.value)
-    steps = pd.DataFrame({"model": estimates["model"], "framework": estimates["framework"], "value": value,
+    steps = pd.DataFrame({"model": estimates["model"], "framework": estimates["framework"],
+                          "value": value,
                           "err_low": value - estimates["step"].map(lambda e: 1000 * e.low),
                           "err_high": estimates["step"].map(lambda e: 1000 * e.high) - value})
     used = used_runs(data.runs)
@@ -323,8 +348,9 @@ MEMORY_BARS_CAPTION = Caption(
 @styled()
 def memory_bars(data: frames.SuiteData) -> Figure:
     """Figure 5, as `MEMORY_BARS_CAPTION` describes it: bars per framework (`_bar_rows`)."""
-    return _bar_rows(data, [("Allocated in total (GiB)", _seed_spread(data, "alloc_bytes", 1 / GIB)),
-                            ("Peak live (MiB)", _seed_spread(data, "peak_bytes", 1 / MIB))])
+    allocated = _seed_spread(data, "alloc_bytes", 1 / GIB)
+    peak = _seed_spread(data, "peak_bytes", 1 / MIB)
+    return _bar_rows(data, [("Allocated in total (GiB)", allocated), ("Peak live (MiB)", peak)])
 
 
 # --- Figure 6: how cost grows ------------------------------------------------------------------
@@ -334,8 +360,9 @@ def _sweep_lines(ax: Axes, points: pd.DataFrame, column: str, y: pd.Series, low:
     """A line per framework of `y` against `column`, with error bars from `low` to `high`."""
     for fw in framework_order(points["framework"]):
         mask = points["framework"] == fw
-        ax.errorbar(points.loc[mask, column], y[mask], yerr=[y[mask] - low[mask], high[mask] - y[mask]],
-                    label=fw, elinewidth=0.6, **framework_look(fw).kwargs())
+        ax.errorbar(points.loc[mask, column], y[mask],
+                    yerr=[y[mask] - low[mask], high[mask] - y[mask]], label=fw, elinewidth=0.6,
+                    **framework_look(fw).kwargs())
     ax.set_xscale("log")
     ax.set_yscale("log")
     _swept_ticks(ax, points[column])
@@ -356,10 +383,11 @@ def scaling_batch(data: frames.SuiteData) -> Figure:
     fig, grid = new_figure(2, len(models), panel_height=1.25)
     for j, model in enumerate(models):
         p = points[points["model"] == model].reset_index(drop=True)
-        ms = lambda s: 1000 * p[s]
-        us = lambda s: 1e6 * p[s] / p["batch_size"]
-        _sweep_lines(grid[0][j], p, "batch_size", ms("median"), ms("q1"), ms("q3"))
-        _sweep_lines(grid[1][j], p, "batch_size", us("median"), us("q1"), us("q3"))
+        quartiles = p[["median", "q1", "q3"]]
+        step_ms = 1000 * quartiles
+        example_us = (1e6 * quartiles).div(p["batch_size"], axis=0)
+        for ax, y in ((grid[0][j], step_ms), (grid[1][j], example_us)):
+            _sweep_lines(ax, p, "batch_size", y["median"], y["q1"], y["q3"])
         grid[0][j].set_title(model)
         grid[1][j].set_xlabel("Batch size")
     grid[0][0].set_ylabel("Time per step (ms)")
@@ -381,7 +409,7 @@ def scaling_size(data: frames.SuiteData) -> Figure:
               for model in data.models if model in set(frames.sweep_points(data, column)["model"])]
     fig, grid = new_figure(1, len(panels), panel_height=1.5)
     frameworks: set[str] = set()
-    for ax, (column, model) in zip(grid[0], panels):
+    for ax, (column, model) in zip(grid[0], panels, strict=True):
         points = frames.sweep_points(data, column)
         p = points[points["model"] == model].reset_index(drop=True)
         frameworks |= set(p["framework"])
@@ -406,7 +434,7 @@ def time_to_accuracy(data: frames.SuiteData) -> Figure:
     model; a log time axis where the times span more than `LOG_SPAN`."""
     points = frames.time_to_accuracy(data.epochs)
     fig, axes = _model_panels(data.models)
-    for ax, model in zip(axes, data.models):
+    for ax, model in zip(axes, data.models, strict=True):
         of_model = points[points["model"] == model]
         for fw in framework_order(of_model["framework"]):
             p = of_model[of_model["framework"] == fw]
@@ -433,16 +461,17 @@ def circles_curves(data: frames.SuiteData, framework: str) -> Figure:
     epochs = data.epochs[data.epochs["framework"] == framework]
     fig, grid = new_figure(1, 2, panel_height=1.6, sharey=True)
     variants = list(dict.fromkeys(epochs["model"]))
-    for ax, column, title in ((grid[0][0], "train_loss", "Training"), (grid[0][1], "test_loss", "Test")):
+    for ax, column, title in ((grid[0][0], "train_loss", "Training"),
+                              (grid[0][1], "test_loss", "Test")):
         curves = frames.epoch_curves(epochs, column)
-        for i, (model, name) in enumerate(zip(variants, short_names(variants))):
+        for i, (model, name) in enumerate(zip(variants, short_names(variants), strict=True)):
             c = curves[curves["model"] == model]
             look = variant_look(model)
             std = c["std"].fillna(0.0)
             # Markers, staggered per variant, so that they do not pile up on the same epochs.
             every = max(1, len(c) // 5)
-            ax.plot(c["epoch"], c["mean"], label=name, markevery=(i * every // len(variants), every),
-                    **look.kwargs())
+            ax.plot(c["epoch"], c["mean"], label=name,
+                    markevery=(i * every // len(variants), every), **look.kwargs())
             ax.fill_between(c["epoch"], (c["mean"] - std).clip(lower=c["min"]), c["mean"] + std,
                             color=look.color, alpha=BAND_ALPHA, linewidth=0)
         ax.set_title(f"{title} ({framework})")
@@ -451,6 +480,6 @@ def circles_curves(data: frames.SuiteData, framework: str) -> Figure:
     _log_if_wide(grid[0][0], "y", epochs[["train_loss", "test_loss"]].to_numpy().ravel())
     grid[0][0].set_ylabel("Mean squared error")
     handles = [Line2D([], [], label=name, **variant_look(m).kwargs())
-               for m, name in zip(variants, short_names(variants))]
+               for m, name in zip(variants, short_names(variants), strict=True)]
     legend_above(fig, handles, [h.get_label() for h in handles], columns=3)
     return fig

@@ -12,7 +12,8 @@ import pandas as pd
 from ..records import Status
 
 # Settings that a sweep suite varies within one model and framework, as cases() names them.
-SWEEP_COLUMNS = {"batch_size": "batch size", "extra_width": "MLP width", "extra_seq_len": "RNN sequence length"}
+SWEEP_COLUMNS = {"batch_size": "batch size", "extra_width": "MLP width",
+                 "extra_seq_len": "RNN sequence length"}
 
 
 @dataclass

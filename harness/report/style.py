@@ -90,7 +90,8 @@ _SPARE_MARKERS = ["v", "P", "X", "*", "h", "<", ">"]
 _SPARE_LINESTYLES = [(0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 1)), (0, (6, 2, 1, 2))]
 
 # The circles study: colour by activation, solid for a linear output, dashed for the clipped one.
-ACTIVATIONS = {"tanh": OKABE_ITO["blue"], "relu": OKABE_ITO["orange"], "sigmoid": OKABE_ITO["green"]}
+ACTIVATIONS = {"tanh": OKABE_ITO["blue"], "relu": OKABE_ITO["orange"],
+               "sigmoid": OKABE_ITO["green"]}
 
 
 def _stable_index(name: str, n: int, salt: str) -> int:
@@ -118,7 +119,8 @@ def variant_look(model: str) -> Look:
     parts = model.split("-")
     clipped = parts[-1] == "clipped"
     activation = parts[-2] if clipped else parts[-1]
-    color = ACTIVATIONS.get(activation) or _SPARE_COLORS[_stable_index(activation, len(_SPARE_COLORS), "color")]
+    color = (ACTIVATIONS.get(activation)
+             or _SPARE_COLORS[_stable_index(activation, len(_SPARE_COLORS), "color")])
     return Look(color, "s" if clipped else "o", "--" if clipped else "-")
 
 
