@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from toy_adapters import build_distribution, write_gemm_cache
 
 

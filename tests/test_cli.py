@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from toy_adapters import NAMES, activate, launches, write_suite
 
 from harness.cli import main
 from harness.data import DATASETS, DatasetError
@@ -22,6 +21,7 @@ from harness.measure.lock import LockBusy
 from harness.specs import MODELS
 from harness.store import ResultsStore, StoreError
 from harness.suites import builtin_suites
+from toy_adapters import NAMES, activate, launches, write_suite
 
 ADH = str(Path(sys.executable).with_name("adh"))
 COLUMNS = ["Framework", "Time (s)", "Allocations (GiB)", "Peak (MiB)", "Test accuracy (%)"]

@@ -12,9 +12,9 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from test_engine_models import cnn, mlp, rnn
 
 import engine
+from test_engine_models import cnn, mlp, rnn
 
 STATIC_BOUND = 128 * 1024  # bytes
 

@@ -11,7 +11,6 @@ import statistics
 import threading
 
 import pytest
-from toy_adapters import GEMM_PEAK, activate, launches, write_suite
 
 from harness import runner
 from harness.frameworks import available, get_framework
@@ -20,6 +19,7 @@ from harness.records import Case, CaseResult
 from harness.runner import RunOptions, WorkerError, run_case, run_suite
 from harness.store import ResultsStore
 from harness.suites import load_suite
+from toy_adapters import GEMM_PEAK, activate, launches, write_suite
 
 STEPS = 5  # train_limit 500 / batch 100, one epoch
 # No pass is ever contended or drifted: worker launches are counted exactly on a busy host too.
