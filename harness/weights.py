@@ -43,16 +43,17 @@ def initial_weights(spec: ModelSpec, seed: int, dtype: str = "float32") -> dict[
     return weights
 
 
-def check_weights(spec: ModelSpec, weights: dict[str, np.ndarray]) -> None:
+def check_weights(spec: ModelSpec, weights: dict[str, np.ndarray], what: str = "weights") -> None:
     """Raise ValueError, naming the parameter, unless `weights` has exactly the spec's
-    parameters with the canonical shapes."""
+    parameters with the canonical shapes; `what` names the arrays in the message (e.g.
+    "gradients")."""
     expected = {p.name: p.shape for p in spec.parameters()}
     missing = [name for name in expected if name not in weights]
     if missing:
-        raise ValueError(f"{spec.name}: weights lack parameter {', '.join(missing)}")
+        raise ValueError(f"{spec.name}: {what} lack parameter {', '.join(missing)}")
     extra = [name for name in weights if name not in expected]
     if extra:
-        raise ValueError(f"{spec.name}: weights have {', '.join(extra)}, not a parameter of the "
+        raise ValueError(f"{spec.name}: {what} have {', '.join(extra)}, not a parameter of the "
                          f"spec (it has {', '.join(expected)})")
     for name, shape in expected.items():
         if weights[name].shape != shape:
