@@ -66,13 +66,31 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     _no_wait(run)
 
-    check = sub.add_parser("check",
-                           help="prove the engine and the reference compute the same thing",
-                           description="Gradient and trajectory parity of both engine modes "
-                                       "against torch, per model; exit status 1 on any failure.")
+    check = sub.add_parser(
+        "check", help="prove a framework computes what torch computes, and keeps the contract",
+        description="Check frameworks against torch, the reference, per model and dtype:\n"
+                    "- parameters: weights and gradients by the names, shapes and dtype of the "
+                    "spec;\n"
+                    "- outputs before update: train_step returns the outputs from before its "
+                    "update,\n  and their loss;\n"
+                    "- parity: gradients on one batch, then STEPS training steps from the same "
+                    "weights\n  on the same batches: loss at every step, final weights, test "
+                    "predictions;\n"
+                    "- determinism: a second run is bit-identical.\n"
+                    "The conformance kit (harness.testing) runs the same checks. A model a "
+                    "framework\ndeclares unsupported shows as 'n/a (reason)', a dtype it lacks "
+                    "as 'no float64';\nneither is a failure. Exit status 1 on any failure, each "
+                    "explained below the table.",
+        epilog="examples:\n  adh check                             the engine's two modes\n"
+               "  adh check --frameworks my-engine      a plugin (see adh list)\n"
+               "  adh check --dtype float64 --models mlp rnn",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    check.add_argument("--frameworks", nargs="+", metavar="F",
+                       help="registered frameworks to check (default: engine-static "
+                            "engine-dynamic)")
     check.add_argument("--models", nargs="+", metavar="M", help="only these models (default: all)")
     check.add_argument("--dtype", choices=["float32", "float64"], default="float32")
-    check.add_argument("--steps", type=int, default=50,
+    check.add_argument("--steps", type=_positive_int, default=50,
                        help="training steps compared (default: %(default)s)")
     check.add_argument("--seed", type=int, default=0)
     check.add_argument("--threads", type=int, default=2)
@@ -223,20 +241,17 @@ def _run(args) -> int:
 
 
 def _check(args) -> int:
-    from .check import check_model, format_table
-    from .data import load_dataset
-    from .specs import MODELS, get_model
+    from .check import ENGINES, check_frameworks, format_failures, format_table, summary
 
-    specs = [get_model(m) for m in (args.models or MODELS)]
-    results = []
     with _measuring(args):
-        for spec in specs:
-            data = load_dataset(spec.dataset, args.data_dir, dtype=args.dtype)
-            results += check_model(spec, data, args.dtype, args.steps, args.seed,
-                                   threads=args.threads, test_limit=args.test_limit)
+        results = check_frameworks(args.frameworks or ENGINES, args.models, [args.dtype],
+                                   args.steps, seed=args.seed, threads=args.threads,
+                                   test_limit=args.test_limit, data_dir=args.data_dir)
     print(format_table(results))
     failed = [r for r in results if not r.passed]
-    print(f"\n{len(results) - len(failed)} passed, {len(failed)} failed")
+    if failed:
+        print("\n" + format_failures(failed))
+    print(f"\n{summary(results)}")
     return 1 if failed else 0
 
 

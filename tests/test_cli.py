@@ -331,6 +331,39 @@ def test_check_passes_and_prints_the_table():
     assert "4 passed, 0 failed" in result.stdout
 
 
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                    reason="adh check compares against torch")
+def test_check_any_registered_framework(toys):
+    result = adh("check", "--frameworks", "toy-limited", "toy-late-outputs", "--models", "mlp",
+                 "rnn", "--dtype", "float64", "--steps", "3", "--test-limit", "100",
+                 "--threads", "1")
+    assert result.returncode == 1, result.stdout + result.stderr
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in result.stdout.splitlines()
+            if line.startswith("| ") and "framework" not in line]
+    assert [(r[0], r[1], r[-1]) for r in rows] == [
+        ("mlp", "toy-limited", "no float64"), ("mlp", "toy-late-outputs", "FAIL"),
+        ("rnn", "toy-limited", "n/a (no recurrent layers)"), ("rnn", "toy-late-outputs", "FAIL")]
+    assert rows[1][3] != "-"  # parity was measured, and passed: only the outputs are late
+    for model in ("mlp", "rnn"):
+        assert (f"toy-late-outputs, {model}, float64: outputs before update: train_step's outputs "
+                "differ from predict's before the step") in result.stdout
+    assert result.stdout.rstrip().endswith("0 passed, 2 failed, 2 not applicable")
+
+    unknown = adh("check", "--frameworks", "jax")
+    assert unknown.returncode == 2 and unknown.stdout == ""
+    assert unknown.stderr.startswith("adh: error: unknown framework 'jax'; choose from: ")
+
+
+def test_check_help_explains_frameworks_and_refusals(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["check", "--help"])
+    assert exit_.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for words in ("--frameworks", "default: engine-static engine-dynamic", "harness.testing",
+                  "'n/a (reason)'", "'no float64'", "Exit status 1 on any failure"):
+        assert words in out
+
+
 def test_report_and_compare_commands_read_the_store(tmp_path, capsys):
     from test_report import fill_plain
 

@@ -1,6 +1,6 @@
 """Builds a tiny installed-looking distribution, `toy_adh`, that registers the toy adapters of
-toy_adh.py under the entry point group `autodiff_harness.frameworks`, and helpers to put it on
-the path of this process and of every process it starts."""
+toy_adh.py and toy_conformance.py under the entry point group `autodiff_harness.frameworks`, and
+helpers to put it on the path of this process and of every process it starts."""
 from __future__ import annotations
 
 import json
@@ -14,20 +14,28 @@ HERE = Path(__file__).parent
 NAMES = ("toy-ok", "toy-crash", "toy-hang", "toy-nan", "toy-error")
 CLASSES = {"toy-ok": "ToyOk", "toy-crash": "ToyCrash", "toy-hang": "ToyHang", "toy-nan": "ToyNan",
            "toy-error": "ToyError"}
+# The conformance kit's toys (toy_conformance.py), by name and class.
+CONFORMANCE_CLASSES = {"toy-limited": "ToyLimited", "toy-late-outputs": "ToyLateOutputs",
+                       "toy-renamed-gradient": "ToyRenamedGradient",
+                       "toy-kinked-relu": "ToyKinkedRelu", "toy-keras-adam": "ToyKerasAdam",
+                       "toy-unordered-sums": "ToyUnorderedSums"}
 GEMM_PEAK = 123.0  # the GEMM peak the prepared cache reports (no 2048^3 GEMM measured in tests)
 
 
 def build_distribution(root: Path) -> Path:
-    """`root` holding toy_adh.py and toy_adh-0.0.dist-info (METADATA, entry_points.txt)."""
+    """`root` holding toy_adh.py, toy_conformance.py and toy_adh-0.0.dist-info (METADATA,
+    entry_points.txt)."""
     root.mkdir(parents=True, exist_ok=True)
-    shutil.copy(HERE / "toy_adh.py", root / "toy_adh.py")
+    for module in ("toy_adh.py", "toy_conformance.py"):
+        shutil.copy(HERE / module, root / module)
     info = root / "toy_adh-0.0.dist-info"
     info.mkdir(exist_ok=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy_adh\nVersion: 0.0\n")
     (info / "entry_points.txt").write_text(
         f"[{ENTRY_POINT_GROUP}]\n" + "".join(f"{n} = toy_adh:{c}\n" for n, c in CLASSES.items())
+        + "".join(f"{n} = toy_conformance:{c}\n" for n, c in CONFORMANCE_CLASSES.items())
         + "engine-static = toy_adh:ToyError\n")  # tries to shadow a built-in: must be ignored
-    (info / "top_level.txt").write_text("toy_adh\n")
+    (info / "top_level.txt").write_text("toy_adh\ntoy_conformance\n")
     return root
 
 

@@ -1,0 +1,104 @@
+"""Toy adapters for the conformance kit (harness.testing), registered by the toy distribution
+(see __init__.py) beside those of toy_adh.py.
+
+Each wraps the engine's dynamic mode; one declares what it cannot do, the others break one rule
+of the contract each, and should fail exactly one check:
+    toy-limited           declares no recurrent layers and no float64; refuses to be built for
+                          either, so a kit that built it anyway would fail
+    toy-late-outputs      train_step returns the outputs after its update  (outputs before update)
+    toy-renamed-gradient  calls the first layer's weight gradient '0.kernel'  (parameters)
+    toy-kinked-relu       relu's derivative is 1/2 at 0 where torch's is 0: a valid subgradient,
+                          but not the reference's  (parity: gradients, on the CNN, whose zero
+                          image borders put conv pre-activations exactly at 0)
+    toy-keras-adam        Adam with Keras's eps 1e-7 instead of torch's 1e-8  (parity: the
+                          trajectory, in float64; float32's looser bounds let it pass)
+    toy-unordered-sums    sums over a batch in a random order each call, as GPU atomics do: equal
+                          to the reference up to rounding, never twice the same  (determinism)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import engine as ad
+from engine.graph import apply
+from engine.ops import ReLU
+from harness.frameworks.engine import EngineDynamic
+
+
+class ToyLimited(EngineDynamic):
+    name = "toy-limited"
+    description = "toy adapter: no recurrent layers, no float64"
+    dtypes = ("float32",)
+
+    @classmethod
+    def supports(cls, spec) -> str | None:
+        return "no recurrent layers" if any(layer.kind == "rnn" for layer in spec.layers) else None
+
+    def __init__(self, spec, weights, dtype, threads) -> None:
+        # ToyLimited's, not a subclass's: a subclass that declares less still cannot do more
+        if ToyLimited.supports(spec) or str(np.dtype(dtype)) not in ToyLimited.dtypes:
+            raise ValueError(f"{self.name} cannot run {spec.name} in {dtype}")
+        super().__init__(spec, weights, dtype, threads)
+
+
+class ToyLateOutputs(EngineDynamic):
+    name = "toy-late-outputs"
+
+    def train_step(self, x, y):
+        loss, _ = super().train_step(x, y)
+        return loss, self.predict(x)
+
+
+class ToyRenamedGradient(EngineDynamic):
+    name = "toy-renamed-gradient"
+
+    def gradients(self, x, y):
+        gradients = super().gradients(x, y)
+        gradients["0.kernel"] = gradients.pop("0.weight")
+        return gradients
+
+
+class HalfAtKink(ReLU):
+    def backward(self, g, y, x, gx):
+        slope = np.where(x > 0, 1.0, np.where(x == 0, 0.5, 0.0)).astype(g.dtype)
+        np.multiply(g, slope, out=gx)
+
+
+def kinked_relu(x):
+    return apply(HalfAtKink(), x)
+
+
+class ToyKinkedRelu(EngineDynamic):
+    name = "toy-kinked-relu"
+
+    def __init__(self, spec, weights, dtype, threads) -> None:
+        super().__init__(spec, weights, dtype, threads)
+        for layer in self.model.layers:
+            if isinstance(layer, ad.Dense | ad.Conv) and layer.act is ad.relu:
+                layer.act = kinked_relu
+
+
+class ToyKerasAdam(EngineDynamic):
+    name = "toy-keras-adam"
+
+    def __init__(self, spec, weights, dtype, threads) -> None:
+        super().__init__(spec, weights, dtype, threads)
+        if spec.optimizer == "adam":
+            self.optimizer = ad.optim.Adam(self.model.parameters(), spec.lr, eps=1e-7)
+
+
+class ToyUnorderedSums(EngineDynamic):
+    name = "toy-unordered-sums"
+
+    def train_step(self, x, y):
+        order = np.random.default_rng().permutation(len(x))
+        loss, outputs = super().train_step(x[order], y[order])
+        return loss, outputs[np.argsort(order)]
+
+    def gradients(self, x, y):
+        order = np.random.default_rng().permutation(len(x))
+        return super().gradients(x[order], y[order])
+
+
+ADAPTERS = {cls.name: cls for cls in (ToyLimited, ToyLateOutputs, ToyRenamedGradient,
+                                      ToyKinkedRelu, ToyKerasAdam, ToyUnorderedSums)}
