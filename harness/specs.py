@@ -100,7 +100,11 @@ class ModelSpec:
     loss: str  # "softmax_cross_entropy" or "mse"
     optimizer: str  # "sgd" or "adam"
     lr: float
-    momentum: float = 0.0
+    momentum: float = 0.0  # SGD's
+    # Adam's, written here rather than left to each library's defaults, which differ (Keras's
+    # epsilon is 1e-7, torch's 1e-8): every framework reads them from the spec.
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
     batch_size: int = 100
     epochs: int = 5
     dataset: str = "mnist-10k"
