@@ -6,6 +6,7 @@ nothing heavy at the top.
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
 from pathlib import Path
@@ -84,6 +85,19 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("list", help="models, frameworks, datasets and suites")
 
+    spec = sub.add_parser(
+        "spec", help="a model's spec: layers, loss, optimizer, every parameter's name and shape",
+        description="What an adapter builds for MODEL: the input shape, each layer with its "
+                    "output shape, the loss, the optimizer and its constants, and every parameter "
+                    "by canonical name, shape, fans and initializer (the layout weights and "
+                    "gradients cross the interface in). These are the model's defaults: a suite "
+                    "may change its batch size, epochs, lr, optimizer and momentum. "
+                    "docs/plugin-contract.md says what each entry means.")
+    spec.add_argument("model", help="model name (see adh list)")
+    spec.add_argument("--json", action="store_true",
+                      help="print it as JSON instead: the keys of ModelSpec.as_dict, listed in "
+                           "docs/plugin-contract.md")
+
     report = sub.add_parser("report", help="figures and tables of a stored suite, for a paper",
                             description="Write figures (PNG, PDF), tables (Markdown, LaTeX, CSV) "
                                         "and report.md with provenance, from the results store.")
@@ -151,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         # A terminated run stops like one on Ctrl-C: nothing finished is lost.
         signal.signal(signal.SIGTERM, _interrupt)
         commands = {"run": _run, "check": _check, "list": _list, "results": _results,
-                    "report": _report, "compare": _compare, "system": _system}
+                    "report": _report, "compare": _compare, "system": _system, "spec": _spec}
         return commands[args.command](args)
     except AdhError as error:  # anything else is a bug, and shows its traceback
         print(f"adh: error: {error}", file=sys.stderr)
@@ -259,6 +273,40 @@ def _list(args) -> int:
     for name in sorted(builtin_suites()):
         suite = load_suite(name)
         print(f"  {name:<24} {len(suite.cases):>4} cases  {suite.description}")
+    return 0
+
+
+def _spec(args) -> int:
+    import json
+
+    from .specs import get_model
+    from .tables import markdown_table
+
+    spec = get_model(args.model)
+    record = spec.as_dict()
+    if args.json:
+        print(json.dumps(record, indent=2))
+        return 0
+    optimizer = ", ".join(f"{k} {v}" for k, v in record["optimizer"].items() if k != "name")
+    print(f"{spec.name}: {spec.description}\n\n"
+          f"input       {spec.input_shape} per example, {(spec.batch_size, *spec.input_shape)} "
+          "per batch\n"
+          f"loss        {spec.loss}\n"
+          f"optimizer   {spec.optimizer}: {optimizer}\n"
+          f"batch size  {spec.batch_size}\n"
+          f"epochs      {spec.epochs}\n"
+          f"dataset     {spec.dataset}\n")
+    layers = [[str(i), layer.kind, ", ".join(f"{k} {v}" for k, v in layer.settings().items()),
+               str(shape)]
+              for i, (layer, shape) in enumerate(zip(spec.layers, spec.output_shapes(),
+                                                     strict=True))]
+    print(markdown_table(["layer", "kind", "settings", "output shape"], layers) + "\n")
+    params = [[p.name, str(p.shape), str(p.fan_in), str(p.fan_out), p.init]
+              for p in spec.parameters()]
+    print(markdown_table(["parameter", "shape", "fan_in", "fan_out", "init"], params))
+    total = sum(math.prod(p.shape) for p in spec.parameters())
+    print(f"\n{total:,} parameters, in the canonical names and layout of "
+          "docs/plugin-contract.md")
     return 0
 
 
