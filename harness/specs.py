@@ -29,7 +29,8 @@ class Parameter:
     where i is the layer's index in the spec, listed in this order, which is the order initial
     weights are drawn in. fan_in is the number of inputs that feed one output unit (for a conv:
     in_ch * k * k), fan_out the number of outputs one input feeds (out_ch * k * k); init names
-    the initializer (harness/weights.py); biases start at zeros.
+    the initializer (harness/weights.py); biases start at zeros. What each layer computes with
+    them, and torch's layout beside this one: docs/plugin-contract.md.
     """
 
     name: str

@@ -1,17 +1,22 @@
 """The harness used from Python: after numpy is imported (a script, a notebook), the thread
-count still takes effect and the error types are public."""
+count still takes effect, README's example runs as printed, and the error types are public."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 import threadpoolctl
 
 import harness
+from harness.specs import MODELS
 from harness.threads import THREAD_VARIABLES, pin_threads
+
+README = Path(__file__).parents[1] / "README.md"
 
 
 def python(code: str) -> subprocess.CompletedProcess:
@@ -28,6 +33,18 @@ def test_pin_threads_after_numpy_resizes_the_running_pools():
                     "print(sorted({pool['num_threads'] for pool in threadpool_info()}))\n")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "[1]\n"
+
+
+def test_the_readme_example_runs_after_numpy():
+    section = README.read_text().split("## Using the harness from Python\n", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert code and code.group(1).startswith("import numpy as np\n")
+    result = python(code.group(1))
+    assert result.returncode == 0, result.stderr
+    trained, refused = result.stdout.splitlines()
+    assert re.fullmatch(r"loss \d+\.\d{3}, outputs \(100, 10\), mean \|output\| \d+\.\d{3}",
+                        trained)
+    assert refused == f"unknown model 'lenet'; choose from: {', '.join(MODELS)}"
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None,
