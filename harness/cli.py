@@ -6,7 +6,6 @@ nothing heavy at the top.
 from __future__ import annotations
 
 import argparse
-import math
 import signal
 import sys
 from pathlib import Path
@@ -278,6 +277,7 @@ def _list(args) -> int:
 
 def _spec(args) -> int:
     import json
+    import math
 
     from .specs import get_model
     from .tables import markdown_table
