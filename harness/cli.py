@@ -151,6 +151,19 @@ def _parser() -> argparse.ArgumentParser:
     system.add_argument("--threads", type=_positive_int, default=2,
                         help="the thread count you will measure with (default: %(default)s)")
 
+    spec = sub.add_parser(
+        "spec", help="a model's spec: layers, loss, optimizer, every parameter's name and shape",
+        description="What an adapter builds for MODEL: the input shape, each layer with its "
+                    "output shape, the loss, the optimizer and its constants, and every parameter "
+                    "by canonical name, shape, fans and initializer (the layout weights and "
+                    "gradients cross the interface in). These are the model's defaults: a suite "
+                    "may change its batch size, epochs, lr, optimizer and momentum. "
+                    "docs/plugin-contract.md says what each entry means.")
+    spec.add_argument("model", help="model name (see adh list)")
+    spec.add_argument("--json", action="store_true",
+                      help="print it as JSON instead: the keys of ModelSpec.as_dict, listed in "
+                           "docs/plugin-contract.md")
+
     results = sub.add_parser("results", help="show or export stored results")
     results.add_argument("--suite", help="only this suite")
     results.add_argument("--store", default="results/adh.sqlite",
@@ -169,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         # A terminated run stops like one on Ctrl-C: nothing finished is lost.
         signal.signal(signal.SIGTERM, _interrupt)
         commands = {"run": _run, "check": _check, "list": _list, "results": _results,
-                    "report": _report, "compare": _compare, "system": _system}
+                    "report": _report, "compare": _compare, "system": _system, "spec": _spec}
         return commands[args.command](args)
     except AdhError as error:  # anything else is a bug, and shows its traceback
         print(f"adh: error: {error}", file=sys.stderr)
@@ -348,6 +361,41 @@ def _system(args) -> int:
     facts = system_facts(args.threads)
     print(format_facts(facts))
     return 1 if any(f.verdict == "warning" for f in facts) else 0
+
+
+def _spec(args) -> int:
+    import json
+    import math
+
+    from .specs import get_model
+    from .tables import markdown_table
+
+    spec = get_model(args.model)
+    record = spec.as_dict()
+    if args.json:
+        print(json.dumps(record, indent=2))
+        return 0
+    optimizer = ", ".join(f"{k} {v}" for k, v in record["optimizer"].items() if k != "name")
+    print(f"{spec.name}: {spec.description}\n\n"
+          f"input       {spec.input_shape} per example, {(spec.batch_size, *spec.input_shape)} "
+          "per batch\n"
+          f"loss        {spec.loss}\n"
+          f"optimizer   {spec.optimizer}: {optimizer}\n"
+          f"batch size  {spec.batch_size}\n"
+          f"epochs      {spec.epochs}\n"
+          f"dataset     {spec.dataset}\n")
+    layers = [[str(i), layer.kind, ", ".join(f"{k} {v}" for k, v in layer.settings().items()),
+               str(shape)]
+              for i, (layer, shape) in enumerate(zip(spec.layers, spec.output_shapes(),
+                                                     strict=True))]
+    print(markdown_table(["layer", "kind", "settings", "output shape"], layers) + "\n")
+    params = [[p.name, str(p.shape), str(p.fan_in), str(p.fan_out), p.init]
+              for p in spec.parameters()]
+    print(markdown_table(["parameter", "shape", "fan_in", "fan_out", "init"], params))
+    total = sum(math.prod(p.shape) for p in spec.parameters())
+    print(f"\n{total:,} parameters, in the canonical names and layout of "
+          "docs/plugin-contract.md")
+    return 0
 
 
 def _model_tables(cases, epochs, runs) -> str:

@@ -7,35 +7,25 @@ per cent.
 """
 from __future__ import annotations
 
-import math
-
 from .specs import ModelSpec
 
 
 def forward_flops_per_layer(spec: ModelSpec, batch: int) -> list[float]:
     """Forward FLOPs of each layer for a batch, following the shapes through the model."""
-    shape = spec.input_shape
     flops = []
-    for layer in spec.layers:
+    shapes = spec.output_shapes()
+    inputs = (spec.input_shape, *shapes[:-1])
+    for layer, shape_in, shape_out in zip(spec.layers, inputs, shapes, strict=True):
         if layer.kind == "dense":
             flops.append(2.0 * batch * layer.n_in * layer.n_out)
-            shape = (layer.n_out,)
         elif layer.kind == "conv":
-            _, h, w = shape
-            oh = (h + 2 * layer.padding - layer.kernel) // layer.stride + 1
-            ow = (w + 2 * layer.padding - layer.kernel) // layer.stride + 1
+            _, oh, ow = shape_out
             flops.append(2.0 * batch * oh * ow * layer.n_out * layer.n_in * layer.kernel ** 2)
-            shape = (layer.n_out, oh, ow)
-        elif layer.kind == "maxpool":
-            shape = (shape[0], shape[1] // layer.kernel, shape[2] // layer.kernel)
-            flops.append(0.0)
-        elif layer.kind == "flatten":
-            shape = (math.prod(shape),)
-            flops.append(0.0)
         elif layer.kind == "rnn":
-            steps = shape[0]
+            steps = shape_in[0]
             flops.append(2.0 * batch * steps * (layer.n_in + layer.n_out) * layer.n_out)
-            shape = (layer.n_out,)
+        else:  # maxpool, flatten: element-wise work, not counted
+            flops.append(0.0)
     return flops
 
 

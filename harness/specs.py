@@ -11,7 +11,9 @@ Hyperparameters are chosen to train well in every framework alike from the same 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 from .errors import UsageError
 
@@ -27,7 +29,8 @@ class Parameter:
     where i is the layer's index in the spec, listed in this order, which is the order initial
     weights are drawn in. fan_in is the number of inputs that feed one output unit (for a conv:
     in_ch * k * k), fan_out the number of outputs one input feeds (out_ch * k * k); init names
-    the initializer (harness/weights.py); biases start at zeros.
+    the initializer (harness/weights.py); biases start at zeros. What each layer computes with
+    them, and torch's layout beside this one: docs/plugin-contract.md.
     """
 
     name: str
@@ -37,9 +40,22 @@ class Parameter:
     init: str
 
 
+# The fields that mean something for each kind of layer (the others keep their defaults).
+LAYER_SETTINGS = {
+    "dense": ("n_in", "n_out", "act", "init"),
+    "conv": ("n_in", "n_out", "kernel", "stride", "padding", "act", "init"),
+    "maxpool": ("kernel",),
+    "flatten": (),
+    "rnn": ("n_in", "n_out", "act", "init"),
+}
+
+
 @dataclass(frozen=True)
 class Layer:
-    """One layer: kind is dense, conv, maxpool, flatten or rnn. act: relu, tanh, sigmoid or None."""
+    """One layer: kind is dense, conv, maxpool, flatten or rnn. act: relu, tanh, sigmoid or None.
+
+    n_in and n_out are features (dense), channels (conv) or input features and hidden units (rnn);
+    kernel is a conv's k x k or a maxpool's window (and stride)."""
 
     kind: str
     n_in: int = 0
@@ -68,6 +84,24 @@ class Layer:
         return (*(Parameter(f"{index}.{name}", shape, *fan, self.init)
                   for name, (shape, fan) in weights.items()),
                 Parameter(f"{index}.bias", (n_out,), *fans, "zeros"))
+
+    def output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """The shape of one example's output, given its input `shape` (no batch axis): a conv
+        or maxpool drops the ragged edge, an rnn (input (T, features)) gives its last state."""
+        if self.kind == "conv":
+            _, h, w = shape
+            return (self.n_out, *((n + 2 * self.padding - self.kernel) // self.stride + 1
+                                  for n in (h, w)))
+        if self.kind == "maxpool":
+            c, h, w = shape
+            return c, h // self.kernel, w // self.kernel
+        if self.kind == "flatten":
+            return (math.prod(shape),)
+        return (self.n_out,)  # dense, rnn
+
+    def settings(self) -> dict[str, Any]:
+        """The fields that mean something for this kind of layer (LAYER_SETTINGS), by name."""
+        return {name: getattr(self, name) for name in LAYER_SETTINGS[self.kind]}
 
 
 def dense(n_in: int, n_out: int, act: str | None = None, init: str = "glorot_uniform") -> Layer:
@@ -100,7 +134,11 @@ class ModelSpec:
     loss: str  # "softmax_cross_entropy" or "mse"
     optimizer: str  # "sgd" or "adam"
     lr: float
-    momentum: float = 0.0
+    momentum: float = 0.0  # SGD's
+    # Adam's, written here rather than left to each library's defaults, which differ (Keras's
+    # epsilon is 1e-7, torch's 1e-8): every framework reads them from the spec.
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
     batch_size: int = 100
     epochs: int = 5
     dataset: str = "mnist-10k"
@@ -108,6 +146,37 @@ class ModelSpec:
     def parameters(self) -> tuple[Parameter, ...]:
         """Every parameter, layer by layer, in canonical names, layout and order (see Parameter)."""
         return tuple(p for i, layer in enumerate(self.layers) for p in layer.parameters(i))
+
+    def output_shapes(self) -> tuple[tuple[int, ...], ...]:
+        """Each layer's output shape for one example (see Layer.output_shape)."""
+        shapes, shape = [], self.input_shape
+        for layer in self.layers:
+            shape = layer.output_shape(shape)
+            shapes.append(shape)
+        return tuple(shapes)
+
+    def optimizer_settings(self) -> dict[str, Any]:
+        """The optimizer's name and the constants its update uses (sgd: lr, momentum; adam: lr,
+        betas as a list, eps), JSON-ready."""
+        constants = {"sgd": {"momentum": self.momentum},
+                     "adam": {"betas": list(self.betas), "eps": self.eps}}[self.optimizer]
+        return {"name": self.optimizer, "lr": self.lr, **constants}
+
+    def as_dict(self) -> dict[str, Any]:
+        """The spec as JSON-ready data, which `adh spec --json` prints; the keys are listed in
+        docs/plugin-contract.md. Shapes are lists, layers carry their index and output shape."""
+        return {
+            "name": self.name, "description": self.description,
+            "input_shape": list(self.input_shape),
+            "layers": [{"index": i, "kind": layer.kind, **layer.settings(),
+                        "output_shape": list(shape)}
+                       for i, (layer, shape) in enumerate(zip(self.layers, self.output_shapes(),
+                                                              strict=True))],
+            "loss": self.loss, "optimizer": self.optimizer_settings(),
+            "batch_size": self.batch_size, "epochs": self.epochs, "dataset": self.dataset,
+            "parameters": [{"name": p.name, "shape": list(p.shape), "fan_in": p.fan_in,
+                            "fan_out": p.fan_out, "init": p.init} for p in self.parameters()],
+        }
 
     @property
     def n_outputs(self) -> int:

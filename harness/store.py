@@ -31,7 +31,7 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 
-from .errors import AdhError
+from .errors import StoreError
 from .records import FINISHED, BatchRecord, Case, CaseResult, EpochRecord, RunRecord, Status
 
 DEFAULT_PATH = Path("results/adh.sqlite")
@@ -144,11 +144,6 @@ def _child_rows(table: str, case_id: int, result: CaseResult) -> Iterator[tuple[
     records = by_table[table]
     for r in records:  # a run's round is its key, `run`
         yield (case_id, *(getattr(r, "round" if c == "run" else c) for c in (*keys, *values)))
-
-
-class StoreError(AdhError):
-    """The store cannot be used (not SQLite, not a results store, another schema version) or
-    asked for something it cannot do; the message says what to do."""
 
 
 def _dtypes(columns: dict[str, str]) -> dict[str, str]:

@@ -104,7 +104,8 @@ class TorchFramework(Framework):
         if spec.optimizer == "sgd":
             self.optimizer = torch.optim.SGD(params, lr=spec.lr, momentum=spec.momentum)
         elif spec.optimizer == "adam":
-            self.optimizer = torch.optim.Adam(params, lr=spec.lr)
+            self.optimizer = torch.optim.Adam(params, lr=spec.lr, betas=spec.betas,
+                                              eps=spec.eps)
         else:
             raise ValueError(f"unknown optimizer {spec.optimizer!r}")
         self.loss_fn = {"softmax_cross_entropy": nn.functional.cross_entropy,

@@ -129,7 +129,7 @@ def test_out_of_range_flags_are_refused(tmp_path, capsys, flag, value, words):
 
 
 def test_check_with_an_unknown_model(tmp_path):
-    # in a real process: `adh check` pins its thread count, which this process cannot do any more
+    # in a real process, as a user meets it: the exact stderr line and exit status
     result = adh("check", "--models", "lenet")
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr == f"adh: error: unknown model 'lenet'; choose from: {', '.join(MODELS)}\n"

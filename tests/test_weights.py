@@ -14,7 +14,18 @@ import pytest
 import engine
 from harness.frameworks import get_framework
 from harness.frameworks.engine import build_engine_model
-from harness.specs import MLP, MODELS, RNN, ModelSpec, Parameter, conv, dense, scaled
+from harness.specs import (
+    MLP,
+    MODELS,
+    RNN,
+    ModelSpec,
+    Parameter,
+    conv,
+    dense,
+    flatten,
+    maxpool,
+    scaled,
+)
 from harness.weights import check_weights, initial_weights
 
 SPECS = {**MODELS, **{s.name: s for s in (scaled(MLP, width=32), scaled(RNN, seq_len=7))}}
@@ -63,6 +74,23 @@ def test_parameters_are_what_the_torch_model_holds(name):
     left = [(n, t.requires_grad) for n, t in model.named_parameters() if id(t) not in covered]
     assert left == [(f"{i}.0.rnn.bias_hh_l0", False)
                     for i, layer in enumerate(spec.layers) if layer.kind == "rnn"]
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_output_shapes_are_what_the_torch_layers_give(name):
+    """Layer.output_shape (`adh spec`'s output shapes, and the FLOP counts) against torch's own
+    shape arithmetic: a stride, padding and ragged edge included."""
+    torch = pytest.importorskip("torch")
+    from references.pytorch import build_torch_model
+
+    strided = ModelSpec("strided", "", (2, 11, 11),
+                        (conv(2, 3, 3, stride=2, padding=1), maxpool(2), flatten(), dense(27, 2)),
+                        "mse", "sgd", 0.1)
+    for spec in (SPECS[name], strided):
+        out = torch.zeros((2,) + spec.input_shape)
+        for block, shape in zip(build_torch_model(spec), spec.output_shapes(), strict=True):
+            out = block(out)
+            assert tuple(out.shape[1:]) == shape
 
 
 def test_parameter_list_of_a_small_cnn():

@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import DTypeLike
 
+from ..errors import DatasetError
 from . import circles, mnist10k
 from .circles import kfold_splits
-from .dataset import Dataset, DatasetError
+from .dataset import Dataset
 from .idx import IDX_FILES, find_idx_files, read_idx_dir
 
 __all__ = ["DATASETS", "FASHION_MNIST_DIR", "MNIST_DIR", "Dataset", "DatasetError", "kfold_splits",

@@ -1,4 +1,5 @@
-"""The dataset record, its error type and its checksum: shared by every loader in this package."""
+"""The dataset record and its checksum: shared by every loader in this package (their error
+type, DatasetError, is in harness.errors)."""
 from __future__ import annotations
 
 import hashlib
@@ -6,13 +7,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-
-from ..errors import AdhError
-
-
-class DatasetError(AdhError):
-    """A dataset cannot be loaded; the message names the dataset or file, the problem and the
-    fix."""
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: arrays have no single truth value to compare by

@@ -13,8 +13,8 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..errors import DatasetError
 from . import MNIST_DIR
-from .dataset import DatasetError
 
 # The mirror TensorFlow and TFDS use; it serves the original files of yann.lecun.com.
 BASE_URL = "https://storage.googleapis.com/cvdf-datasets/mnist/"

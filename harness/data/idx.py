@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .dataset import DatasetError
+from ..errors import DatasetError
 
 # Type codes of the IDX format. MNIST-like data is all uint8; the others are named in errors only.
 _TYPE_NAMES = {0x08: "uint8", 0x09: "int8", 0x0B: "int16", 0x0C: "int32",

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import DTypeLike
 
-from .dataset import Dataset, DatasetError, arrays_checksum
+from ..errors import DatasetError
+from .dataset import Dataset, arrays_checksum
 
 PATH = Path(__file__).with_name("mnist-10k.npz")
 # arrays_checksum of the npz's arrays; printed by scripts/build_mnist10k.py.

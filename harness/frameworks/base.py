@@ -1,7 +1,9 @@
 """The one small interface every framework adapter implements.
 
 To benchmark your own engine, write one file with a `Framework` subclass and register it under
-the entry point group `autodiff_harness.frameworks` in your package (see README).
+the entry point group `autodiff_harness.frameworks` in your package. What each method must
+compute to match the engine and torch (layouts, layer formulas, loss reduction, optimizer
+constants, derivatives at kinks, dtypes, threads, errors) is docs/plugin-contract.md.
 """
 from __future__ import annotations
 
@@ -18,8 +20,14 @@ class Framework(ABC):
 
     Arrays cross the interface as numpy: inputs x of shape (batch,) + spec.input_shape, targets
     from `harness.metrics.targets`, weights and gradients by the canonical names and layout of
-    `spec.parameters()` (see harness.specs.Parameter). The initial weights come from
-    harness/weights.py; `__init__` rejects any whose names or shapes differ from the spec's.
+    `spec.parameters()` (see harness.specs.Parameter), all in `dtype` (targets for
+    cross-entropy: int64 class indices). The initial weights come from harness/weights.py;
+    `__init__` rejects any whose names or shapes differ from the spec's, and a subclass copies
+    them in and draws none of its own. `threads` sizes the library's own thread pools; BLAS and
+    OpenMP are set by the harness. The full contract: docs/plugin-contract.md.
+
+    `name` is the name registered under the entry point group; `description` one line for
+    people (library, version, mode).
     """
 
     name: str = ""
@@ -32,20 +40,27 @@ class Framework(ABC):
 
     @abstractmethod
     def train_step(self, x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
-        """Forward, backward and one optimizer update; return the loss and the outputs (before
-        the update)."""
+        """Forward, backward and one optimizer update (docs/plugin-contract.md#optimizers).
+
+        Returns the loss as a Python float and the outputs (batch, n_outputs), both computed
+        before the update; returns only when the step is done, since this call is what is timed.
+        x and y are the harness's buffers, refilled for the next batch: keep no reference.
+        """
 
     @abstractmethod
     def predict(self, x: np.ndarray) -> np.ndarray:
-        """Outputs (logits, or the single output) for a batch, without training."""
+        """Outputs (logits, or the single output) for a batch, without training or any change
+        of state."""
 
     @abstractmethod
     def gradients(self, x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
-        """The loss's gradient for every parameter, canonical names and layout; no update."""
+        """The loss's gradient for every parameter, canonical names and layout, as arrays of
+        the adapter's own (compared after later steps); no update, and no trace in a later
+        train_step (no accumulated gradient, no optimizer state)."""
 
     @abstractmethod
     def weights(self) -> dict[str, np.ndarray]:
-        """Current parameter values, canonical names and layout."""
+        """Current parameter values, canonical names and layout, as copies."""
 
     def predict_all(self, x: np.ndarray, batch_size: int = 1000) -> np.ndarray:
         return np.concatenate([self.predict(x[i:i + batch_size])

@@ -44,7 +44,7 @@ def build_optimizer(spec: ModelSpec, params: list[ad.Variable]) -> ad.optim.Opti
     if spec.optimizer == "sgd":
         return ad.optim.SGD(params, spec.lr, spec.momentum)
     if spec.optimizer == "adam":
-        return ad.optim.Adam(params, spec.lr)
+        return ad.optim.Adam(params, spec.lr, spec.betas, spec.eps)
     raise ValueError(f"unknown optimizer {spec.optimizer!r}")
 
 

@@ -15,15 +15,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from ..errors import AdhError
+from ..errors import LockBusy
 
 DEFAULT_LOCK_FILE = Path("/tmp/autodiff-harness-measure.lock")
 
 _depth = 0  # how deep this process is inside measurement_lock; only the outermost entry locks
-
-
-class LockBusy(AdhError):
-    """Another process holds the measurement lock, and the caller asked not to wait."""
 
 
 def lock_file() -> Path:
