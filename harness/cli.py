@@ -82,7 +82,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="folder holding IDX files, for models on mnist / fashion-mnist")
     _no_wait(check)
 
-    sub.add_parser("list", help="models, frameworks, datasets and suites")
+    sub.add_parser("list", help="models, frameworks, datasets and suites",
+                   description="Every model, framework, dataset and built-in suite. Each "
+                               "framework is imported and checked: its package and version, "
+                               "and ok or broken with the reason.")
 
     report = sub.add_parser("report", help="figures and tables of a stored suite, for a paper",
                             description="Write figures (PNG, PDF), tables (Markdown, LaTeX, CSV) "
@@ -242,7 +245,6 @@ def _check(args) -> int:
 
 def _list(args) -> int:
     from .data import DATASETS
-    from .frameworks import available
     from .specs import MODELS
     from .suites import builtin_suites, load_suite
 
@@ -250,8 +252,8 @@ def _list(args) -> int:
     for spec in MODELS.values():
         print(f"  {spec.name:<24} {spec.description}")
     print("frameworks:")
-    for name, target in available().items():
-        print(f"  {name:<24} {target}")
+    for name, status, package, text in _framework_lines():
+        print(f"  {name:<24} {status:<7} {package:<24} {text}")
     print("datasets:")
     for name, description in DATASETS.items():
         print(f"  {name:<24} {description}")
@@ -260,6 +262,27 @@ def _list(args) -> int:
         suite = load_suite(name)
         print(f"  {name:<24} {len(suite.cases):>4} cases  {suite.description}")
     return 0
+
+
+def _framework_lines() -> list[tuple[str, str, str, str]]:
+    """(name, status, package and version, description) of every registered framework, each
+    imported and checked: status "broken" when it cannot be used, the description then the
+    reason, in one line."""
+    from .frameworks import FrameworkError, clash_reason, load, registrations
+
+    lines = []
+    for name, found in registrations().items():
+        packages = ", ".join(r.package for r in found)
+        if len(found) > 1:
+            lines.append((name, "broken", packages, clash_reason(found)))
+            continue
+        try:
+            description = load(found[0]).description
+        except FrameworkError as error:
+            lines.append((name, "broken", packages, " ".join(error.reason.split())))
+        else:
+            lines.append((name, "ok", packages, description or "-"))
+    return lines
 
 
 def _results(args) -> int:
