@@ -56,9 +56,12 @@ class Case:
         d["extra"] = dict(self.extra)
         return d
 
-    def key(self, code_version: str) -> str:
-        """Stable id of (settings, code version): `--resume` skips a key already stored."""
-        blob = json.dumps({"case": self.settings(), "code": code_version}, sort_keys=True)
+    def key(self, code_version: str, framework_version: str) -> str:
+        """Stable id of (settings, the harness's code version, the framework's package, version
+        and commit: `harness.frameworks.origin.Origin.key`): `--resume` skips a key already
+        stored, so a changed harness or plugin is measured again."""
+        blob = json.dumps({"case": self.settings(), "code": code_version,
+                           "framework": framework_version}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def label(self) -> str:

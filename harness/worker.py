@@ -128,7 +128,7 @@ class StepRecorder:
 def time_pass(case, data_dir) -> dict:
     from .batches import steps_per_epoch
     from .flops import train_step_flops
-    from .frameworks import get_framework
+    from .frameworks import framework_origin, get_framework
     from .measure import gemm_peak_gflops, provenance, watch_contention
     from .measure.environment import recorded_environment
     from .measure.warmup import warmup_steps
@@ -136,13 +136,15 @@ def time_pass(case, data_dir) -> dict:
     from .weights import initial_weights
 
     spec, data, x_train, y_train, targets, x_test, y_test = prepare(case, data_dir)
-    framework = get_framework(case.framework)(spec, initial_weights(spec, case.seed, case.dtype),
-                                              case.dtype, case.threads)
+    adapter = get_framework(case.framework)
+    origin = provenance(case.threads, case.dtype, data.name, data.checksum, case.seed)
+    record = {**origin, "framework": framework_origin(case.framework).record(),
+              "environment": recorded_environment(), "system": provenance_facts(sample_s=0)}
+    framework = adapter(spec, initial_weights(spec, case.seed, case.dtype), case.dtype,
+                        case.threads)
     steps = steps_per_epoch(len(x_train), spec.batch_size)
     recorder = StepRecorder(spec, steps)
-    origin = provenance(case.threads, case.dtype, data.name, data.checksum, case.seed)
-    result = {"provenance": {**origin, "environment": recorded_environment(),
-                             "system": provenance_facts(sample_s=0)},
+    result = {"provenance": record,
               "flops_per_step": train_step_flops(spec),
               "gemm_peak_gflops": gemm_peak_gflops(case.threads),
               "batches": recorder.batches, "epochs": recorder.epochs}

@@ -47,7 +47,7 @@ def result(step_times: list[float], model: str = "mlp", seed: int = 0, status: s
                 train_limit=4000, extra=(("momentum", 0.0),))
     run = RunRecord(round=0, step_times_s=step_times, warmup_steps=1, warmup_s=0.01,
                     train_time_s=sum(step_times), eval_time_s=0.1, contended=contended)
-    return CaseResult(case=case, key=case.key(version), status=status,
+    return CaseResult(case=case, key=case.key(version, ""), status=status,
                       reason="" if status == "ok" else "boom", provenance={"code_version": version},
                       runs=[run] if step_times else [], alloc_bytes=alloc_bytes, alloc_count=5000,
                       peak_bytes=8_000_000,

@@ -1,6 +1,7 @@
-"""The plugin door: where a framework's code comes from (its package, version and commit), and
-the registry's errors for a plugin that cannot be used (a missing dependency, an import that
-raises, a name taken twice), as `get_framework` and `adh list` report them."""
+"""The plugin door: where a framework's code comes from (its package, version and commit:
+provenance and the case key), and the registry's errors for a plugin that cannot be used (a
+missing dependency, an import that raises, a name taken twice), as `get_framework` and
+`adh list` report them."""
 from __future__ import annotations
 
 import subprocess
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import runner
 from harness.cli import main
 from harness.errors import UsageError
 from harness.frameworks import (
@@ -19,7 +21,11 @@ from harness.frameworks import (
     registration,
 )
 from harness.measure import code_version
-from toy_adapters import build_distribution
+from harness.runner import RunOptions, run_suite
+from harness.store import ResultsStore
+from harness.suites import load_suite
+from test_runner import NEVER_FLAG, fake_timing
+from toy_adapters import activate, build_distribution, write_suite
 
 # --- identity: the framework's package, version and commit -------------------------------------
 
@@ -67,6 +73,37 @@ def test_an_editable_plugin_records_its_checkout_and_edits(tmp_path, monkeypatch
     edited = framework_origin("toy-editable")
     assert (edited.commit, edited.dirty) == (sha, True)
     assert edited.key != clean.key and edited.code_version.startswith(f"{sha}+dirty.")
+
+
+def test_resume_measures_a_plugin_again_after_its_version_changed(toy_dist, tmp_path,
+                                                                   monkeypatch):
+    dist, cache = toy_dist
+    activate(monkeypatch, dist, cache)
+    # "toy-bumped" comes from a package of its own (its class from toy_adh); toy-ok from toy_adh
+    bumped = tmp_path / "site"
+    build_distribution(bumped, "toy_bumped", "1.0", {"toy-bumped": "toy_adh:ToyOk"}, {})
+    monkeypatch.syspath_prepend(str(bumped))
+    calls = []
+
+    def worker(case, pass_name, options, on_progress=None):
+        calls.append(case.framework)
+        return fake_timing(case)
+
+    monkeypatch.setattr(runner, "run_worker", worker)
+    monkeypatch.setattr(runner, "POLICY", NEVER_FLAG)
+    suite = load_suite(str(write_suite(tmp_path, "bump", ["toy-bumped", "toy-ok"])))
+    options = RunOptions(progress=False, memory=False, code_version="v1", resume=True)
+    with ResultsStore(tmp_path / "store.sqlite") as store:
+        run_suite(suite, store, options)
+        assert calls == ["toy-bumped", "toy-ok"]
+        calls.clear()
+        assert len(run_suite(suite, store, options).skipped) == 2 and calls == []
+
+        build_distribution(bumped, "toy_bumped", "1.1", {"toy-bumped": "toy_adh:ToyOk"}, {})
+        again = run_suite(suite, store, options)
+        assert calls == ["toy-bumped"]  # the changed plugin only
+        assert [r.case.framework for r in again.skipped] == ["toy-ok"]
+        assert len(store.cases("bump")) == 3  # the old version's result is kept beside the new
 
 
 # --- the registry: plugins that cannot be used ---------------------------------------------------
@@ -165,3 +202,9 @@ def test_list_imports_every_framework_and_says_which_are_broken(broken, capsys):
     assert "registered by more than one package" in listed["engine-static"][1]
 
 
+def test_running_a_name_registered_twice_is_a_one_line_error(broken, tmp_path, capsys):
+    suite = write_suite(tmp_path, "clash", ["engine-static"])
+    assert main(["run", str(suite), "--store", str(tmp_path / "s.sqlite"), "--no-progress"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("adh: error: framework name 'engine-static' is registered by more")
+    assert "(built in), 'toy_broken 1.2'" in line

@@ -46,7 +46,7 @@ def make_result(suite: str, model: str, framework: str, seed: int, *, epochs: in
     step_times = [list(step_s * (1 + 0.1 * rng.random(epochs * batches - 1)))
                   for _ in range(rounds)]
     return CaseResult(
-        case=case, key=case.key("test"), status=status,
+        case=case, key=case.key("test", ""), status=status,
         provenance={"commit": "abc1234", "dirty": False, "python": "3.11.7", "numpy": "2.4.6",
                     "torch": "2.13.0", "memray": "1.20.0", "cpu_model": "Test CPU",
                     "logical_cores": 2, "os": "Linux", "dataset": "mnist-10k",

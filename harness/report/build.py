@@ -163,6 +163,24 @@ def _column(cases: pd.DataFrame, name: str) -> pd.Series:
     return cases[name] if name in cases.columns else pd.Series([None] * len(cases), dtype=object)
 
 
+def _package(distribution: object, version: object, code_version: object) -> str | None:
+    """"x-adapter 1.2 (commit abc1234)" from a framework's provenance; None if not recorded."""
+    if pd.isna(distribution):
+        return None
+    text = f"{distribution} {version}" if pd.notna(version) else str(distribution)
+    return text + (f" (commit {code_version})" if pd.notna(code_version) else "")
+
+
+def framework_packages(cases: pd.DataFrame) -> str:
+    """Each framework's package, version and commit, as its runs recorded them."""
+    columns = [f"prov_framework_{c}" for c in ("distribution", "version", "code_version")]
+    frame = cases.reindex(columns=["framework", *columns])
+    labels = pd.Series([_package(*row[1:]) for row in frame.itertuples(index=False)],
+                       dtype=object)
+    return "; ".join(f"{fw}: {_distinct(labels[(frame['framework'] == fw).to_numpy()])}"
+                     for fw in dict.fromkeys(frame["framework"]))
+
+
 def provenance_section(cases: pd.DataFrame) -> str:
     """Where and with what the suite's runs ran, as a Markdown list."""
     commit = _column(cases, "prov_commit").astype(str) + _column(cases, "prov_dirty").map(
@@ -182,6 +200,7 @@ def provenance_section(cases: pd.DataFrame) -> str:
         f"- Threads per run: {_distinct(cases['threads'])}; dtype {_distinct(cases['dtype'])}",
         f"- Versions: {versions}",
         f"- Code: commit {_distinct(commit)}",
+        f"- Frameworks: {framework_packages(cases)}",
         f"- Dataset: {_distinct(dataset + ' (sha256 ' + checksum.str[:16] + '…)')}",
         f"- Runs: {len(cases)}, started {when}",
     ]
