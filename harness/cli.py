@@ -215,8 +215,10 @@ def _run(args) -> int:
         if len(cases):
             print("\n" + _model_tables(cases, store.epochs(suite.name), store.runs(suite.name)))
     failed = [r for r in outcome.results if r.status not in (*FINISHED, Status.INTERRUPTED)]
+    unsupported = sum(r.status == Status.UNSUPPORTED for r in outcome.results)
     print(f"\n{len(outcome.results)} cases run, {len(outcome.skipped)} skipped (--resume), "
-          f"{len(failed)} failed; results in {args.store}")
+          f"{len(failed)} failed" + (f", {unsupported} not supported (n/a)" if unsupported else "")
+          + f"; results in {args.store}")
     if outcome.interrupted:
         print("interrupted: finished cases are stored; run again with --resume to finish",
               file=sys.stderr)

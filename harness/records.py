@@ -28,9 +28,14 @@ class Status(StrEnum):
     TIMEOUT = "timeout"  # a pass ran past the time limit
     CRASHED = "crashed"  # the worker process died
     INTERRUPTED = "interrupted"  # Ctrl-C before its first round was stored
+    # The framework does not support the case (Framework.supports, .dtypes): the reason says why.
+    # Not run and no failure: the tables show "n/a (reason)", the figures leave it out. (Not
+    # stored as "n/a", which pandas reads back from CSV as a missing value.)
+    UNSUPPORTED = "unsupported"
 
 
-FINISHED = frozenset({Status.OK, Status.DIVERGED})  # `--resume` skips these; the others run again
+# `--resume` skips these; the others run again.
+FINISHED = frozenset({Status.OK, Status.DIVERGED, Status.UNSUPPORTED})
 
 
 @dataclass(frozen=True)

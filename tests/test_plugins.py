@@ -1,7 +1,7 @@
-"""The plugin door: where a framework's code comes from (its package, version and commit:
-provenance and the case key), and the registry's errors for a plugin that cannot be used (a
-missing dependency, an import that raises, a name taken twice), as `get_framework` and
-`adh list` report them."""
+"""The plugin door: what a framework declares it supports (n/a cases), where its code comes from
+(its package, version and commit: provenance and the case key), and the registry's errors for a
+plugin that cannot be used (a missing dependency, an import that raises, a name taken twice),
+as `get_framework` and `adh list` report them."""
 from __future__ import annotations
 
 import subprocess
@@ -20,12 +20,82 @@ from harness.frameworks import (
     get_framework,
     registration,
 )
+from harness.frameworks.base import Framework, why_unsupported
 from harness.measure import code_version
-from harness.runner import RunOptions, run_suite
+from harness.records import FINISHED, Status
+from harness.runner import RunOptions, run_case, run_suite
+from harness.specs import MODELS
 from harness.store import ResultsStore
 from harness.suites import load_suite
 from test_runner import NEVER_FLAG, fake_timing
-from toy_adapters import activate, build_distribution, write_suite
+from toy_adapters import activate, build_distribution, launches, write_suite
+
+
+@pytest.fixture
+def toys(toy_dist, tmp_path, monkeypatch):
+    """The toy adapters visible here and in workers, passes never flagged; returns the folder
+    of the adapters' markers."""
+    dist, cache = toy_dist
+    activate(monkeypatch, dist, cache, tmp_path / "markers")
+    monkeypatch.setattr(runner, "POLICY", NEVER_FLAG)
+    return tmp_path / "markers"
+
+
+# --- capability: a case the framework does not support -----------------------------------------
+
+class Plain(Framework):
+    """A framework that declares nothing: it supports every spec, in every dtype of the harness."""
+
+    def train_step(self, x, y):
+        raise NotImplementedError
+
+    def predict(self, x):
+        raise NotImplementedError
+
+    def gradients(self, x, y):
+        raise NotImplementedError
+
+    def weights(self):
+        raise NotImplementedError
+
+
+def test_a_framework_supports_everything_unless_it_says_otherwise(toys):
+    assert all(why_unsupported(Plain, spec, dtype) is None
+               for spec in MODELS.values() for dtype in ("float32", "float64"))
+    dense = get_framework("toy-dense")
+    assert why_unsupported(dense, MODELS["mlp"], "float32") is None
+    assert why_unsupported(dense, MODELS["cnn"], "float32") == "no conv, flatten, maxpool layers"
+    assert why_unsupported(dense, MODELS["mlp"], "float64") == "no float64 (runs float32)"
+
+
+def test_an_unsupported_case_is_finished_not_failed_and_never_built(toys, tmp_path, monkeypatch):
+    suite = load_suite(str(write_suite(tmp_path, "some", ["toy-dense"], models=["mlp", "cnn"])))
+    options = RunOptions(progress=False, memory=False, code_version="v1")
+    with ResultsStore(tmp_path / "store.sqlite") as store:
+        outcome = run_suite(suite, store, options)
+        cnn = next(r for r in outcome.results if r.case.model == "cnn")
+        assert [r.status for r in outcome.results] == ["ok", "unsupported"]
+        assert Status.UNSUPPORTED in FINISHED
+        assert cnn.reason == "no conv, flatten, maxpool layers"
+        assert cnn.runs == [] and cnn.alloc_bytes is None
+        assert cnn.provenance["framework"]["distribution"] == "toy_adh"  # who said no
+        assert launches(toys, "toy-dense") == 1  # the mlp's; the cnn's adapter was never built
+        stored = store.cases("some")
+        assert dict(zip(stored["model"], stored["status"], strict=True)) == {
+            "mlp": "ok", "cnn": "unsupported"}
+        assert store.done_keys("some") == set(stored["key"])
+
+        options.resume = True
+        again = run_suite(suite, store, options)  # nothing to retry: n/a is finished
+        assert again.results == [] and len(again.skipped) == 2
+    assert launches(toys, "toy-dense") == 1
+
+
+def test_a_dtype_the_framework_does_not_train_in_is_unsupported(toys, tmp_path):
+    case = load_suite(str(write_suite(tmp_path, "f64", ["toy-dense"], dtype="float64"))).cases[0]
+    result = run_case(case, RunOptions(progress=False, memory=False))
+    assert (result.status, result.reason) == ("unsupported", "no float64 (runs float32)")
+
 
 # --- identity: the framework's package, version and commit -------------------------------------
 
@@ -187,9 +257,9 @@ def test_list_imports_every_framework_and_says_which_are_broken(broken, capsys):
     status, rest = listed["engine-dynamic"]
     assert status == "ok" and rest.startswith("autodiff-harness")
     assert rest.endswith("the numpy engine, graph rebuilt every batch (define-by-run)")
-    status, rest = listed["toy-error"]
+    status, rest = listed["toy-dense"]
     assert status == "ok" and rest.startswith("toy_adh 0.0 ")
-    assert rest.endswith(" toy adapter: trains normally")  # its description
+    assert rest.endswith(" toy adapter: dense layers in float32 only")  # its description
     for name in BROKEN_ENTRIES:  # none of them hides, whatever it does on import
         assert listed[name][0] == "broken", name
     status, rest = listed["toy-needs"]

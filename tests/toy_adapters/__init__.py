@@ -12,9 +12,9 @@ from pathlib import Path
 from harness.frameworks import ENTRY_POINT_GROUP
 
 HERE = Path(__file__).parent
-NAMES = ("toy-ok", "toy-crash", "toy-hang", "toy-nan", "toy-error")
+NAMES = ("toy-ok", "toy-crash", "toy-hang", "toy-nan", "toy-error", "toy-dense")
 CLASSES = {"toy-ok": "ToyOk", "toy-crash": "ToyCrash", "toy-hang": "ToyHang", "toy-nan": "ToyNan",
-           "toy-error": "ToyError"}
+           "toy-error": "ToyError", "toy-dense": "ToyDense"}
 ENTRIES = {name: f"toy_adh:{cls}" for name, cls in CLASSES.items()}
 GEMM_PEAK = 123.0  # the GEMM peak the prepared cache reports (no 2048^3 GEMM measured in tests)
 
