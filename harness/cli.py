@@ -360,15 +360,16 @@ def _system(args) -> int:
 
 
 def _model_tables(cases, epochs, runs) -> str:
-    """The per-model tables of the finished (Status.OK) cases among `cases`."""
+    """The per-model tables of the measured (Status.OK) cases among `cases`, and of those their
+    framework does not support (n/a, with the reason)."""
     from .records import Status
     from .tables import format_model_tables, model_summary
 
-    finished = cases[cases["status"] == Status.OK]
-    if not len(finished):  # model_summary needs at least one
+    shown = cases[cases["status"].isin([Status.OK, Status.UNSUPPORTED])]
+    if not len(shown):
         return f"no finished case to tabulate ({', '.join(sorted(set(cases['status'])))})"
-    keys = set(finished["key"])
-    return format_model_tables(model_summary(finished, epochs[epochs["key"].isin(keys)],
+    keys = set(shown["key"])
+    return format_model_tables(model_summary(shown, epochs[epochs["key"].isin(keys)],
                                              runs[runs["key"].isin(keys)]))
 
 

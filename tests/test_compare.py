@@ -170,6 +170,24 @@ def test_a_case_failing_in_new_fails_the_comparison() -> None:
     assert [(r.metric, r.verdict) for r in compare(base, new)] == [("status", "~")]
 
 
+def test_a_case_unsupported_on_both_sides_is_no_verdict_and_no_failure(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    base, new = sets([[]], [[]], status="unsupported")
+    base.cases["status"] = "unsupported"
+    rows = compare(base, new)
+    assert [(r.metric, r.verdict) for r in rows] == [("status", "n/a")]
+    assert "1 unsupported (boom)" in rows[0].notes and exit_code(rows) == 0
+    assert "1 n/a" in to_markdown(rows)
+    # through an exported folder too: the status survives a CSV round trip
+    with ResultsStore(tmp_path / "adh.sqlite") as store:
+        store.save(result([], status="unsupported"))
+        store.export(tmp_path / "csv")
+    assert load_result_set(str(tmp_path / "csv")).cases["status"].tolist() == ["unsupported"]
+    # A framework that stopped supporting a case it ran: that case is lost, as if it failed.
+    lost = compare(*sets([steps(rng)], [[]], status="unsupported"))
+    assert [(r.metric, r.verdict) for r in lost] == [("status", "failed")]
+
+
 def test_cases_are_matched_by_settings_not_by_key() -> None:
     rng = np.random.default_rng(0)
     base = ResultSet.from_results([result(steps(rng), model="mlp"), result(steps(rng), model="cnn"),

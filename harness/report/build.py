@@ -132,7 +132,7 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
             out.append(Table(f"Step time against {label} (median [quartiles], ms)",
                              f"scaling_{name}", headers, rows, points, left=2))
         return out
-    summary = tables.model_summary(data.ok, data.epochs, data.runs, REFERENCE)
+    summary = tables.model_summary(data.cases, data.epochs, data.runs, REFERENCE)
     count = "Runs" if data.has_folds else "Seeds"
     for model, rows in summary.groupby("model", sort=False):
         headers, body = tables.paper_table(rows, REFERENCE)
@@ -315,13 +315,26 @@ def _cell(text: object) -> str:
 
 def _unfinished_section(cases: pd.DataFrame) -> list[str]:
     """The runs that did not finish, with their reasons (nothing when all finished)."""
-    bad = cases[cases["status"] != Status.OK]
+    bad = cases[~cases["status"].isin([Status.OK, Status.UNSUPPORTED])]
     if bad.empty:
         return []
     rows = [[r["model"], r["framework"], str(r["seed"]), r["status"], _cell(r["reason"])[:100]]
             for _, r in bad.iterrows()]
     return ["## Runs left out", "", "These runs did not finish and are in no figure or table:", "",
             tables.markdown_table(["Model", "Framework", "Seed", "Status", "Reason"], rows), ""]
+
+
+def _unsupported_section(cases: pd.DataFrame) -> list[str]:
+    """The models a framework does not support, with its reason (nothing when it supports all)."""
+    refused = cases[cases["status"] == Status.UNSUPPORTED]
+    if refused.empty:
+        return []
+    groups = refused.groupby(["model", "framework", "reason"], sort=False).size()
+    rows = [[model, framework, _cell(reason), str(n)]
+            for (model, framework, reason), n in groups.items()]
+    return ["## Not supported", "", "These cases were not run: their framework does not support "
+            "them (n/a in the tables, in no figure). This is no failure.", "",
+            tables.markdown_table(["Model", "Framework", "Reason", "Cases"], rows), ""]
 
 
 def _clear_outputs(folder: Path) -> None:
@@ -398,6 +411,7 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None) -
              "## Provenance", "", provenance_section(data.cases), "",
              "## How this was measured", "", method_section(data), "",
              *_unfinished_section(data.cases),
+             *_unsupported_section(data.cases),
              *_tables_section(data, suite, table_dir),
              *_figures_section(data, figure_dir)]
     report = out_dir / "report.md"
