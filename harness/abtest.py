@@ -22,7 +22,7 @@ from .compare import ComparisonRow, ResultSet, Thresholds, compare
 from .errors import UsageError
 from .measure import code_version
 from .records import CaseResult, Status
-from .runner import Probes, RunOptions, measure_round, rotated
+from .runner import Probes, RunOptions, case_keys, measure_round, rotated
 from .suites import Suite
 
 REPO_DIR = Path(__file__).resolve().parents[1]  # the repository holding this harness
@@ -78,8 +78,10 @@ def ab_test(ref: str, suite: Suite, rounds: int = 5, options: RunOptions | None 
         sides = {side: replace(options, data_dir=data_dir, code_dir=str(tree),
                                code_version=code_version(tree))
                  for side, tree in (("base", ref_dir), ("new", repo))}
-        results = {side: [CaseResult(case=c, key=c.key(o.code_version), status=Status.OK)
-                          for c in suite.cases] for side, o in sides.items()}
+        results = {side: [CaseResult(case=c, key=key, status=Status.OK)
+                          for c, key in zip(suite.cases, case_keys(suite.cases, o.code_version),
+                                            strict=True)]
+                   for side, o in sides.items()}
         probes = Probes()
         for round_ in range(rounds):
             for i in rotated(list(range(len(suite.cases))), round_):

@@ -39,7 +39,7 @@ from .batches import batch_indices
 from .data import Dataset, load_dataset
 from .errors import UsageError
 from .frameworks import get_framework
-from .frameworks.base import Framework
+from .frameworks.base import Framework, unsupported_dtype
 from .specs import MODELS, ModelSpec, get_model
 from .tables import markdown_table
 from .weights import check_weights, initial_weights
@@ -289,14 +289,10 @@ class CheckResult:
 
 
 def not_applicable(cls: type[Framework], spec: ModelSpec, dtype: str) -> str | None:
-    """Why `cls` declares it cannot run `spec` in `dtype`, or None (see the module docstring)."""
-    supports = getattr(cls, "supports", None)
-    reason = supports(spec) if supports is not None else None
-    if reason:
-        return f"n/a ({reason})"
-    if dtype not in getattr(cls, "dtypes", DTYPES):
-        return f"no {dtype}"
-    return None
+    """Why `cls` declares it cannot run `spec` in `dtype` ("no float64 (...)", or "n/a (reason)"
+    from its `supports`), or None (see the module docstring)."""
+    reason = cls.supports(spec)
+    return f"n/a ({reason})" if reason else unsupported_dtype(cls, dtype)
 
 
 def check_case(framework: str, cls: type[Framework], case: ParityCase,

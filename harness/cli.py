@@ -100,7 +100,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="folder holding IDX files, for models on mnist / fashion-mnist")
     _no_wait(check)
 
-    sub.add_parser("list", help="models, frameworks, datasets and suites")
+    sub.add_parser("list", help="models, frameworks, datasets and suites",
+                   description="Every model, framework, dataset and built-in suite. Each "
+                               "framework is imported and checked: its package and version, "
+                               "and ok or broken with the reason.")
 
     report = sub.add_parser("report", help="figures and tables of a stored suite, for a paper",
                             description="Write figures (PNG, PDF), tables (Markdown, LaTeX, CSV) "
@@ -237,15 +240,16 @@ def _run(args) -> int:
                          timeout_s=args.timeout or suite.timeout_s, code_version=code_version())
     with ResultsStore(args.store) as store, _measuring(args):
         outcome = run_suite(suite, store, options)
-        keys = ({r.key for r in outcome.results}
-                | {c.key(options.code_version) for c in outcome.skipped})
+        keys = {r.key for r in outcome.results + outcome.skipped}
         cases = store.cases(suite.name)
         cases = cases[cases["key"].isin(keys)]
         if len(cases):
             print("\n" + _model_tables(cases, store.epochs(suite.name), store.runs(suite.name)))
     failed = [r for r in outcome.results if r.status not in (*FINISHED, Status.INTERRUPTED)]
+    unsupported = sum(r.status == Status.UNSUPPORTED for r in outcome.results)
     print(f"\n{len(outcome.results)} cases run, {len(outcome.skipped)} skipped (--resume), "
-          f"{len(failed)} failed; results in {args.store}")
+          f"{len(failed)} failed" + (f", {unsupported} not supported (n/a)" if unsupported else "")
+          + f"; results in {args.store}")
     if outcome.interrupted:
         print("interrupted: finished cases are stored; run again with --resume to finish",
               file=sys.stderr)
@@ -270,7 +274,6 @@ def _check(args) -> int:
 
 def _list(args) -> int:
     from .data import DATASETS
-    from .frameworks import available
     from .specs import MODELS
     from .suites import builtin_suites, load_suite
 
@@ -278,8 +281,8 @@ def _list(args) -> int:
     for spec in MODELS.values():
         print(f"  {spec.name:<24} {spec.description}")
     print("frameworks:")
-    for name, target in available().items():
-        print(f"  {name:<24} {target}")
+    for name, status, package, text in _framework_lines():
+        print(f"  {name:<24} {status:<7} {package:<24} {text}")
     print("datasets:")
     for name, description in DATASETS.items():
         print(f"  {name:<24} {description}")
@@ -288,6 +291,27 @@ def _list(args) -> int:
         suite = load_suite(name)
         print(f"  {name:<24} {len(suite.cases):>4} cases  {suite.description}")
     return 0
+
+
+def _framework_lines() -> list[tuple[str, str, str, str]]:
+    """(name, status, package and version, description) of every registered framework, each
+    imported and checked: status "broken" when it cannot be used, the description then the
+    reason, in one line."""
+    from .frameworks import FrameworkError, clash_reason, load, registrations
+
+    lines = []
+    for name, found in registrations().items():
+        packages = ", ".join(r.package for r in found)
+        if len(found) > 1:
+            lines.append((name, "broken", packages, clash_reason(found)))
+            continue
+        try:
+            description = load(found[0]).description
+        except FrameworkError as error:
+            lines.append((name, "broken", packages, " ".join(error.reason.split())))
+        else:
+            lines.append((name, "ok", packages, description or "-"))
+    return lines
 
 
 def _results(args) -> int:
@@ -399,15 +423,16 @@ def _spec(args) -> int:
 
 
 def _model_tables(cases, epochs, runs) -> str:
-    """The per-model tables of the finished (Status.OK) cases among `cases`."""
+    """The per-model tables of the measured (Status.OK) cases among `cases`, and of those their
+    framework does not support (n/a, with the reason)."""
     from .records import Status
     from .tables import format_model_tables, model_summary
 
-    finished = cases[cases["status"] == Status.OK]
-    if not len(finished):  # model_summary needs at least one
+    shown = cases[cases["status"].isin([Status.OK, Status.UNSUPPORTED])]
+    if not len(shown):
         return f"no finished case to tabulate ({', '.join(sorted(set(cases['status'])))})"
-    keys = set(finished["key"])
-    return format_model_tables(model_summary(finished, epochs[epochs["key"].isin(keys)],
+    keys = set(shown["key"])
+    return format_model_tables(model_summary(shown, epochs[epochs["key"].isin(keys)],
                                              runs[runs["key"].isin(keys)]))
 
 

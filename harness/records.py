@@ -28,9 +28,14 @@ class Status(StrEnum):
     TIMEOUT = "timeout"  # a pass ran past the time limit
     CRASHED = "crashed"  # the worker process died
     INTERRUPTED = "interrupted"  # Ctrl-C before its first round was stored
+    # The framework does not support the case (Framework.supports, .dtypes): the reason says why.
+    # Not run and no failure: the tables show "n/a (reason)", the figures leave it out. (Not
+    # stored as "n/a", which pandas reads back from CSV as a missing value.)
+    UNSUPPORTED = "unsupported"
 
 
-FINISHED = frozenset({Status.OK, Status.DIVERGED})  # `--resume` skips these; the others run again
+# `--resume` skips these; the others run again.
+FINISHED = frozenset({Status.OK, Status.DIVERGED, Status.UNSUPPORTED})
 
 
 @dataclass(frozen=True)
@@ -56,9 +61,12 @@ class Case:
         d["extra"] = dict(self.extra)
         return d
 
-    def key(self, code_version: str) -> str:
-        """Stable id of (settings, code version): `--resume` skips a key already stored."""
-        blob = json.dumps({"case": self.settings(), "code": code_version}, sort_keys=True)
+    def key(self, code_version: str, framework_version: str) -> str:
+        """Stable id of (settings, the harness's code version, the framework's package, version
+        and commit: `harness.frameworks.origin.Origin.key`): `--resume` skips a key already
+        stored, so a changed harness or plugin is measured again."""
+        blob = json.dumps({"case": self.settings(), "code": code_version,
+                           "framework": framework_version}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def label(self) -> str:

@@ -9,9 +9,12 @@ runner times around each pass ran off the clean passes' median, or the pass's ow
 level), then kept and flagged; `POLICY` says how much is too much and how often to repeat, and
 each case's provenance records it. The memory pass runs once per case, after its first timing
 pass. A crash, a timeout or an error in a case is recorded with its reason,
-its later rounds are skipped, and the suite goes on. Every pass is saved as soon as it ends;
-Ctrl-C stops the pass in flight and keeps everything finished; `--resume` then runs what is
-missing: cases not finished and rounds not yet run.
+its later rounds are skipped, and the suite goes on. A case its framework does not support
+(`Framework.supports`, `Framework.dtypes`) is recorded as unsupported with the framework's reason
+by its first worker, before anything is built: it is finished, not failed. Every pass is saved
+as soon as it ends; Ctrl-C stops the pass in flight and keeps everything finished; `--resume`
+then runs what is missing for the same harness code and framework package versions (the case
+key): cases not finished and rounds not yet run.
 """
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ from .measure.drift import drifted, level_shift, probe
 from .measure.environment import measured_environment
 from .measure.policy import FlagPolicy
 from .measure.warmup import warmup_steps
-from .records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord, Status
+from .records import FINISHED, BatchRecord, Case, CaseResult, EpochRecord, RunRecord, Status
 from .store import ResultsStore
 from .suites import Suite
 from .worker import PROGRESS_PREFIX
@@ -60,8 +63,18 @@ class RunOptions:
 @dataclass
 class SuiteOutcome:
     results: list[CaseResult] = field(default_factory=list)
-    skipped: list[Case] = field(default_factory=list)
+    skipped: list[CaseResult] = field(default_factory=list)  # finished before (--resume), as stored
     interrupted: bool = False
+
+
+def case_keys(cases: list[Case], code_version: str) -> list[str]:
+    """The key of each case (`records.Case.key`): the harness's `code_version` and the origin
+    of its framework's package (`harness.frameworks.origin.Origin.key`), looked up once per
+    framework; UsageError for a framework name that is unknown or registered twice."""
+    from .frameworks import framework_origin
+
+    origins = {name: framework_origin(name).key for name in {case.framework for case in cases}}
+    return [case.key(code_version, origins[case.framework]) for case in cases]
 
 
 class WorkerError(Exception):
@@ -207,7 +220,8 @@ def run_case(case: Case, options: RunOptions, on_progress: Callable[[dict], None
              note: Callable[[str], None] = lambda m: None) -> CaseResult:
     """All `options.rounds` rounds of one case, back to back, stored nowhere (a suite interleaves
     its cases instead: `run_suite`). Never raises except on Ctrl-C."""
-    result = CaseResult(case=case, key=case.key(options.code_version), status=Status.OK)
+    (key,) = case_keys([case], options.code_version)
+    result = CaseResult(case=case, key=key, status=Status.OK)
     probes = Probes()
     for round_ in range(options.rounds):
         if result.status == Status.OK:
@@ -249,12 +263,11 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
 
     outcome = SuiteOutcome()
     results: dict[str, CaseResult] = {}
-    for case in suite.cases:
-        key = case.key(options.code_version)
+    for case, key in zip(suite.cases, case_keys(suite.cases, options.code_version), strict=True):
         stored = store.find(key) if options.resume else None
-        if stored is not None and (stored.status == Status.DIVERGED or stored.status == Status.OK
-                                   and len(stored.runs) >= options.rounds):
-            outcome.skipped.append(case)
+        if stored is not None and stored.status in FINISHED and (
+                stored.status != Status.OK or len(stored.runs) >= options.rounds):
+            outcome.skipped.append(stored)
         else:
             results[key] = stored if stored is not None and stored.status == Status.OK else \
                 CaseResult(case=case, key=key, status=Status.OK)

@@ -78,7 +78,33 @@ def model_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFrame,
     processes with its 95 % interval (`step`, `processes`, `flagged`, see `step_estimates`); and
     against the reference framework: the paired step-time ratio (`ratio`, see `step_ratios`),
     `<metric>_ratio` for memory and `test_pct_diff` (percentage points), NaN where the model has
-    no reference row."""
+    no reference row. `status` is "ok" on those rows; a model and framework with no finished case
+    but one its framework does not support gets a row of its own with status "unsupported", the
+    framework's `reason` and no numbers. Models in the order of `cases`."""
+    summary = _with_unsupported(_measured_summary(cases, epochs, runs, reference), cases)
+    order = {model: i for i, model in enumerate(dict.fromkeys(
+        cases.loc[cases["status"].isin([Status.OK, Status.UNSUPPORTED]), "model"]))}
+    return summary.sort_values("model", key=lambda m: m.map(order), kind="stable",
+                               ignore_index=True)
+
+
+def _with_unsupported(summary: pd.DataFrame, cases: pd.DataFrame) -> pd.DataFrame:
+    """`summary` and a row for each model and framework that has no finished case but one its
+    framework does not support: status unsupported and the (first) reason."""
+    summary = summary.assign(status=Status.OK.value, reason="")
+    refused = cases[cases["status"] == Status.UNSUPPORTED]
+    if refused.empty:
+        return summary
+    rows = (refused.groupby(["model", "framework"], sort=False)
+            .agg(reason=("reason", "first"), n=("key", "size")).reset_index())
+    measured = pd.MultiIndex.from_frame(summary[["model", "framework"]])
+    rows = rows[~pd.MultiIndex.from_frame(rows[["model", "framework"]]).isin(measured)]
+    return pd.concat([summary, rows.assign(status=Status.UNSUPPORTED.value)], ignore_index=True)
+
+
+def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFrame,
+                      reference: str) -> pd.DataFrame:
+    """`model_summary` of the finished cases alone."""
     ok = cases[cases["status"] == Status.OK].copy()
     ok["test_acc"] = ok["key"].map(final_test_accuracy(epochs))
     ok["time_s"] = ok["train_time_s"]
@@ -86,6 +112,7 @@ def model_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFrame,
     ok["peak_mib"] = ok["peak_bytes"] / MIB
     ok["test_pct"] = 100 * ok["test_acc"]
     metrics = ["time_s", "alloc_gib", "peak_mib", "test_pct"]
+    ok[metrics] = ok[metrics].astype(float)  # numbers even when no case finished
     grouped = ok.groupby(["model", "framework"], sort=False)[metrics]
     summary = grouped.mean().join(grouped.std(ddof=1).add_suffix("_std"))
     summary["n"] = grouped.size()
@@ -147,18 +174,29 @@ def _processes_cell(row: pd.Series) -> str:
     return f"{int(row['processes'])}" + (f" ({flagged} flagged)" if flagged else "")
 
 
+def _unsupported_row(row: pd.Series, width: int) -> list[str] | None:
+    """A row of `width` cells for a framework that does not support the model: its name,
+    "n/a (reason)", and "n/a" in every other cell; None for a measured row."""
+    if row.get("status") != Status.UNSUPPORTED:
+        return None
+    reason = " ".join(str(row["reason"]).split()).replace("|", "/")  # one line, no cell break
+    return [row["framework"], f"n/a ({reason})" if reason else "n/a", *["n/a"] * (width - 2)]
+
+
 def format_model_tables(summary: pd.DataFrame, reference: str = "torch") -> str:
     """One table per model: Framework, Time (s), Allocations (GiB), Peak (MiB), Test accuracy (%),
     step time with its 95 % CI, the paired step-time ratio to the reference framework with its
-    95 % CI, and the processes and seeds behind them."""
+    95 % CI, and the processes and seeds behind them; "n/a (reason)" for a framework that does
+    not support the model."""
     out = []
+    headers = ["Framework", "Time (s)", "Allocations (GiB)", "Peak (MiB)", "Test accuracy (%)",
+               "Step (ms)", f"Step vs {reference}", "Processes", "Seeds"]
     for model, rows in summary.groupby("model", sort=False):
-        table = [[row["framework"], _mean_std(row, "time_s", 2), _mean_std(row, "alloc_gib", 3),
+        table = [_unsupported_row(row, len(headers)) or
+                 [row["framework"], _mean_std(row, "time_s", 2), _mean_std(row, "alloc_gib", 3),
                   _mean_std(row, "peak_mib", 1), _mean_std(row, "test_pct", 2), _step_cell(row),
                   _ratio_cell(row, reference), _processes_cell(row), str(int(row["n"]))]
                  for _, row in rows.iterrows()]
-        headers = ["Framework", "Time (s)", "Allocations (GiB)", "Peak (MiB)", "Test accuracy (%)",
-                   "Step (ms)", f"Step vs {reference}", "Processes", "Seeds"]
         out.append(f"{model}\n{markdown_table(headers, table)}")
     return "\n\n".join(out)
 
@@ -193,7 +231,8 @@ def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str]
     """One model's rows of `model_summary` as the papers' table: training time as mean ± std
     over seeds; the step time and its paired ratio to the reference, each with its 95 % CI; the
     memory and accuracy as mean ± std, each followed by its value against the reference when the
-    model has a reference row. A metric no row measured (no memory pass) is left out."""
+    model has a reference row. A metric no row measured (no memory pass) is left out. A
+    framework that does not support the model shows "n/a (reason)"."""
     relative = bool((rows["framework"] == reference).any())
     columns = [c for c in PAPER_COLUMNS if rows[c[0]].notna().any()]
     headers = ["Framework", "Time (s)", "Step (ms)"]
@@ -202,7 +241,12 @@ def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str]
         unit = "" if words else " (pp)"
         headers += [header, f"vs {reference}{unit}"] if relative else [header]
     body = []
+    width = len(headers) + 2  # with Processes and Seeds
     for _, row in rows.iterrows():
+        unsupported = _unsupported_row(row, width)
+        if unsupported:
+            body.append(unsupported)
+            continue
         cells = [row["framework"], _mean_std(row, "time_s", 2), _step_cell(row)]
         if relative:
             cells.append(_ratio_cell(row, reference))

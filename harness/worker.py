@@ -3,7 +3,9 @@
 The runner starts this module with the thread count already in the environment, so BLAS,
 OpenMP and torch start with it. Two passes, never mixed: "time" (every step timed, the warm-up
 steps measured and kept apart, evaluation after each epoch, contention watched) and "memory"
-(the same training loop under memray, nothing timed). Progress goes to stdout as lines starting
+(the same training loop under memray, nothing timed). A case the framework does not support
+(`harness.frameworks.base.why_unsupported`) ends its timing pass before the framework is built,
+with status unsupported and the framework's reason. Progress goes to stdout as lines starting
 with PROGRESS_PREFIX.
 """
 from __future__ import annotations
@@ -126,9 +128,12 @@ class StepRecorder:
 
 
 def time_pass(case, data_dir) -> dict:
+    """The timing pass; a case the framework does not support ends before it is built, with
+    status unsupported and the framework's reason."""
     from .batches import steps_per_epoch
     from .flops import train_step_flops
-    from .frameworks import get_framework
+    from .frameworks import framework_origin, get_framework
+    from .frameworks.base import why_unsupported
     from .measure import gemm_peak_gflops, provenance, watch_contention
     from .measure.environment import recorded_environment
     from .measure.warmup import warmup_steps
@@ -136,13 +141,18 @@ def time_pass(case, data_dir) -> dict:
     from .weights import initial_weights
 
     spec, data, x_train, y_train, targets, x_test, y_test = prepare(case, data_dir)
-    framework = get_framework(case.framework)(spec, initial_weights(spec, case.seed, case.dtype),
-                                              case.dtype, case.threads)
+    adapter = get_framework(case.framework)
+    origin = provenance(case.threads, case.dtype, data.name, data.checksum, case.seed)
+    record = {**origin, "framework": framework_origin(case.framework).record(),
+              "environment": recorded_environment(), "system": provenance_facts(sample_s=0)}
+    refusal = why_unsupported(adapter, spec, case.dtype)
+    if refusal is not None:
+        return {"status": Status.UNSUPPORTED, "reason": refusal, "provenance": record}
+    framework = adapter(spec, initial_weights(spec, case.seed, case.dtype), case.dtype,
+                        case.threads)
     steps = steps_per_epoch(len(x_train), spec.batch_size)
     recorder = StepRecorder(spec, steps)
-    origin = provenance(case.threads, case.dtype, data.name, data.checksum, case.seed)
-    result = {"provenance": {**origin, "environment": recorded_environment(),
-                             "system": provenance_facts(sample_s=0)},
+    result = {"provenance": record,
               "flops_per_step": train_step_flops(spec),
               "gemm_peak_gflops": gemm_peak_gflops(case.threads),
               "batches": recorder.batches, "epochs": recorder.epochs}

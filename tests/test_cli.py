@@ -256,6 +256,27 @@ def test_run_with_only_failures_reports_them_without_a_traceback(toys, tmp_path,
     assert "no finished case to tabulate (failed)" in capsys.readouterr().out
 
 
+def test_a_case_the_framework_does_not_support_is_na_and_no_failure(toys, tmp_path, capsys):
+    suite = write_suite(tmp_path, "partial", ["toy-dense"], models=["mlp", "cnn"])
+    argv = ["run", str(suite), "--store", str(tmp_path / "store.sqlite"), "--no-progress"]
+    result = adh(*argv)
+    assert result.returncode == 0, result.stderr
+    assert "2 cases run, 0 skipped (--resume), 0 failed, 1 not supported (n/a)" in result.stdout
+    assert "cnn/toy-dense/mnist-10k/seed0: unsupported: no conv, flatten, maxpool layers" \
+        in result.stderr
+    cnn = result.stdout.split("\ncnn\n")[1]
+    row = next(line for line in cnn.splitlines() if line.startswith("| toy-dense"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "n/a (no conv, flatten, maxpool layers)" and set(cells[2:]) == {"n/a"}
+    assert main(["results", "--store", str(tmp_path / "store.sqlite")]) == 0
+    assert "| n/a (no conv, flatten, maxpool layers) |" in capsys.readouterr().out
+    again = adh(*argv, "--resume")  # finished: not tried again
+    assert again.returncode == 0, again.stderr
+    assert "0 cases run, 2 skipped (--resume), 0 failed" in again.stdout
+    assert "n/a (no conv, flatten, maxpool layers)" in again.stdout  # still in the table
+    assert launches(toys, "toy-dense") == 1  # the mlp's, once
+
+
 def _default_sigint():
     # A process started in the background may inherit SIGINT ignored; Python then never raises
     # KeyboardInterrupt. Restore the default, as an interactive shell would.
@@ -341,7 +362,7 @@ def test_check_any_registered_framework(toys):
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in result.stdout.splitlines()
             if line.startswith("| ") and "framework" not in line]
     assert [(r[0], r[1], r[-1]) for r in rows] == [
-        ("mlp", "toy-limited", "no float64"), ("mlp", "toy-late-outputs", "FAIL"),
+        ("mlp", "toy-limited", "no float64 (runs float32)"), ("mlp", "toy-late-outputs", "FAIL"),
         ("rnn", "toy-limited", "n/a (no recurrent layers)"), ("rnn", "toy-late-outputs", "FAIL")]
     assert rows[1][3] != "-"  # parity was measured, and passed: only the outputs are late
     for model in ("mlp", "rnn"):

@@ -47,7 +47,7 @@ def result(step_times: list[float], model: str = "mlp", seed: int = 0, status: s
                 train_limit=4000, extra=(("momentum", 0.0),))
     run = RunRecord(round=0, step_times_s=step_times, warmup_steps=1, warmup_s=0.01,
                     train_time_s=sum(step_times), eval_time_s=0.1, contended=contended)
-    return CaseResult(case=case, key=case.key(version), status=status,
+    return CaseResult(case=case, key=case.key(version, ""), status=status,
                       reason="" if status == "ok" else "boom", provenance={"code_version": version},
                       runs=[run] if step_times else [], alloc_bytes=alloc_bytes, alloc_count=5000,
                       peak_bytes=8_000_000,
@@ -168,6 +168,24 @@ def test_a_case_failing_in_new_fails_the_comparison() -> None:
     base, new = sets([[]], [steps(rng)])
     base.cases["status"] = "crashed"
     assert [(r.metric, r.verdict) for r in compare(base, new)] == [("status", "~")]
+
+
+def test_a_case_unsupported_on_both_sides_is_no_verdict_and_no_failure(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    base, new = sets([[]], [[]], status="unsupported")
+    base.cases["status"] = "unsupported"
+    rows = compare(base, new)
+    assert [(r.metric, r.verdict) for r in rows] == [("status", "n/a")]
+    assert "1 unsupported (boom)" in rows[0].notes and exit_code(rows) == 0
+    assert "1 n/a" in to_markdown(rows)
+    # through an exported folder too: the status survives a CSV round trip
+    with ResultsStore(tmp_path / "adh.sqlite") as store:
+        store.save(result([], status="unsupported"))
+        store.export(tmp_path / "csv")
+    assert load_result_set(str(tmp_path / "csv")).cases["status"].tolist() == ["unsupported"]
+    # A framework that stopped supporting a case it ran: that case is lost, as if it failed.
+    lost = compare(*sets([steps(rng)], [[]], status="unsupported"))
+    assert [(r.metric, r.verdict) for r in lost] == [("status", "failed")]
 
 
 def test_cases_are_matched_by_settings_not_by_key() -> None:

@@ -46,7 +46,7 @@ def make_result(suite: str, model: str, framework: str, seed: int, *, epochs: in
     step_times = [list(step_s * (1 + 0.1 * rng.random(epochs * batches - 1)))
                   for _ in range(rounds)]
     return CaseResult(
-        case=case, key=case.key("test"), status=status,
+        case=case, key=case.key("test", ""), status=status,
         provenance={"commit": "abc1234", "dirty": False, "python": "3.11.7", "numpy": "2.4.6",
                     "torch": "2.13.0", "memray": "1.20.0", "cpu_model": "Test CPU",
                     "logical_cores": 2, "os": "Linux", "dataset": "mnist-10k",
@@ -380,6 +380,54 @@ def test_plain_report(store: ResultsStore, tmp_path: Path) -> None:
     # captions, with the suite's repetitions
     assert "per framework; the mean over 2 seeds, the band from their minimum to maximum." in text
     assert "failed" in text  # the failed run is listed as left out
+
+
+def unsupported_result(suite: str, model: str, framework: str, seed: int,
+                       reason: str) -> CaseResult:
+    """A case its framework does not support: no runs, no numbers, its package in provenance."""
+    result = make_result(suite, model, framework, seed, status="unsupported", rounds=0, alloc=None,
+                         peak=None)
+    result.reason, result.epochs, result.batches = reason, [], []
+    result.provenance["framework"] = {"distribution": "mine-adapter", "version": "1.2",
+                                      "commit": "abc1234", "dirty": False,
+                                      "code_version": "abc1234"}
+    return result
+
+
+def test_an_unsupported_case_is_na_in_the_tables_and_in_no_figure(tmp_path: Path) -> None:
+    with ResultsStore(tmp_path / "adh.sqlite") as store:
+        fill_plain(store, "partial")
+        for seed in (0, 1):
+            store.save(unsupported_result("partial", "cnn", "mine", seed, "no conv | layers"))
+        store.save(make_result("partial", "mlp", "mine", 0))
+        data = load_suite_data(store, "partial")
+        report = build_report(store, "partial", tmp_path / "out")
+    assert "mine" not in labels_of(figures.accuracy_per_epoch(data, "test_acc"), "cnn")
+    assert "mine" in labels_of(figures.accuracy_per_epoch(data, "test_acc"), "mlp")
+    tables_dir = tmp_path / "out" / "tables"
+    header, _, *rows = (tables_dir / "model_cnn.md").read_text().splitlines()
+    (row,) = [line for line in rows if line.startswith("| mine")]
+    assert "| n/a (no conv / layers) | n/a " in row  # a | in the reason must not break the row
+    assert row.count("|") == header.count("|")
+    assert r"n/a (no conv / layers) & n/a" in (tables_dir / "model_cnn.tex").read_text()
+    csv = pd.read_csv(tables_dir / "model_cnn.csv").set_index("framework")
+    assert csv.loc["mine", "status"] == "unsupported"
+    assert csv.loc["mine", "reason"] == "no conv | layers"
+    assert csv.loc["torch", "status"] == "ok" and pd.isna(csv.loc["mine", "time_s"])
+    assert "| mine " in (tables_dir / "model_mlp.md").read_text()  # measured where supported
+    text = report.read_text()
+    not_supported = text.split("## Not supported")[1].split("##")[0]
+    assert "| cnn   | mine      | no conv \\| layers | 2     |" in not_supported
+    left_out = text.split("## Runs left out")[1].split("##")[0]
+    assert "failed" in left_out and "mine" not in left_out  # n/a is no failure
+    assert ("- Frameworks: engine-static: unknown; torch: unknown; acme-grad: unknown; mine: "
+            "mine-adapter 1.2 (commit abc1234)\n") in text  # as its runs recorded it
+
+
+def labels_of(fig, model: str) -> list[str]:
+    """The line labels of `model`'s panel."""
+    (ax,) = [ax for ax in fig.axes if ax.get_title() == model]
+    return labels(ax) + [c.get_label() for c in ax.containers]
 
 
 def test_the_method_states_the_thresholds_its_runs_recorded(tmp_path: Path) -> None:

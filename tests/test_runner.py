@@ -71,9 +71,6 @@ def test_toy_adapters_are_found_through_entry_points(toys):
     for name in ("toy-ok", "toy-crash", "toy-hang", "toy-nan", "toy-error"):
         assert found[name].startswith("toy_adh:")
     assert get_framework("toy-ok").__name__ == "ToyOk"
-    # the toy distribution also registers "engine-static": the built-in wins
-    assert found["engine-static"] == "harness.frameworks.engine:EngineStatic"
-    assert get_framework("engine-static").__name__ == "EngineStatic"
 
 
 # --- outcomes: every failure is recorded and the suite goes on ---------------------------------
@@ -143,7 +140,7 @@ def test_ok_case_record_round_trips_through_the_store(toy_run):
         cases = store.cases("toys", status="ok")
         assert len(cases) == 1
         stored = store.load(int(cases["id"].iloc[0]))
-    assert stored.key == ok.key == ok.case.key("v1")
+    assert stored.key == ok.key == ok.case.key("v1", "toy_adh 0.0")  # the plugin's package too
     assert stored.case == ok.case
     assert stored.status == "ok" and stored.reason == ""
     assert stored.provenance == ok.provenance
@@ -162,6 +159,9 @@ def test_ok_case_provenance(toy_run):
         assert p.get(name), name
     assert p["threads"] == 1 and p["dtype"] == "float32" and p["seed"] == 0
     assert p["dataset"] == "mnist-10k"
+    # the plugin's package: a folder on the path, not installed from a git checkout
+    assert p["framework"] == {"distribution": "toy_adh", "version": "0.0", "commit": None,
+                              "dirty": False, "code_version": None}
     assert len(p["dataset_checksum"]) >= 16
     assert FlagPolicy.from_record(p["policy"]) == NEVER_FLAG  # the policy it was measured under
     from datetime import datetime
@@ -237,7 +237,7 @@ def test_resume_skips_finished_and_reruns_the_rest(toys, tmp_path, monkeypatch):
         options.resume = True
         again = run_suite(suite, store, options)
         # ok and diverged are done
-        assert [c.framework for c in again.skipped] == ["toy-ok", "toy-nan"]
+        assert [r.case.framework for r in again.skipped] == ["toy-ok", "toy-nan"]
         assert [r.case.framework for r in again.results] == ["toy-error", "toy-crash"]
         assert calls == [("toy-error", "time"), ("toy-crash", "time")]
         cases = store.cases()

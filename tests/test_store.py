@@ -21,7 +21,8 @@ def make_result(model: str = "mlp", seed: int = 0, status: str = "ok", suite: st
     case = Case(suite=suite, model=model, framework="engine", dataset="mnist-10k", seed=seed,
                 epochs=2, train_limit=5000, extra=(("width", width), ("act", "relu")))
     return CaseResult(
-        case=case, key=case.key("abc123"), status=status, reason="" if status == "ok" else "boom",
+        case=case, key=case.key("abc123", ""), status=status,
+        reason="" if status == "ok" else "boom",
         provenance={"git": "abc123", "started_at": "2026-05-09T10:00:00+00:00",
                     "packages": {"numpy": "2.4.0"}, "threads": 2},
         runs=[RunRecord(round=r,
@@ -68,7 +69,7 @@ def test_round_trip(store: ResultsStore) -> None:
         assert math.isnan(r.batches[3].loss)
         r.batches[3].loss = 0.0  # NaN != NaN
     assert loaded == result and again == result
-    assert loaded.case.key("abc123") == result.key
+    assert loaded.case.key("abc123", "") == result.key
     with pytest.raises(KeyError):
         store.load(case_id + 100)
 

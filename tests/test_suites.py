@@ -41,7 +41,7 @@ def test_builtin_suite_expands_to_its_cases(name):
     assert suite.name == name and suite.source == str(path)
     assert suite.description == raw["description"] and suite.description
     assert len(suite.cases) == expected_count(raw)
-    assert len({c.key("v") for c in suite.cases}) == len(suite.cases)  # no case twice
+    assert len({c.key("v", "") for c in suite.cases}) == len(suite.cases)  # no case twice
     assert suite.memory == raw.get("memory", True)
     assert suite.timeout_s == raw.get("timeout_s", 3600)
     for case in suite.cases:
@@ -109,7 +109,7 @@ def test_overrides_win_over_the_file():
 
 def test_overrides_change_the_case_keys():
     base, other = load_suite("ci"), load_suite("ci", {"epochs": 3})
-    assert not {c.key("v") for c in base.cases} & {c.key("v") for c in other.cases}
+    assert not {c.key("v", "") for c in base.cases} & {c.key("v", "") for c in other.cases}
 
 
 def test_a_models_override_picks_among_each_sweeps_models():

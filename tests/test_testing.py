@@ -73,7 +73,7 @@ def test_declared_refusals_are_reported_and_nothing_is_built_for_them():
     # ToyLimited raises if built for what it declares it cannot do: a built case would fail
     results = check_framework(ToyLimited, ["mlp", "rnn"], **FAST)
     assert [(r.model, r.dtype, r.verdict) for r in results] == [
-        ("mlp", "float32", "ok"), ("mlp", "float64", "no float64"),
+        ("mlp", "float32", "ok"), ("mlp", "float64", "no float64 (runs float32)"),
         ("rnn", "float32", "n/a (no recurrent layers)"),
         ("rnn", "float64", "n/a (no recurrent layers)")]
 
@@ -96,7 +96,8 @@ def test_without_torch_the_kit_says_so_in_one_line(monkeypatch):
     with pytest.raises(UsageError) as error:
         check_framework("engine-static", ["mlp"], **FAST)
     (line,) = str(error.value).splitlines()
-    assert line.startswith("the checks compare with torch: framework 'torch' cannot be loaded")
+    assert line.startswith("the checks compare with torch: framework 'torch' (built in) cannot "
+                           "be imported")
     assert line.endswith("pip install 'autodiff-harness[torch]'")
 
     (case, *_) = parametrize_with_checks("engine-static", ["mlp"], **FAST).args[1]
@@ -122,7 +123,7 @@ def test_a_plugin_package_checks_itself_in_three_lines(toy_dist, tmp_path, monke
     assert result.returncode == 1, out + result.stderr
     assert "4 failed, 1 passed, 3 skipped" in out
     skips = [line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("SKIPPED")]
-    assert skips == ["no float64", "n/a (no recurrent layers)"]
+    assert skips == ["no float64 (runs float32)", "n/a (no recurrent layers)"]
     assert "check = <conformance check of toy-late-outputs on mlp in float32>" in out
     assert ("toy-late-outputs, rnn, float64: outputs before update: train_step's outputs differ "
             "from predict's before the step") in out

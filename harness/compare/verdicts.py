@@ -1,7 +1,9 @@
 """The verdicts of `adh compare`: per matched case and metric, the change NEW/BASE and whether it
 counts: `regressed`, `improved`, `unchanged` (within the threshold), `~` (beyond it but not shown
 to be real: not significant, too few samples, or flagged runs only); `failed` for a case that did
-not finish in NEW where it did in BASE, `missing` for a case on one side only.
+not finish in NEW where it did in BASE (a framework that stopped supporting it included), `n/a`
+for a case its framework supports on neither side (no verdict, no failure), `missing` for a case
+on one side only.
 
 - step time, paired (BASE and NEW ran round by round, side by side): one ratio per round, so that
   the host's drift cancels, and the 95 % interval of those; a change when the ratio passes the
@@ -33,7 +35,7 @@ from .result_set import MEMORY_METRICS, ResultSet, TimingRun, case_settings, cas
 from .statistics import block_medians, block_size, blocks_p_value, runs_p_value, spread
 
 FAILING = ("regressed", "failed")
-VERDICTS = (*FAILING, "improved", "unchanged", "~", "missing")
+VERDICTS = (*FAILING, "improved", "unchanged", "~", "n/a", "missing")
 
 
 @dataclass(frozen=True)
@@ -169,10 +171,15 @@ def _all_finished(cases: pd.DataFrame) -> bool:
     return len(_finished(cases)) == len(cases)
 
 
+def _all_unsupported(cases: pd.DataFrame) -> bool:
+    return bool((cases["status"] == Status.UNSUPPORTED).all())
+
+
 def _status_row(row: NewRow, base: pd.DataFrame, new: pd.DataFrame) -> ComparisonRow:
     """A run that did not finish is news, even in one round: `failed` when NEW broke what BASE
-    finished, `~` otherwise."""
-    verdict = "failed" if _all_finished(base) else "~"
+    finished, `n/a` when the framework supports the case on neither side, `~` otherwise."""
+    verdict = ("failed" if _all_finished(base)
+               else "n/a" if _all_unsupported(base) and _all_unsupported(new) else "~")
     return row("status", None, None, None, verdict,
                f"BASE {_status_counts(base)}; NEW {_status_counts(new)}")
 

@@ -1,12 +1,20 @@
 """The registry of framework adapters: built-in ones, plus any a package registers under the
-entry point group `autodiff_harness.frameworks` (name = "module:Class")."""
+entry point group `autodiff_harness.frameworks` (name = "module:Class").
+
+A name must be registered once: a plugin that reuses a built-in's name, or two plugins with one
+name, make that name an error that names both packages, since no one could tell which of them
+ran. A framework is imported only when it is used (`get_framework`) or listed (`adh list`).
+"""
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import entry_points
+import inspect
+from dataclasses import dataclass
+from importlib.metadata import Distribution, entry_points
 
 from ..errors import UsageError
 from .base import Framework
+from .origin import Origin, origin_of, package_of
 
 ENTRY_POINT_GROUP = "autodiff_harness.frameworks"
 
@@ -15,27 +23,121 @@ BUILTIN = {
     "engine-dynamic": "harness.frameworks.engine:EngineDynamic",
     "torch": "references.pytorch:TorchFramework",
 }
+TORCH_HINT = "pip install 'autodiff-harness[torch]'"
 
 
-def available() -> dict[str, str]:
-    """Every framework name with the 'module:Class' that implements it."""
-    found = dict(BUILTIN)
+class FrameworkError(UsageError):
+    """A registered framework that cannot be used. The message names it and its package, and
+    says what to do; `reason` is the same without the name (for `adh list`)."""
+
+    def __init__(self, registration: Registration, reason: str) -> None:
+        super().__init__(f"{registration.described()} {reason}")
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Registration:
+    """One registration of a framework name: the class it names, and the installed package that
+    registered it (None for the built-in ones)."""
+
+    name: str
+    target: str  # "module:Class"
+    distribution: Distribution | None = None
+
+    @property
+    def builtin(self) -> bool:
+        return self.distribution is None
+
+    def origin(self) -> Origin:
+        """Its package, version and commit (git is asked for an editable install's commit)."""
+        return origin_of(self.distribution)
+
+    @property
+    def package(self) -> str:
+        """Its package's name and version, from the metadata alone: "x-adapter 1.2"."""
+        return package_of(self.distribution).package
+
+    def described(self) -> str:
+        """How messages name it: "framework 'x' from package 'x-adapter 1.2'"."""
+        where = "(built in)" if self.builtin else f"from package {self.package!r}"
+        return f"framework {self.name!r} {where}"
+
+
+def registrations() -> dict[str, list[Registration]]:
+    """Every framework name with its registrations, the built-in one first; a name with more
+    than one cannot be used."""
+    found = {name: [Registration(name, target)] for name, target in BUILTIN.items()}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
-        found.setdefault(ep.name, ep.value)
+        found.setdefault(ep.name, []).append(Registration(ep.name, ep.value, ep.dist))
     return found
 
 
-def get_framework(name: str) -> type[Framework]:
-    """The adapter class registered as `name` (imported only now: torch loads only if asked)."""
-    known = available()
+def available() -> dict[str, str]:
+    """Every framework name with the 'module:Class' that implements it (of a name registered
+    twice, the first: `get_framework` refuses such a name)."""
+    return {name: found[0].target for name, found in registrations().items()}
+
+
+def registration(name: str) -> Registration:
+    """The one registration of `name`; UsageError when none, or several, have that name."""
+    known = registrations()
     if name not in known:
         raise UsageError(f"unknown framework {name!r}; choose from: {', '.join(known)}")
-    module, _, attr = known[name].partition(":")
+    found = known[name]
+    if len(found) > 1:
+        raise UsageError(f"framework name {name!r} {clash_reason(found)}")
+    return found[0]
+
+
+def clash_reason(found: list[Registration]) -> str:
+    """Why a name registered more than once cannot be used, naming every package."""
+    packages = ", ".join(f"{r.package!r}" + (" (built in)" if r.builtin else "") for r in found)
+    return (f"is registered by more than one package: {packages}; uninstall all but one, or "
+            "ask the plugin's authors to rename its entry point")
+
+
+def load(found: Registration) -> type[Framework]:
+    """Import the class `found` names and check that it is a complete Framework; a
+    FrameworkError says why it cannot be used, and what to do."""
+    module, _, attr = found.target.partition(":")
     try:
-        cls = getattr(importlib.import_module(module), attr)
+        imported = importlib.import_module(module)
     except ImportError as error:
-        raise UsageError(f"framework {name!r} cannot be loaded ({error}); "
-                         "for torch: pip install 'autodiff-harness[torch]'") from None
+        raise FrameworkError(found, f"cannot be imported: {error}; "
+                                    f"{_import_fix(found, module, error)}") from error
+    except Exception as error:  # a plugin whose import raises: its bug, reported as such
+        raise FrameworkError(found, f"cannot be imported: {type(error).__name__}: {error} "
+                                    f"(raised while importing {module!r}: a bug in "
+                                    f"{found.package})") from error
+    cls = getattr(imported, attr, None)
+    if cls is None:
+        raise FrameworkError(found, f"cannot be loaded: module {module!r} has no {attr!r} "
+                                    f"(entry point {found.target!r})")
     if not (isinstance(cls, type) and issubclass(cls, Framework)):
-        raise UsageError(f"{known[name]} is not a harness.frameworks.base.Framework subclass")
+        raise FrameworkError(found, f"is not a harness.frameworks.base.Framework subclass "
+                                    f"({found.target})")
+    if inspect.isabstract(cls):
+        missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ())))
+        raise FrameworkError(found, f"does not implement {missing} ({found.target})")
     return cls
+
+
+def _import_fix(found: Registration, module: str, error: ImportError) -> str:
+    """What to install when importing `module` failed with `error`."""
+    if found.builtin:
+        return TORCH_HINT if found.name == "torch" else "reinstall autodiff-harness"
+    package = package_of(found.distribution).distribution
+    if error.name and (module + ".").startswith(error.name + "."):  # its own module is missing
+        return f"reinstall {package}"
+    return f"install what {package} needs"
+
+
+def get_framework(name: str) -> type[Framework]:
+    """The adapter class registered as `name` (imported only now: torch loads only if asked);
+    UsageError when the name is unknown or taken twice, or the class cannot be loaded."""
+    return load(registration(name))
+
+
+def framework_origin(name: str) -> Origin:
+    """Where the framework registered as `name` comes from, without importing it."""
+    return registration(name).origin()

@@ -32,6 +32,17 @@ class Framework(ABC):
 
     name: str = ""
     description: str = ""
+    # The dtypes it trains in; a case in another is not run but recorded as not supported.
+    dtypes: tuple[str, ...] = ("float32", "float64")
+
+    @classmethod
+    def supports(cls, spec: ModelSpec) -> str | None:
+        """None when this framework can train `spec` (with its settings: optimizer, batch size),
+        else the reason it cannot, in a few words ("no convolutions"). The runner asks before
+        building it: a case it does not support is recorded as unsupported, with the reason,
+        which is no failure (the tables show "n/a (reason)"). The default supports every
+        spec."""
+        return None
 
     def __init__(self, spec: ModelSpec, weights: dict[str, np.ndarray], dtype: str,
                  threads: int) -> None:
@@ -65,3 +76,16 @@ class Framework(ABC):
     def predict_all(self, x: np.ndarray, batch_size: int = 1000) -> np.ndarray:
         return np.concatenate([self.predict(x[i:i + batch_size])
                                for i in range(0, len(x), batch_size)])
+
+
+def why_unsupported(framework: type[Framework], spec: ModelSpec, dtype: str) -> str | None:
+    """Why `framework` cannot train `spec` in `dtype` (its `supports`, then its `dtypes`), or
+    None when it can."""
+    return framework.supports(spec) or unsupported_dtype(framework, dtype)
+
+
+def unsupported_dtype(framework: type[Framework], dtype: str) -> str | None:
+    """"no float64 (runs float32)" where `framework` lacks `dtype`, else None."""
+    if dtype in framework.dtypes:
+        return None
+    return f"no {dtype} (runs {', '.join(framework.dtypes)})"

@@ -132,7 +132,7 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
             out.append(Table(f"Step time against {label} (median [quartiles], ms)",
                              f"scaling_{name}", headers, rows, points, left=2))
         return out
-    summary = tables.model_summary(data.ok, data.epochs, data.runs, REFERENCE)
+    summary = tables.model_summary(data.cases, data.epochs, data.runs, REFERENCE)
     count = "Runs" if data.has_folds else "Seeds"
     for model, rows in summary.groupby("model", sort=False):
         headers, body = tables.paper_table(rows, REFERENCE)
@@ -163,6 +163,24 @@ def _column(cases: pd.DataFrame, name: str) -> pd.Series:
     return cases[name] if name in cases.columns else pd.Series([None] * len(cases), dtype=object)
 
 
+def _package(distribution: object, version: object, code_version: object) -> str | None:
+    """"x-adapter 1.2 (commit abc1234)" from a framework's provenance; None if not recorded."""
+    if pd.isna(distribution):
+        return None
+    text = f"{distribution} {version}" if pd.notna(version) else str(distribution)
+    return text + (f" (commit {code_version})" if pd.notna(code_version) else "")
+
+
+def framework_packages(cases: pd.DataFrame) -> str:
+    """Each framework's package, version and commit, as its runs recorded them."""
+    columns = [f"prov_framework_{c}" for c in ("distribution", "version", "code_version")]
+    frame = cases.reindex(columns=["framework", *columns])
+    labels = pd.Series([_package(*row[1:]) for row in frame.itertuples(index=False)],
+                       dtype=object)
+    return "; ".join(f"{fw}: {_distinct(labels[(frame['framework'] == fw).to_numpy()])}"
+                     for fw in dict.fromkeys(frame["framework"]))
+
+
 def provenance_section(cases: pd.DataFrame) -> str:
     """Where and with what the suite's runs ran, as a Markdown list."""
     commit = _column(cases, "prov_commit").astype(str) + _column(cases, "prov_dirty").map(
@@ -182,6 +200,7 @@ def provenance_section(cases: pd.DataFrame) -> str:
         f"- Threads per run: {_distinct(cases['threads'])}; dtype {_distinct(cases['dtype'])}",
         f"- Versions: {versions}",
         f"- Code: commit {_distinct(commit)}",
+        f"- Frameworks: {framework_packages(cases)}",
         f"- Dataset: {_distinct(dataset + ' (sha256 ' + checksum.str[:16] + '…)')}",
         f"- Runs: {len(cases)}, started {when}",
     ]
@@ -296,13 +315,26 @@ def _cell(text: object) -> str:
 
 def _unfinished_section(cases: pd.DataFrame) -> list[str]:
     """The runs that did not finish, with their reasons (nothing when all finished)."""
-    bad = cases[cases["status"] != Status.OK]
+    bad = cases[~cases["status"].isin([Status.OK, Status.UNSUPPORTED])]
     if bad.empty:
         return []
     rows = [[r["model"], r["framework"], str(r["seed"]), r["status"], _cell(r["reason"])[:100]]
             for _, r in bad.iterrows()]
     return ["## Runs left out", "", "These runs did not finish and are in no figure or table:", "",
             tables.markdown_table(["Model", "Framework", "Seed", "Status", "Reason"], rows), ""]
+
+
+def _unsupported_section(cases: pd.DataFrame) -> list[str]:
+    """The models a framework does not support, with its reason (nothing when it supports all)."""
+    refused = cases[cases["status"] == Status.UNSUPPORTED]
+    if refused.empty:
+        return []
+    groups = refused.groupby(["model", "framework", "reason"], sort=False).size()
+    rows = [[model, framework, _cell(reason), str(n)]
+            for (model, framework, reason), n in groups.items()]
+    return ["## Not supported", "", "These cases were not run: their framework does not support "
+            "them (n/a in the tables, in no figure). This is no failure.", "",
+            tables.markdown_table(["Model", "Framework", "Reason", "Cases"], rows), ""]
 
 
 def _clear_outputs(folder: Path) -> None:
@@ -379,6 +411,7 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None) -
              "## Provenance", "", provenance_section(data.cases), "",
              "## How this was measured", "", method_section(data), "",
              *_unfinished_section(data.cases),
+             *_unsupported_section(data.cases),
              *_tables_section(data, suite, table_dir),
              *_figures_section(data, figure_dir)]
     report = out_dir / "report.md"

@@ -1,6 +1,7 @@
-"""Builds a tiny installed-looking distribution, `toy_adh`, that registers the toy adapters of
+"""Builds tiny installed-looking distributions: `toy_adh`, which registers the toy adapters of
 toy_adh.py and toy_conformance.py under the entry point group `autodiff_harness.frameworks`, and
-helpers to put it on the path of this process and of every process it starts."""
+any other a test needs (another version, broken plugins, clashing names); and helpers to put them
+on the path of this process and of every process it starts."""
 from __future__ import annotations
 
 import json
@@ -11,31 +12,43 @@ from pathlib import Path
 from harness.frameworks import ENTRY_POINT_GROUP
 
 HERE = Path(__file__).parent
-NAMES = ("toy-ok", "toy-crash", "toy-hang", "toy-nan", "toy-error")
+NAMES = ("toy-ok", "toy-crash", "toy-hang", "toy-nan", "toy-error", "toy-dense")
 CLASSES = {"toy-ok": "ToyOk", "toy-crash": "ToyCrash", "toy-hang": "ToyHang", "toy-nan": "ToyNan",
-           "toy-error": "ToyError"}
+           "toy-error": "ToyError", "toy-dense": "ToyDense"}
 # The conformance kit's toys (toy_conformance.py), by name and class.
 CONFORMANCE_CLASSES = {"toy-limited": "ToyLimited", "toy-late-outputs": "ToyLateOutputs",
                        "toy-renamed-gradient": "ToyRenamedGradient",
                        "toy-kinked-relu": "ToyKinkedRelu", "toy-keras-adam": "ToyKerasAdam",
                        "toy-unordered-sums": "ToyUnorderedSums"}
+ENTRIES = {**{name: f"toy_adh:{cls}" for name, cls in CLASSES.items()},
+           **{name: f"toy_conformance:{cls}" for name, cls in CONFORMANCE_CLASSES.items()}}
 GEMM_PEAK = 123.0  # the GEMM peak the prepared cache reports (no 2048^3 GEMM measured in tests)
 
 
-def build_distribution(root: Path) -> Path:
-    """`root` holding toy_adh.py, toy_conformance.py and toy_adh-0.0.dist-info (METADATA,
-    entry_points.txt)."""
+def build_distribution(root: Path, name: str = "toy_adh", version: str = "0.0",
+                       entries: dict[str, str] | None = None,
+                       modules: dict[str, str] | None = None,
+                       direct_url: dict | None = None) -> Path:
+    """`root` holding the distribution `name` `version`: its `modules` (file name: source; by
+    default toy_adh.py and toy_conformance.py) and `name`-`version`.dist-info with METADATA,
+    entry_points.txt (`entries`, framework name: "module:Class"; by default the toys of both)
+    and, when given, PEP 610's direct_url.json. An earlier version of it in `root` is replaced."""
     root.mkdir(parents=True, exist_ok=True)
-    for module in ("toy_adh.py", "toy_conformance.py"):
-        shutil.copy(HERE / module, root / module)
-    info = root / "toy_adh-0.0.dist-info"
-    info.mkdir(exist_ok=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy_adh\nVersion: 0.0\n")
+    for old in root.glob(f"{name}-*.dist-info"):
+        shutil.rmtree(old)
+    if modules is None:
+        for module in ("toy_adh.py", "toy_conformance.py"):
+            shutil.copy(HERE / module, root / module)
+    for file_name, source in (modules or {}).items():
+        (root / file_name).write_text(source)
+    info = root / f"{name}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
     (info / "entry_points.txt").write_text(
-        f"[{ENTRY_POINT_GROUP}]\n" + "".join(f"{n} = toy_adh:{c}\n" for n, c in CLASSES.items())
-        + "".join(f"{n} = toy_conformance:{c}\n" for n, c in CONFORMANCE_CLASSES.items())
-        + "engine-static = toy_adh:ToyError\n")  # tries to shadow a built-in: must be ignored
-    (info / "top_level.txt").write_text("toy_adh\ntoy_conformance\n")
+        f"[{ENTRY_POINT_GROUP}]\n"
+        + "".join(f"{n} = {target}\n" for n, target in (entries or ENTRIES).items()))
+    if direct_url is not None:
+        (info / "direct_url.json").write_text(json.dumps(direct_url))
     return root
 
 

@@ -7,6 +7,7 @@ Each wraps the engine's static mode and injects one behaviour into `train_step`:
     toy-hang    sleeps "forever" in train_step, unless the file $TOY_RELEASE exists
     toy-nan     returns a NaN loss from the third step on
     toy-error   raises RuntimeError at the second step
+    toy-dense   trains normally, but supports float32 dense models only (`supports`, `dtypes`)
 When $TOY_MARKER_DIR is set, every adapter writes `<name>.<pid>.init` (holding the thread
 variables it saw) when it is built, and toy-hang writes `toy-hang.<pid>.hanging` before it hangs:
 tests count worker launches and know when a case is in flight. With $TOY_CHATTY set, every step
@@ -87,4 +88,15 @@ class ToyError(ToyOk):
             raise RuntimeError("toy adapter exploded at step 2")
 
 
-ADAPTERS = {cls.name: cls for cls in (ToyOk, ToyCrash, ToyHang, ToyNan, ToyError)}
+class ToyDense(ToyOk):
+    name = "toy-dense"
+    description = "toy adapter: dense layers in float32 only"
+    dtypes = ("float32",)
+
+    @classmethod
+    def supports(cls, spec):
+        kinds = sorted({layer.kind for layer in spec.layers} - {"dense"})
+        return f"no {', '.join(kinds)} layers" if kinds else None
+
+
+ADAPTERS = {cls.name: cls for cls in (ToyOk, ToyCrash, ToyHang, ToyNan, ToyError, ToyDense)}

@@ -1,0 +1,280 @@
+"""The plugin door: what a framework declares it supports (n/a cases), where its code comes from
+(its package, version and commit: provenance and the case key), and the registry's errors for a
+plugin that cannot be used (a missing dependency, an import that raises, a name taken twice),
+as `get_framework` and `adh list` report them."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import runner
+from harness.cli import main
+from harness.errors import UsageError
+from harness.frameworks import (
+    TORCH_HINT,
+    FrameworkError,
+    framework_origin,
+    get_framework,
+    registration,
+)
+from harness.frameworks.base import Framework, why_unsupported
+from harness.measure import code_version
+from harness.records import FINISHED, Status
+from harness.runner import RunOptions, run_case, run_suite
+from harness.specs import MODELS
+from harness.store import ResultsStore
+from harness.suites import load_suite
+from test_runner import NEVER_FLAG, fake_timing
+from toy_adapters import activate, build_distribution, launches, write_suite
+
+
+@pytest.fixture
+def toys(toy_dist, tmp_path, monkeypatch):
+    """The toy adapters visible here and in workers, passes never flagged; returns the folder
+    of the adapters' markers."""
+    dist, cache = toy_dist
+    activate(monkeypatch, dist, cache, tmp_path / "markers")
+    monkeypatch.setattr(runner, "POLICY", NEVER_FLAG)
+    return tmp_path / "markers"
+
+
+# --- capability: a case the framework does not support -----------------------------------------
+
+class Plain(Framework):
+    """A framework that declares nothing: it supports every spec, in every dtype of the harness."""
+
+    def train_step(self, x, y):
+        raise NotImplementedError
+
+    def predict(self, x):
+        raise NotImplementedError
+
+    def gradients(self, x, y):
+        raise NotImplementedError
+
+    def weights(self):
+        raise NotImplementedError
+
+
+def test_a_framework_supports_everything_unless_it_says_otherwise(toys):
+    assert all(why_unsupported(Plain, spec, dtype) is None
+               for spec in MODELS.values() for dtype in ("float32", "float64"))
+    dense = get_framework("toy-dense")
+    assert why_unsupported(dense, MODELS["mlp"], "float32") is None
+    assert why_unsupported(dense, MODELS["cnn"], "float32") == "no conv, flatten, maxpool layers"
+    assert why_unsupported(dense, MODELS["mlp"], "float64") == "no float64 (runs float32)"
+
+
+def test_an_unsupported_case_is_finished_not_failed_and_never_built(toys, tmp_path, monkeypatch):
+    suite = load_suite(str(write_suite(tmp_path, "some", ["toy-dense"], models=["mlp", "cnn"])))
+    options = RunOptions(progress=False, memory=False, code_version="v1")
+    with ResultsStore(tmp_path / "store.sqlite") as store:
+        outcome = run_suite(suite, store, options)
+        cnn = next(r for r in outcome.results if r.case.model == "cnn")
+        assert [r.status for r in outcome.results] == ["ok", "unsupported"]
+        assert Status.UNSUPPORTED in FINISHED
+        assert cnn.reason == "no conv, flatten, maxpool layers"
+        assert cnn.runs == [] and cnn.alloc_bytes is None
+        assert cnn.provenance["framework"]["distribution"] == "toy_adh"  # who said no
+        assert launches(toys, "toy-dense") == 1  # the mlp's; the cnn's adapter was never built
+        stored = store.cases("some")
+        assert dict(zip(stored["model"], stored["status"], strict=True)) == {
+            "mlp": "ok", "cnn": "unsupported"}
+        assert store.done_keys("some") == set(stored["key"])
+
+        options.resume = True
+        again = run_suite(suite, store, options)  # nothing to retry: n/a is finished
+        assert again.results == [] and len(again.skipped) == 2
+    assert launches(toys, "toy-dense") == 1
+
+
+def test_a_dtype_the_framework_does_not_train_in_is_unsupported(toys, tmp_path):
+    case = load_suite(str(write_suite(tmp_path, "f64", ["toy-dense"], dtype="float64"))).cases[0]
+    result = run_case(case, RunOptions(progress=False, memory=False))
+    assert (result.status, result.reason) == ("unsupported", "no float64 (runs float32)")
+
+
+# --- identity: the framework's package, version and commit -------------------------------------
+
+def test_a_builtin_framework_comes_from_this_harness():
+    origin = framework_origin("engine-static")
+    assert origin.distribution == "autodiff-harness"
+    running = code_version()  # the checkout that runs, whatever is installed
+    assert origin.code_version == (None if running == "unknown" else running)
+
+
+def test_a_plugin_installed_from_git_records_that_commit(tmp_path, monkeypatch):
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    dist = build_distribution(tmp_path, "toy_vcs", "2.0", {"toy-vcs": "toy_adh:ToyOk"}, {},
+                              {"url": "https://example.org/toy.git",
+                               "vcs_info": {"vcs": "git", "commit_id": sha}})
+    monkeypatch.syspath_prepend(str(dist))
+    origin = framework_origin("toy-vcs")
+    assert origin.record() == {"distribution": "toy_vcs", "version": "2.0", "commit": sha,
+                               "dirty": False, "code_version": sha}
+    assert origin.key == f"toy_vcs 2.0 @{sha}"
+
+
+def git(repo: Path, *args: str) -> str:
+    config = ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    out = subprocess.run(["git", "-C", str(repo), *config, *args], check=True,
+                         capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def test_an_editable_plugin_records_its_checkout_and_edits(tmp_path, monkeypatch):
+    source = tmp_path / "checkout"
+    source.mkdir()
+    git(source, "init", "-q")
+    (source / "adapter.py").write_text("x = 1\n")
+    git(source, "add", "adapter.py")
+    git(source, "commit", "-q", "-m", "one")
+    sha = git(source, "rev-parse", "--short", "HEAD")
+    dist = build_distribution(tmp_path / "site", "toy_editable", "0.1",
+                              {"toy-editable": "toy_adh:ToyOk"}, {},
+                              {"url": source.as_uri(), "dir_info": {"editable": True}})
+    monkeypatch.syspath_prepend(str(dist))
+    clean = framework_origin("toy-editable")
+    assert (clean.commit, clean.dirty, clean.key) == (sha, False, f"toy_editable 0.1 @{sha}")
+    (source / "adapter.py").write_text("x = 2\n")  # an uncommitted edit: another version
+    edited = framework_origin("toy-editable")
+    assert (edited.commit, edited.dirty) == (sha, True)
+    assert edited.key != clean.key and edited.code_version.startswith(f"{sha}+dirty.")
+
+
+def test_resume_measures_a_plugin_again_after_its_version_changed(toy_dist, tmp_path,
+                                                                   monkeypatch):
+    dist, cache = toy_dist
+    activate(monkeypatch, dist, cache)
+    # "toy-bumped" comes from a package of its own (its class from toy_adh); toy-ok from toy_adh
+    bumped = tmp_path / "site"
+    build_distribution(bumped, "toy_bumped", "1.0", {"toy-bumped": "toy_adh:ToyOk"}, {})
+    monkeypatch.syspath_prepend(str(bumped))
+    calls = []
+
+    def worker(case, pass_name, options, on_progress=None):
+        calls.append(case.framework)
+        return fake_timing(case)
+
+    monkeypatch.setattr(runner, "run_worker", worker)
+    monkeypatch.setattr(runner, "POLICY", NEVER_FLAG)
+    suite = load_suite(str(write_suite(tmp_path, "bump", ["toy-bumped", "toy-ok"])))
+    options = RunOptions(progress=False, memory=False, code_version="v1", resume=True)
+    with ResultsStore(tmp_path / "store.sqlite") as store:
+        run_suite(suite, store, options)
+        assert calls == ["toy-bumped", "toy-ok"]
+        calls.clear()
+        assert len(run_suite(suite, store, options).skipped) == 2 and calls == []
+
+        build_distribution(bumped, "toy_bumped", "1.1", {"toy-bumped": "toy_adh:ToyOk"}, {})
+        again = run_suite(suite, store, options)
+        assert calls == ["toy-bumped"]  # the changed plugin only
+        assert [r.case.framework for r in again.skipped] == ["toy-ok"]
+        assert len(store.cases("bump")) == 3  # the old version's result is kept beside the new
+
+
+# --- the registry: plugins that cannot be used ---------------------------------------------------
+
+BROKEN_MODULES = {
+    "toy_needs.py": "import toy_missing_dependency_xyz  # not installed\n",
+    "toy_raises.py": "raise RuntimeError('boom at import')\n",
+    "toy_half.py": "from harness.frameworks.base import Framework\n\n\n"
+                   "class Half(Framework):\n    def train_step(self, x, y):\n        pass\n",
+}
+BROKEN_ENTRIES = {
+    "toy-needs": "toy_needs:Thing", "toy-raises": "toy_raises:Thing", "toy-half": "toy_half:Half",
+    "toy-typo": "toy_adh:Nope", "toy-not-a-class": "toy_adh:ADAPTERS",
+    "toy-gone": "toy_gone_module:Thing",
+    "engine-static": "toy_adh:ToyOk",  # a built-in's name
+    "toy-ok": "toy_adh:ToyError",  # the name toy_adh registers
+}
+
+
+@pytest.fixture
+def broken(toy_dist, tmp_path, monkeypatch):
+    """toy_adh and toy_broken 1.2, whose every framework cannot be used, visible here."""
+    monkeypatch.syspath_prepend(str(toy_dist[0]))
+    site = build_distribution(tmp_path, "toy_broken", "1.2", BROKEN_ENTRIES, BROKEN_MODULES)
+    monkeypatch.syspath_prepend(str(site))
+
+
+@pytest.mark.parametrize("name, message", [
+    ("toy-needs", "framework 'toy-needs' from package 'toy_broken 1.2' cannot be imported: No "
+                  "module named 'toy_missing_dependency_xyz'; install what toy_broken needs"),
+    ("toy-gone", "framework 'toy-gone' from package 'toy_broken 1.2' cannot be imported: No "
+                 "module named 'toy_gone_module'; reinstall toy_broken"),
+    ("toy-raises", "framework 'toy-raises' from package 'toy_broken 1.2' cannot be imported: "
+                   "RuntimeError: boom at import (raised while importing 'toy_raises': a bug in "
+                   "toy_broken 1.2)"),
+    ("toy-half", "framework 'toy-half' from package 'toy_broken 1.2' does not implement "
+                 "gradients, predict, weights (toy_half:Half)"),
+    ("toy-typo", "framework 'toy-typo' from package 'toy_broken 1.2' cannot be loaded: module "
+                 "'toy_adh' has no 'Nope' (entry point 'toy_adh:Nope')"),
+    ("toy-not-a-class", "framework 'toy-not-a-class' from package 'toy_broken 1.2' is not a "
+                        "harness.frameworks.base.Framework subclass (toy_adh:ADAPTERS)"),
+])
+def test_a_plugin_that_cannot_be_loaded_says_why_and_names_its_package(broken, name, message):
+    with pytest.raises(FrameworkError) as error:
+        get_framework(name)
+    assert str(error.value) == message
+    assert "torch" not in str(error.value)
+
+
+def test_a_name_registered_twice_is_an_error_naming_both_packages(broken):
+    with pytest.raises(UsageError) as builtin:
+        get_framework("engine-static")
+    assert str(builtin.value) == (
+        f"framework name 'engine-static' is registered by more than one package: "
+        f"'{registration('torch').package}' (built in), 'toy_broken 1.2'; uninstall all but "
+        "one, or ask the plugin's authors to rename its entry point")
+    with pytest.raises(UsageError) as plugins:
+        framework_origin("toy-ok")  # nor can its cases get a key
+    assert "'toy_adh 0.0'" in str(plugins.value) and "'toy_broken 1.2'" in str(plugins.value)
+
+
+def test_torch_missing_gets_the_torch_hint(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` fails as when not installed
+    monkeypatch.delitem(sys.modules, "references.pytorch", raising=False)
+    with pytest.raises(FrameworkError) as error:
+        get_framework("torch")
+    assert str(error.value).startswith("framework 'torch' (built in) cannot be imported: ")
+    assert str(error.value).endswith(TORCH_HINT)
+
+
+def listed_frameworks(capsys) -> dict[str, list[str]]:
+    """`adh list`'s framework lines: name -> [status, the rest of the line]."""
+    assert main(["list"]) == 0
+    lines = capsys.readouterr().out.split("frameworks:\n")[1].split("datasets:")[0].splitlines()
+    return {line.split()[0]: line.split(maxsplit=2)[1:] for line in lines}
+
+
+def test_list_imports_every_framework_and_says_which_are_broken(broken, capsys):
+    listed = listed_frameworks(capsys)
+    assert list(listed)[:3] == ["engine-static", "engine-dynamic", "torch"]
+    status, rest = listed["engine-dynamic"]
+    assert status == "ok" and rest.startswith("autodiff-harness")
+    assert rest.endswith("the numpy engine, graph rebuilt every batch (define-by-run)")
+    status, rest = listed["toy-dense"]
+    assert status == "ok" and rest.startswith("toy_adh 0.0 ")
+    assert rest.endswith(" toy adapter: dense layers in float32 only")  # its description
+    for name in BROKEN_ENTRIES:  # none of them hides, whatever it does on import
+        assert listed[name][0] == "broken", name
+    status, rest = listed["toy-needs"]
+    assert rest.startswith("toy_broken 1.2 ") and rest.endswith(
+        " cannot be imported: No module named 'toy_missing_dependency_xyz'; "
+        "install what toy_broken needs")
+    assert "RuntimeError: boom at import" in listed["toy-raises"][1]
+    packages = listed["toy-ok"][1].split(" is registered")[0]
+    assert sorted(packages.split(", ")) == ["toy_adh 0.0", "toy_broken 1.2"]
+    assert "registered by more than one package" in listed["engine-static"][1]
+
+
+def test_running_a_name_registered_twice_is_a_one_line_error(broken, tmp_path, capsys):
+    suite = write_suite(tmp_path, "clash", ["engine-static"])
+    assert main(["run", str(suite), "--store", str(tmp_path / "s.sqlite"), "--no-progress"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("adh: error: framework name 'engine-static' is registered by more")
+    assert "(built in), 'toy_broken 1.2'" in line
