@@ -6,10 +6,11 @@ BASELINE := benchmarks/ci-baseline-commit
 
 .PHONY: run test lint pytest regression baseline
 
-$(BIN)/.installed: pyproject.toml constraints.txt
+# The template plugin (plugins/template) too: `make pytest` runs its conformance tests.
+$(BIN)/.installed: pyproject.toml constraints.txt plugins/template/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]' -e plugins/template
 	touch $@
 
 run: $(BIN)/.installed
