@@ -247,8 +247,9 @@ def _run(args) -> int:
             print("\n" + _model_tables(cases, store.epochs(suite.name), store.runs(suite.name)))
     failed = [r for r in outcome.results if r.status not in (*FINISHED, Status.INTERRUPTED)]
     unsupported = sum(r.status == Status.UNSUPPORTED for r in outcome.results)
-    print(f"\n{len(outcome.results)} cases run, {len(outcome.skipped)} skipped (--resume), "
-          f"{len(failed)} failed" + (f", {unsupported} not supported (n/a)" if unsupported else "")
+    ran = len(outcome.results) - unsupported  # an n/a case is decided, not measured
+    print(f"\n{ran} cases run, {len(outcome.skipped)} skipped (--resume), {len(failed)} failed"
+          + (f", {unsupported} not supported (n/a)" if unsupported else "")
           + f"; results in {args.store}")
     if outcome.interrupted:
         print("interrupted: finished cases are stored; run again with --resume to finish",
@@ -281,8 +282,10 @@ def _list(args) -> int:
     for spec in MODELS.values():
         print(f"  {spec.name:<24} {spec.description}")
     print("frameworks:")
-    for name, status, package, text in _framework_lines():
-        print(f"  {name:<24} {status:<7} {package:<24} {text}")
+    lines = _framework_lines()
+    width = max(len(package) for _, _, package, _ in lines)  # a plugin's name can be long
+    for name, status, package, text in lines:
+        print(f"  {name:<24} {status:<7} {package:<{width}}  {text}")
     print("datasets:")
     for name, description in DATASETS.items():
         print(f"  {name:<24} {description}")
