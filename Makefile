@@ -6,10 +6,11 @@ BASELINE := benchmarks/ci-baseline-commit
 
 .PHONY: run test lint pytest regression baseline
 
-$(BIN)/.installed: pyproject.toml constraints.txt
+$(BIN)/.installed: pyproject.toml constraints.txt plugins/c-dense/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e plugins/c-dense
 	touch $@
 
 run: $(BIN)/.installed
