@@ -2,6 +2,7 @@
 for the protocol's edges, and the engine served through it (`engine-static@process`)."""
 from __future__ import annotations
 
+import subprocess
 import sys
 import textwrap
 
@@ -144,3 +145,13 @@ def test_the_engine_through_the_door_passes_the_kit():
     (result,) = check_framework("engine-static@process", ["circles-tanh"], ["float64"], steps=5,
                                 test_limit=200)
     assert result.passed
+
+
+def test_the_childs_cpu_is_its_workers_not_contention():
+    from harness.measure.contention import watch_contention
+
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass"
+    child = subprocess.Popen([sys.executable, "-c", spin])
+    with watch_contention() as watched:
+        child.wait()
+    assert watched.value.own_cpu_s >= 0.4
