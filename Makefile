@@ -6,11 +6,12 @@ BASELINE := benchmarks/ci-baseline-commit
 
 .PHONY: run test lint pytest regression baseline
 
-# The template plugin (plugins/template) too: `make pytest` runs its conformance tests.
-$(BIN)/.installed: pyproject.toml constraints.txt plugins/template/pyproject.toml
+# The plugins under plugins/ too, as a user installs a third-party plugin: `make pytest` runs
+# their conformance tests.
+$(BIN)/.installed: pyproject.toml constraints.txt plugins/template/pyproject.toml plugins/c-dense/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]' -e plugins/template
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]' -e plugins/template -e plugins/c-dense
 	touch $@
 
 run: $(BIN)/.installed

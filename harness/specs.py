@@ -178,6 +178,21 @@ class ModelSpec:
                             "fan_out": p.fan_out, "init": p.init} for p in self.parameters()],
         }
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelSpec:
+        """The spec that `as_dict` made `data` from (the derived keys are ignored)."""
+        optimizer = data["optimizer"]
+        constants = {"sgd": {"momentum": optimizer.get("momentum", 0.0)},
+                     "adam": {"betas": tuple(optimizer.get("betas", (0.9, 0.999))),
+                              "eps": optimizer.get("eps", 1e-8)}}[optimizer["name"]]
+        layers = tuple(Layer(layer["kind"], **{name: layer[name]
+                                               for name in LAYER_SETTINGS[layer["kind"]]})
+                       for layer in data["layers"])
+        return cls(data["name"], data["description"], tuple(data["input_shape"]), layers,
+                   loss=data["loss"], optimizer=optimizer["name"], lr=optimizer["lr"],
+                   batch_size=data["batch_size"], epochs=data["epochs"],
+                   dataset=data["dataset"], **constants)
+
     @property
     def n_outputs(self) -> int:
         return self.layers[-1].n_out

@@ -179,12 +179,12 @@ def _validate(where: str, key: str, value: Any) -> None:
         raise UsageError(f"{where}: unknown dtype {value!r}; choose from: {', '.join(DTYPES)}")
     if key in ("models", "frameworks", "dataset"):
         from .data import DATASETS
-        from .frameworks import available
+        from .frameworks import available, known_framework
         from .specs import MODELS
 
         known = {"models": MODELS, "frameworks": available(), "dataset": DATASETS}[key]
         for name in values:
-            if name not in known:
+            if name not in known and not (key == "frameworks" and known_framework(name)):
                 what = {"models": "model", "frameworks": "framework", "dataset": "dataset"}[key]
                 raise UsageError(f"{where}: unknown {what} {name!r}; "
                                  f"choose from: {', '.join(known)}")

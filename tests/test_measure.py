@@ -136,9 +136,12 @@ def test_contention_idle_region_is_quiet():
 
 
 def test_contention_sees_a_busy_foreign_process():
-    code = "import time\nt = time.perf_counter()\nwhile time.perf_counter() - t < 1.0: pass"
+    # Not a child of this process (a child's CPU is its parent's own): an orphaned grandchild.
+    code = "import time\nt = time.perf_counter()\nwhile time.perf_counter() - t < 1.3: pass"
+    launcher = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {code!r}])"
+    subprocess.run([sys.executable, "-c", launcher], check=True)
     with watch_contention() as w:
-        subprocess.run([sys.executable, "-c", code], check=True)
+        time.sleep(1.0)
     c = w.value
     assert c.foreign_cpu_s > 0.5 and c.own_cpu_s < 0.2
     assert c.contended() and c.foreign_fraction > 0.2

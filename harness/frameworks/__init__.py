@@ -4,12 +4,15 @@ entry point group `autodiff_harness.frameworks` (name = "module:Class").
 A name must be registered once: a plugin that reuses a built-in's name, or two plugins with one
 name, make that name an error that names both packages, since no one could tell which of them
 ran. A framework is imported only when it is used (`get_framework`) or listed (`adh list`).
+
+Any name with "@process" appended (`engine-static@process`) is that framework run in a child
+process through the process door (harness/frameworks/serve.py), to measure what the door costs.
 """
 from __future__ import annotations
 
 import importlib
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.metadata import Distribution, entry_points
 
 from ..errors import UsageError
@@ -78,8 +81,26 @@ def available() -> dict[str, str]:
     return {name: found[0].target for name, found in registrations().items()}
 
 
+SERVED_SUFFIX = "@process"
+
+
+def served_base(name: str) -> str | None:
+    """The framework that `name` runs through the process door ("x" for "x@process"), or None
+    when `name` is no such name."""
+    return name.removesuffix(SERVED_SUFFIX) if name.endswith(SERVED_SUFFIX) else None
+
+
+def known_framework(name: str) -> bool:
+    """Whether `name` is registered, or is a registered name + "@process"."""
+    return (served_base(name) or name) in registrations()
+
+
 def registration(name: str) -> Registration:
-    """The one registration of `name`; UsageError when none, or several, have that name."""
+    """The one registration of `name`; UsageError when none, or several, have that name. A
+    served name ("x@process") has x's registration under its own name."""
+    base = served_base(name)
+    if base is not None:
+        return replace(registration(base), name=name)
     known = registrations()
     if name not in known:
         raise UsageError(f"unknown framework {name!r}; choose from: {', '.join(known)}")
@@ -135,6 +156,11 @@ def _import_fix(found: Registration, module: str, error: ImportError) -> str:
 def get_framework(name: str) -> type[Framework]:
     """The adapter class registered as `name` (imported only now: torch loads only if asked);
     UsageError when the name is unknown or taken twice, or the class cannot be loaded."""
+    base = served_base(name)
+    if base is not None:
+        from .serve import served
+
+        return served(get_framework(base), base)
     return load(registration(name))
 
 

@@ -34,6 +34,10 @@ class Framework(ABC):
     description: str = ""
     # The dtypes it trains in; a case in another is not run but recorded as not supported.
     dtypes: tuple[str, ...] = ("float32", "float64")
+    # The last train_step's duration by the framework's own clock, for a framework whose steps
+    # run where the harness's clock cannot reach them (another process: harness.frameworks.
+    # process); None, the default, and the harness times the train_step call itself.
+    last_step_seconds: float | None = None
 
     @classmethod
     def supports(cls, spec: ModelSpec) -> str | None:
@@ -72,6 +76,13 @@ class Framework(ABC):
     @abstractmethod
     def weights(self) -> dict[str, np.ndarray]:
         """Current parameter values, canonical names and layout, as copies."""
+
+    def memory_stats(self) -> dict[str, int | None] | None:
+        """The memory of the train_steps so far, for a framework that measures it where memray,
+        in the harness's process, cannot see (another process): `alloc_bytes`, `alloc_count`,
+        `peak_bytes`, `peak_rss_bytes` as harness.measure.MemoryStats defines them, each None
+        when unknown. None, the default: the harness measures the training loop with memray."""
+        return None
 
     def predict_all(self, x: np.ndarray, batch_size: int = 1000) -> np.ndarray:
         return np.concatenate([self.predict(x[i:i + batch_size])

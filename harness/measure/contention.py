@@ -2,12 +2,14 @@
 
 On a shared 2-core machine one busy foreign process can slow a 2-thread run 20x, so every
 timed region is watched: the machine's non-idle CPU time (from /proc/stat) minus this
-process's own CPU time (rusage) is what the rest of the machine used meanwhile.
+process's own CPU time (rusage), and its children's (an engine behind the process door), is what
+the rest of the machine used meanwhile.
 
 Caveats. /proc/stat counts in clock ticks (usually 10 ms) that the kernel attributes by
 sampling, so a region's foreign time is only good to a few ticks per core; judge it as a
-fraction of the region's capacity (`foreign_fraction`), not in absolute terms. Child
-processes of this one count as foreign (RUSAGE_SELF excludes them). Inside a container
+fraction of the region's capacity (`foreign_fraction`), not in absolute terms. Children of
+this process count as its own: the running ones from /proc/PID/stat, those it waited for from
+RUSAGE_CHILDREN (grandchildren are foreign). Inside a container
 /proc/stat usually describes the host, and `cores` is then the host's CPU count. Where
 /proc/stat is unavailable (not Linux) machine and foreign time are NaN and `contended()` is
 False: the region is then never flagged, rather than flagged on a guess.
@@ -31,7 +33,7 @@ _DEFAULT_POLICY = FlagPolicy()
 @dataclass
 class Contention:
     wall_s: float
-    own_cpu_s: float  # this process's user+sys CPU time, all its threads, during the region
+    own_cpu_s: float  # user+sys CPU time of this process and its children during the region
     machine_busy_s: float  # non-idle CPU time of the whole machine during the region (NaN: unknown)
     foreign_cpu_s: float  # max(0, machine_busy_s - own_cpu_s) (NaN: unknown)
     cores: int
@@ -68,8 +70,30 @@ def _machine_busy_ticks() -> tuple[int, int] | None:
 
 
 def _own_cpu_s() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    """CPU time of this process, of its children it waited for, and of its running children."""
+    done = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return sum(r.ru_utime + r.ru_stime for r in done) + _running_children_cpu_s()
+
+
+def _running_children_cpu_s() -> float:
+    """User+sys CPU time of this process's running children, from /proc (0 elsewhere)."""
+    me, ticks = os.getpid(), 0
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+        except OSError:  # gone meanwhile
+            continue
+        # After the command name (in parentheses, and it may hold spaces): state, ppid, ... and
+        # utime, stime as the 12th and 13th fields.
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[1]) == me:
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 @contextmanager

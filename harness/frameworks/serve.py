@@ -1,0 +1,101 @@
+"""Any registered framework behind the process door: `python -m harness.frameworks.serve NAME`
+is a child speaking docs/process-protocol.md, and `NAME@process` on the command line runs NAME
+through it (`served`).
+
+Its use is to measure the door itself: `engine-static@process` against `engine-static` is the
+same engine, in the same language, timed the same way (around train_step, by the process that
+runs it), so any difference is what the door costs. It is also the protocol's reference child.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any, TextIO
+
+from . import SERVED_SUFFIX
+from .base import Framework
+from .process import PROTOCOL_VERSION, ProcessFramework
+
+
+def served(framework: type[Framework], name: str) -> type[ProcessFramework]:
+    """A ProcessFramework, registered as `name` + "@process", that runs `framework` (registered as
+    `name`) in a child process; it supports what `framework` supports."""
+
+    class Served(ProcessFramework):
+        command = [sys.executable, "-m", "harness.frameworks.serve", name]
+        description = f"{name} in a child process, through the process door"
+        dtypes = framework.dtypes
+
+        @classmethod
+        def supports(cls, spec):
+            return framework.supports(spec)
+
+    Served.name = name + SERVED_SUFFIX
+    Served.__qualname__ = Served.__name__ = f"Served[{name}]"
+    return Served
+
+
+def serve(framework: type[Framework], stdin: TextIO, stdout: TextIO) -> None:
+    """Answer the protocol's messages from `stdin` on `stdout` with `framework` until "stop"
+    or the end of input."""
+    import numpy as np
+
+    from ..specs import ModelSpec
+
+    model: Framework | None = None
+
+    def answer(message: dict[str, Any]) -> dict[str, Any]:
+        nonlocal model
+        op = message["op"]
+        if op == "start":
+            if message.get("protocol") != PROTOCOL_VERSION:
+                return {"error": f"protocol {message.get('protocol')} is not {PROTOCOL_VERSION}"}
+            spec = ModelSpec.from_dict(message["spec"])
+            weights = {name: np.load(path) for name, path in message["weights"].items()}
+            model = framework(spec, weights, message["dtype"], message["threads"])
+            return {}
+        if model is None:
+            return {"error": f"{op!r} before 'start'"}
+        if op == "train_step":
+            x, y = np.load(message["x"]), np.load(message["y"])
+            start = time.perf_counter()  # the worker's clock, around the same call
+            loss, outputs = model.train_step(x, y)
+            seconds = time.perf_counter() - start
+            np.save(message["outputs"], outputs)
+            return {"loss": loss, "seconds": seconds}
+        if op == "predict":
+            np.save(message["outputs"], model.predict(np.load(message["x"])))
+            return {}
+        if op in ("gradients", "weights"):
+            arrays = (model.gradients(np.load(message["x"]), np.load(message["y"]))
+                      if op == "gradients" else model.weights())
+            for name, path in message["paths"].items():
+                np.save(path, arrays[name])
+            return {}
+        return {"error": f"unknown op {op!r}"}
+
+    for line in stdin:
+        message = json.loads(line)
+        if message["op"] == "stop":
+            return
+        try:
+            reply = answer(message)
+        except Exception as error:  # reported to the harness, which raises it there
+            reply = {"error": f"{type(error).__name__}: {error}"}
+        stdout.write(json.dumps(reply) + "\n")
+        stdout.flush()
+
+
+def main(argv: list[str]) -> int:
+    from . import get_framework
+
+    (name,) = argv
+    # The protocol owns stdout: anything else printed there (by the framework) goes to stderr.
+    protocol_out, sys.stdout = sys.stdout, sys.stderr
+    serve(get_framework(name), sys.stdin, protocol_out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,23 @@
+"""The harness's side of c-dense: which models it trains, and how to start it."""
+from __future__ import annotations
+
+from harness.frameworks.process import ProcessFramework
+from harness.specs import ModelSpec
+
+from .build import executable
+
+
+class CDense(ProcessFramework):
+    """Dense networks only (any widths and depth, relu/tanh/sigmoid/none, both losses, SGD and
+    Adam), in float32 or float64, on one thread, in a child process compiled from engine.c."""
+
+    name = "c-dense"
+    description = "dense networks in C, hand-written backward pass, one thread, out of process"
+
+    @classmethod
+    def supports(cls, spec: ModelSpec) -> str | None:
+        others = sorted({layer.kind for layer in spec.layers} - {"dense"})
+        return f"dense layers only (no {', '.join(others)})" if others else None
+
+    def start_command(self) -> list[str]:
+        return [str(executable(self.dtype.name))]

@@ -1,0 +1,157 @@
+"""The process door (harness/frameworks/process.py, docs/process-protocol.md): a scripted child
+for the protocol's edges, and the engine served through it (`engine-static@process`)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from harness import UsageError, frameworks, worker
+from harness.frameworks import get_framework, known_framework
+from harness.frameworks.process import ProcessError, ProcessFramework
+from harness.records import Case, Status
+from harness.specs import get_model
+from harness.suites import load_suite
+from harness.testing import check_framework
+from harness.weights import initial_weights
+
+# A child that speaks the protocol without computing anything: its first argument says how it
+# misbehaves. Every step "takes" 0.25 s by its clock and allocates 1000 bytes in 2 blocks.
+SCRIPTED_CHILD = textwrap.dedent('''
+    import json, sys
+    import numpy as np
+    how = sys.argv[1]
+    for line in sys.stdin:
+        message = json.loads(line)
+        op = message["op"]
+        if op == "stop":
+            break
+        if how == "refuses":
+            reply = {"error": "no layers of kind 'dense' here"}
+        elif how == "exits":
+            sys.exit(3)
+        elif how == "chatty" and op == "train_step":
+            print("step 1 of many")
+            reply = {}
+        elif op == "train_step":
+            n = len(np.load(message["y"]))
+            np.save(message["outputs"], np.zeros((n, 10), np.float32))
+            reply = {"loss": 2.5, "seconds": 0.25, "allocated_bytes": 1000, "allocations": 2,
+                     "peak_bytes": 4096}
+        else:
+            reply = {}
+        print(json.dumps(reply), flush=True)
+''')
+
+
+@pytest.fixture
+def child(tmp_path):
+    """A ProcessFramework subclass running SCRIPTED_CHILD that misbehaves as asked."""
+    script = tmp_path / "child.py"
+    script.write_text(SCRIPTED_CHILD)
+
+    def make(how: str) -> type[ProcessFramework]:
+        class Scripted(ProcessFramework):
+            name = f"scripted-{how}"
+            command = [sys.executable, str(script), how]
+        return Scripted
+
+    return make
+
+
+def build(cls: type[ProcessFramework], model: str = "mlp") -> ProcessFramework:
+    spec = get_model(model)
+    return cls(spec, initial_weights(spec, 0, "float32"), "float32", 1)
+
+
+def batch(n: int = 100) -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros((n, 784), np.float32), np.zeros(n, np.int64)
+
+
+def test_an_error_answer_is_raised_with_the_childs_words(child):
+    with pytest.raises(ProcessError, match="scripted-refuses: no layers of kind 'dense' here"):
+        build(child("refuses"))
+
+
+def test_a_child_that_exits_is_an_error_naming_its_status(child):
+    with pytest.raises(ProcessError, match=r"exited \(status 3\) before answering 'start'"):
+        build(child("exits"))
+
+
+def test_a_child_that_prints_to_stdout_is_told_to_log_to_stderr(child):
+    framework = build(child("chatty"))
+    with pytest.raises(ProcessError, match="not a JSON object.*log to stderr"):
+        framework.train_step(*batch())
+    framework.close()
+
+
+def test_steps_are_timed_by_the_childs_clock(child):
+    framework = build(child("steps"))
+    spec = get_model("mlp")
+    case = Case("s", "mlp", framework.name, "mnist-10k", epochs=1)
+    x, labels = np.zeros((300, 784), np.float32), np.zeros(300, np.int64)
+    seen = []
+    status, _ = worker.train(framework, spec, case, x, labels, labels,
+                             on_step=lambda *args: seen.append(args[-1]))
+    assert status == Status.OK and seen == [0.25, 0.25, 0.25]
+    framework.close()
+
+
+def test_memory_is_the_childs(child, monkeypatch):
+    scripted = child("steps")
+    monkeypatch.setattr(frameworks, "get_framework", lambda name: scripted)
+    monkeypatch.setattr(worker, "prepare", lambda case, data_dir: (
+        get_model("mlp"), None, np.zeros((300, 784), np.float32), np.zeros(300, np.int64),
+        np.zeros(300, np.int64), None, None))
+    case = Case("s", "mlp", scripted.name, "mnist-10k", epochs=2, threads=1)
+    memory = worker.memory_pass(case, None)
+    assert memory["status"] == Status.OK
+    # Six steps' reports, summed; the peak is the largest reported; the RSS is the child's own
+    # (a Python with numpy: far more than the scripted 4 kB, far less than the worker's).
+    assert (memory["alloc_bytes"], memory["alloc_count"], memory["peak_bytes"]) == (6000, 12,
+                                                                                   4096)
+    if sys.platform.startswith("linux"):
+        assert memory["peak_rss_bytes"] > 10 * 2**20
+
+
+def test_the_child_stops_with_its_framework(child):
+    framework = build(child("steps"))
+    process = framework.child
+    framework.close()
+    assert process.poll() == 0
+    assert not framework.scratch.exists()
+
+
+def test_any_framework_is_served_through_the_door():
+    served = get_framework("engine-static@process")
+    static = get_framework("engine-static")
+    assert issubclass(served, ProcessFramework) and served.name == "engine-static@process"
+    assert served.dtypes == static.dtypes
+    assert known_framework("engine-static@process") and not known_framework("jax@process")
+    with pytest.raises(UsageError, match="unknown framework 'jax'"):
+        get_framework("jax@process")
+
+
+def test_a_suite_accepts_a_served_framework(tmp_path):
+    path = tmp_path / "door.toml"
+    path.write_text('models = ["circles-tanh"]\nframeworks = ["engine-static@process"]\n')
+    assert load_suite(str(path)).cases[0].framework == "engine-static@process"
+
+
+def test_the_engine_through_the_door_passes_the_kit():
+    (result,) = check_framework("engine-static@process", ["circles-tanh"], ["float64"], steps=5,
+                                test_limit=200)
+    assert result.passed
+
+
+def test_the_childs_cpu_is_its_workers_not_contention():
+    from harness.measure.contention import watch_contention
+
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass"
+    child = subprocess.Popen([sys.executable, "-c", spin])
+    with watch_contention() as watched:
+        child.wait()
+    assert watched.value.own_cpu_s >= 0.4
