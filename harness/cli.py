@@ -283,9 +283,10 @@ def _list(args) -> int:
         print(f"  {spec.name:<24} {spec.description}")
     print("frameworks:")
     lines = _framework_lines()
-    width = max(len(package) for _, _, package, _ in lines)  # a plugin's name can be long
+    # as wide as the longest package name (a clash's list of packages aside: it says why)
+    width = max(len(package) for _, _, package, _ in lines if ", " not in package)
     for name, status, package, text in lines:
-        print(f"  {name:<24} {status:<7} {package:<{width}}  {text}")
+        print(f"  {name:<24} {status:<7} {package:<{width}} {text}")
     print("datasets:")
     for name, description in DATASETS.items():
         print(f"  {name:<24} {description}")
