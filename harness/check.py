@@ -40,12 +40,11 @@ from .data import Dataset, load_dataset
 from .errors import UsageError
 from .frameworks import get_framework
 from .frameworks.base import Framework, unsupported_dtype
-from .specs import MODELS, ModelSpec, get_model
+from .specs import DTYPES, MODELS, ModelSpec, get_model
 from .tables import markdown_table
 from .weights import check_weights, initial_weights
 
 ENGINES = ("engine-static", "engine-dynamic")
-DTYPES = ("float32", "float64")
 
 
 @dataclass(frozen=True)

@@ -33,14 +33,14 @@ from typing import Callable
 
 from .measure.drift import drifted, level_shift, probe
 from .measure.environment import measured_environment
-from .measure.policy import FlagPolicy
+from .measure.policy import DEFAULT_POLICY
 from .measure.warmup import warmup_steps
 from .records import FINISHED, BatchRecord, Case, CaseResult, EpochRecord, RunRecord, Status
 from .store import ResultsStore
 from .suites import Suite
 from .worker import PROGRESS_PREFIX
 
-POLICY = FlagPolicy()  # which timing passes are repeated and flagged
+POLICY = DEFAULT_POLICY  # which timing passes are repeated and flagged
 STDERR_TAIL = 2000
 
 

@@ -17,6 +17,8 @@ from typing import Any
 
 from .errors import UsageError
 
+DTYPES = ("float32", "float64")  # what a model computes in (float64 for the parity checks)
+
 
 @dataclass(frozen=True)
 class Parameter:

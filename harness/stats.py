@@ -44,11 +44,6 @@ class Estimate:
         """Whether the interval lies wholly above or below `x` (False without an interval)."""
         return self.has_interval and (self.low > x or self.high < x)
 
-    @property
-    def half_width(self) -> float:
-        """Half the interval's width relative to the value (0.05: the value within ±5 %)."""
-        return (self.high - self.low) / 2 / self.value if self.has_interval else math.nan
-
 
 def estimate(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimate:
     """The median of positive `values` with its 95 % interval (see the module's doc)."""

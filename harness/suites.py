@@ -22,7 +22,7 @@ from typing import Any
 
 from .errors import UsageError
 from .records import Case
-from .specs import get_model, scaled
+from .specs import DTYPES, get_model, scaled
 
 SETTINGS = {  # key: (type, meaning) - the only keys a suite file may use
     "description": (str, "one line shown by `adh list`"),
@@ -51,7 +51,6 @@ ITEMS = {"models": str, "frameworks": str, "seeds": int, "batch_size": int, "wid
          "seq_len": int, "sweep": dict}  # what a list value must hold
 MINIMUM = {"seeds": 0, "epochs": 1, "batch_size": 1, "threads": 1, "train_limit": 1, "folds": 2,
            "width": 1, "seq_len": 1, "timeout_s": 1, "rounds": 1}
-DTYPES = ("float32", "float64")
 TOP_LEVEL_ONLY = ("description", "memory", "timeout_s", "rounds", "sweep")  # whole-suite settings
 # One process per case is not a measurement: processes of the same code differ by 10-40 % here.
 DEFAULT_ROUNDS = 3

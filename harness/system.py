@@ -20,8 +20,10 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from .measure.policy import DEFAULT_POLICY
+
 SAMPLE_S = 0.5  # how long CPU use is sampled for
-BUSY_WARNING = 0.10  # the runner's threshold for a contended pass
+BUSY_WARNING = DEFAULT_POLICY.contention_threshold  # the runner's, for a contended pass
 STEAL_WARNING = 0.05
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                     "OMP_WAIT_POLICY", "OMP_PROC_BIND", "OMP_PLACES", "GOMP_SPINCOUNT")

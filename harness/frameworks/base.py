@@ -7,11 +7,12 @@ constants, derivatives at kinks, dtypes, threads, errors) is docs/plugin-contrac
 """
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 
 import numpy as np
 
-from ..specs import ModelSpec
+from ..specs import DTYPES, ModelSpec
 from ..weights import check_weights
 
 
@@ -33,11 +34,7 @@ class Framework(ABC):
     name: str = ""
     description: str = ""
     # The dtypes it trains in; a case in another is not run but recorded as not supported.
-    dtypes: tuple[str, ...] = ("float32", "float64")
-    # The last train_step's duration by the framework's own clock, for a framework whose steps
-    # run where the harness's clock cannot reach them (another process: harness.frameworks.
-    # process); None, the default, and the harness times the train_step call itself.
-    last_step_seconds: float | None = None
+    dtypes: tuple[str, ...] = DTYPES
 
     @classmethod
     def supports(cls, spec: ModelSpec) -> str | None:
@@ -61,6 +58,14 @@ class Framework(ABC):
         before the update; returns only when the step is done, since this call is what is timed.
         x and y are the harness's buffers, refilled for the next batch: keep no reference.
         """
+
+    def timed_train_step(self, x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray, float]:
+        """`train_step` and its duration in seconds, which the timing pass records: the call
+        timed here. A framework whose steps run where this clock cannot see them (another
+        process: harness.frameworks.process) overrides it with the time on its own clock."""
+        start = time.perf_counter()
+        loss, outputs = self.train_step(x, y)
+        return loss, outputs, time.perf_counter() - start
 
     @abstractmethod
     def predict(self, x: np.ndarray) -> np.ndarray:

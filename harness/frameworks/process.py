@@ -4,8 +4,8 @@ docs/process-protocol.md over its stdin and stdout (one JSON object per line), w
 
 A plugin subclasses `ProcessFramework`, sets `command` (or overrides `start_command`), and
 declares `supports` and `dtypes` as any adapter does. The child times each training step with
-its own clock (`last_step_seconds`, which the worker uses instead of timing the call, so that the
-door's writing and reading of files stays off the clock), and the door measures the child's
+its own clock (`timed_train_step` returns it, so that the door's writing and reading of files
+stays off the clock), and the door measures the child's
 memory, which memray in the harness's process cannot see (`memory_stats`).
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..threads import THREAD_VARIABLES
+from ..measure.environment import measured_environment
 from .base import Framework
 
 PROTOCOL_VERSION = 1
@@ -74,8 +74,8 @@ class ProcessFramework(Framework):
     def __init__(self, spec, weights, dtype, threads) -> None:
         super().__init__(spec, weights, dtype, threads)
         self.scratch = Path(tempfile.mkdtemp(prefix="adh-door-", dir=_scratch_root()))
-        # The door sets the thread count for the child as the harness does for its own workers.
-        env = {**os.environ, **{name: str(threads) for name in THREAD_VARIABLES}}
+        # The child runs as the harness's own measured processes do: thread count and allocator.
+        env = measured_environment(threads)
         self.child = subprocess.Popen(self.start_command(), stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, text=True, env=env)
         self._finalizer = weakref.finalize(self, _stop, self.child, str(self.scratch))
@@ -92,7 +92,7 @@ class ProcessFramework(Framework):
         self._finalizer()
 
     def _put(self, stem: str, array: np.ndarray) -> str:
-        path = str(self.scratch / f"{stem}.npy")
+        path = self._path(stem)
         np.save(path, np.ascontiguousarray(array))
         return path
 
@@ -126,11 +126,16 @@ class ProcessFramework(Framework):
         return reply
 
     def train_step(self, x, y):
+        loss, outputs, _ = self.timed_train_step(x, y)
+        return loss, outputs
+
+    def timed_train_step(self, x, y):
+        """The step, and its time on the child's clock: the door's writing and reading of files
+        stays off it."""
         reply = self._ask({"op": "train_step", "x": self._put("x", x), "y": self._put("y", y),
                            "outputs": self._path("outputs")})
-        self.last_step_seconds = float(reply["seconds"])
         self._count_memory(reply)
-        return float(reply["loss"]), np.load(self._path("outputs"))
+        return float(reply["loss"]), np.load(self._path("outputs")), float(reply["seconds"])
 
     def _count_memory(self, reply: dict[str, Any]) -> None:
         if "allocated_bytes" in reply:

@@ -24,10 +24,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from harness.measure.policy import FlagPolicy
+from harness.measure.policy import DEFAULT_POLICY, FlagPolicy
 
 _PROC_STAT = "/proc/stat"
-_DEFAULT_POLICY = FlagPolicy()
 
 
 @dataclass
@@ -44,7 +43,7 @@ class Contention:
         capacity = self.wall_s * self.cores
         return self.foreign_cpu_s / capacity if capacity > 0 else math.nan
 
-    def contended(self, policy: FlagPolicy = _DEFAULT_POLICY) -> bool:
+    def contended(self, policy: FlagPolicy = DEFAULT_POLICY) -> bool:
         """Whether other processes used more of the machine than `policy` allows (False if
         unknown)."""
         return policy.contended(self.foreign_fraction, self.foreign_cpu_s)

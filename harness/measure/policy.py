@@ -50,3 +50,6 @@ class FlagPolicy:
         if any(v is None or isinstance(v, float) and math.isnan(v) for v in values.values()):
             return None
         return cls(**{**values, "retries": int(values["retries"])})
+
+
+DEFAULT_POLICY = FlagPolicy()  # the policy in force (tests replace the runner's with their own)

@@ -20,6 +20,7 @@ from ..errors import UsageError
 from ..measure import warmup as warmup_rule
 from ..measure.policy import FlagPolicy
 from ..records import Status
+from ..stats import ORDER_STATISTICS_FROM
 from ..store import ResultsStore, newest_versions
 from . import figures, frames
 from .style import framework_order, save
@@ -259,8 +260,9 @@ def method_section(data: frames.SuiteData) -> str:
                    f"{reps} per model and framework" if n > 1
                    else "Each model and framework ran with one seed")
                   + f". Step time is the median over all processes (seeds × rounds) of each "
-                  f"process's median step, with a 95% confidence interval (Student's t on the "
-                  f"logarithms); the ratio to {REFERENCE} is paired: each process is divided by "
+                  f"process's median step, with a 95% confidence interval (from order statistics "
+                  f"for {ORDER_STATISTICS_FROM} processes or more, Student's t on the logarithms "
+                  f"below); the ratio to {REFERENCE} is paired: each process is divided by "
                   f"{REFERENCE}'s process of the same round and seed, and the interval is that of "
                   f"the ratios. A ratio whose interval holds 1 is marked ≈: no difference was "
                   f"shown, whatever its point estimate.")
