@@ -30,12 +30,13 @@ pytest: $(BIN)/.installed
 
 # The `ci` suite measured at the baseline commit and in the working tree, side by side, round by
 # round, on this machine: a baseline measured earlier or elsewhere would carry another machine's
-# speed (or another minute's) into the verdict. Memory within 2 % and test accuracy within 0.5
-# points, strictly; step time only beyond 1.5x with a paired 95 % interval that excludes 1, so
-# that a shared 2-core machine does not raise false alarms. A finer time verdict:
-# adh compare --against REF --rounds 10 --min-factor 1.1
+# speed (or another minute's) into the verdict. Instructions per step (valgrind) within 1 %,
+# memory within 2 % and test accuracy within 0.5 points, strictly; step time only beyond 1.5x
+# with a paired 95 % interval that excludes 1, so that a shared 2-core machine does not raise
+# false alarms. A finer time verdict: adh compare --against REF --rounds 10 --min-factor 1.1
 regression: $(BIN)/.installed
-	$(BIN)/adh compare --against "$$(cat $(BASELINE))" --suite ci --rounds 5 --min-factor 1.5
+	$(BIN)/adh compare --against "$$(cat $(BASELINE))" --suite ci --rounds 5 --min-factor 1.5 \
+		--count-instructions
 
 # After an intended change (slower, hungrier, less accurate), make HEAD the baseline, then commit
 # $(BASELINE). Commit the change first: the baseline is a commit, not a working tree.

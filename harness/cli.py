@@ -57,6 +57,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-memory", action="store_true", help="skip the memory pass (memray)")
     run.add_argument("--timeout", type=_positive_int, metavar="S",
                      help="stop a pass of a case after S seconds (recorded as timeout)")
+    run.add_argument("--count-instructions", action="store_true",
+                     help="one more pass per case: instructions per training step, counted by "
+                          "valgrind on one thread (deterministic, unlike time; about a minute a "
+                          "case; needs valgrind and a C compiler)")
     run.add_argument("--resume", action="store_true",
                      help="skip what is stored for the same code: finished cases, and rounds "
                           "already run (a round finished later is paired with processes measured "
@@ -138,6 +142,12 @@ def _parser() -> argparse.ArgumentParser:
                          help="significance level (default: %(default)s)")
     compare.add_argument("--memory-tolerance", type=float, default=0.02,
                          help="relative memory change allowed (default: %(default)s)")
+    compare.add_argument("--count-instructions", action="store_true",
+                         help="with --against: also count instructions per step under valgrind, "
+                              "once per case and side (see adh run --count-instructions)")
+    compare.add_argument("--instructions-tolerance", type=float, default=0.01,
+                         help="relative change of instructions per step allowed "
+                              "(default: %(default)s)")
     compare.add_argument("--accuracy-tolerance", type=float, default=0.5,
                          help="test accuracy drop allowed, in points (default: %(default)s)")
     compare.add_argument("--json", type=Path, metavar="FILE",
@@ -206,6 +216,17 @@ def _measuring(args):
     return measurement_lock(wait=not args.no_wait)
 
 
+def _counting(args) -> bool:
+    """Whether to count instructions; before anything runs, UsageError (exit 2) saying what to
+    install when valgrind or the C compiler it needs is missing."""
+    if args.count_instructions:
+        from .measure.instructions import marks_library, require_valgrind
+
+        require_valgrind()
+        marks_library()
+    return args.count_instructions
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -236,7 +257,7 @@ def _run(args) -> int:
         load_dataset(args.dataset, args.data_dir)  # fail now, with the fix, not in every case
     options = RunOptions(data_dir=args.data_dir, resume=args.resume, progress=not args.no_progress,
                          memory=suite.memory and not args.no_memory,
-                         rounds=args.rounds or suite.rounds,
+                         rounds=args.rounds or suite.rounds, count_instructions=_counting(args),
                          timeout_s=args.timeout or suite.timeout_s, code_version=code_version())
     with ResultsStore(args.store) as store, _measuring(args):
         outcome = run_suite(suite, store, options)
@@ -357,6 +378,7 @@ def _compare(args) -> int:
 
     thresholds = Thresholds(min_factor=args.min_factor, alpha=args.alpha,
                             memory_tolerance=args.memory_tolerance,
+                            instructions_tolerance=args.instructions_tolerance,
                             accuracy_tolerance_pp=args.accuracy_tolerance)
     if args.against:
         from .abtest import ab_test
@@ -366,7 +388,8 @@ def _compare(args) -> int:
         if args.base or args.new:
             raise UsageError("give either BASE and NEW, or --against REF, not both")
         suite = load_suite(args.suite)
-        options = RunOptions(data_dir=args.data_dir, memory=suite.memory, timeout_s=suite.timeout_s)
+        options = RunOptions(data_dir=args.data_dir, memory=suite.memory, timeout_s=suite.timeout_s,
+                             count_instructions=_counting(args))
         with _measuring(args):
             outcome = ab_test(args.against, suite, args.rounds, options, thresholds,
                               on_run=lambda line: print(line, file=sys.stderr))

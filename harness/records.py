@@ -137,6 +137,9 @@ class CaseResult:
     alloc_count: int | None = None  # number of allocations (frees not counted)
     peak_bytes: int | None = None  # peak live bytes inside the loop
     peak_rss_bytes: int | None = None  # the process's peak resident set size
+    # Instructions pass (valgrind, --count-instructions): per step, or why not measurable.
+    instructions_per_step: float | None = None
+    instructions_note: str = ""
     # Work.
     flops_per_step: float | None = None
     gemm_peak_gflops: float | None = None
@@ -148,6 +151,11 @@ class CaseResult:
         """The runs the summary numbers come from: the clean ones, or all when none is clean."""
         clean = [r for r in self.runs if not r.flagged]
         return clean or self.runs
+
+    @property
+    def instructions_counted(self) -> bool:
+        """The instructions pass has run: a count, or a note why there is none."""
+        return self.instructions_per_step is not None or bool(self.instructions_note)
 
     @property
     def flagged(self) -> bool:

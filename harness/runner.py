@@ -1,20 +1,20 @@
 """Runs a suite: every case in fresh worker processes, in rounds, every finished pass saved at once.
 
 The timing pass of every case runs once per round, each time in a fresh process; within a round
-the cases run one after the other, and each round starts one case further down the list, so
-that a slow minute of the host falls on every framework and model alike and the runs of one
-round can be paired (harness.stats). A timing pass is repeated while other processes took too
-much of the machine, or while the host changed speed (harness.measure.drift: the probe the
-runner times around each pass ran off the clean passes' median, or the pass's own steps shifted
-level), then kept and flagged; `POLICY` says how much is too much and how often to repeat, and
-each case's provenance records it. The memory pass runs once per case, after its first timing
-pass. A crash, a timeout or an error in a case is recorded with its reason,
-its later rounds are skipped, and the suite goes on. A case its framework does not support
-(`Framework.supports`, `Framework.dtypes`) is recorded as unsupported with the framework's reason
-by its first worker, before anything is built: it is finished, not failed. Every pass is saved
-as soon as it ends; Ctrl-C stops the pass in flight and keeps everything finished; `--resume`
-then runs what is missing for the same harness code and framework package versions (the case
-key): cases not finished and rounds not yet run.
+the cases run one after the other, and each round starts one case further down the list, so that
+a slow minute of the host falls on every framework and model alike and the runs of one round can
+be paired (harness.stats). A timing pass is repeated while other processes took too much of the
+machine, or while the host changed speed (harness.measure.drift: the probe the runner times
+around each pass ran off the clean passes' median, or the pass's own steps shifted level), then
+kept and flagged; `POLICY` says how much is too much and how often to repeat, and each case's
+provenance records it. The memory pass runs once per case, after its first timing pass, and so
+does the instructions pass (valgrind) when asked for. A crash, a timeout or an error in a case is
+recorded with its reason, its later rounds are skipped, and the suite goes on. A case its
+framework does not support (`Framework.supports`, `Framework.dtypes`) is recorded as unsupported
+with the framework's reason by its first worker, before anything is built: it is finished, not
+failed. Every pass is saved as soon as it ends; Ctrl-C stops the pass in flight and keeps
+everything finished; `--resume` then runs what is missing for the same harness code and framework
+package versions (the case key): cases not finished and rounds not yet run.
 """
 from __future__ import annotations
 
@@ -54,6 +54,7 @@ class RunOptions:
     code_version: str = "unknown"
     code_dir: str | None = None  # run the worker from this source tree (another commit's checkout)
     rounds: int = 1  # timing passes per case, each in a fresh process
+    count_instructions: bool = False  # one more pass per case, under valgrind
     # Experiments with the measured process's setup (scripts/bench_spread.py): variables to set
     # (None: unset) over the measurement policy, and a command to start the worker under.
     env: dict[str, str | None] = field(default_factory=dict)
@@ -85,17 +86,25 @@ class WorkerError(Exception):
 
 def run_worker(case: Case, pass_name: str, options: RunOptions,
                on_progress: Callable[[dict], None] = lambda p: None) -> dict:
-    """Run one pass of `case` in a fresh process; raise WorkerError on crash or timeout."""
+    """Run one pass of `case` in a fresh process; raise WorkerError on crash or timeout. The
+    instructions pass runs under valgrind, on one thread (harness.measure.instructions)."""
     with tempfile.TemporaryDirectory(prefix="adh-") as tmp:
         job, result = Path(tmp, "job.json"), Path(tmp, "result.json")
-        job.write_text(json.dumps({"case": case.settings(), "pass": pass_name,
-                                   "data_dir": options.data_dir}))
-        env = measured_environment(case.threads, overrides={"PYTHONUNBUFFERED": "1", **options.env})
+        spec = {"case": case.settings(), "pass": pass_name, "data_dir": options.data_dir}
+        launcher, threads = list(options.launcher), case.threads
+        if pass_name == "instructions":
+            from .measure.instructions import marks_library, valgrind_command
+
+            out_file = Path(tmp, "callgrind.out")
+            spec.update(callgrind_out=str(out_file), marks_library=str(marks_library()))
+            launcher, threads = valgrind_command(out_file), 1
+        job.write_text(json.dumps(spec))
+        env = measured_environment(threads, overrides={"PYTHONUNBUFFERED": "1", **options.env})
         if options.code_dir:  # that tree's harness and engine are imported, not this one's
             paths = [options.code_dir, env.get("PYTHONPATH")]
             env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
         stderr_path = Path(tmp, "stderr")
-        command = [*options.launcher, sys.executable, "-m", "harness.worker", str(job), str(result)]
+        command = [*launcher, sys.executable, "-m", "harness.worker", str(job), str(result)]
         with open(stderr_path, "w") as stderr:
             proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True,
                                     env=env, cwd=options.code_dir)
@@ -212,8 +221,27 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
                                   "memory pass: " + memory.get("reason", ""))
             for name in ("alloc_bytes", "alloc_count", "peak_bytes", "peak_rss_bytes"):
                 setattr(result, name, memory[name])
+        if options.count_instructions and not result.instructions_counted:
+            count_instructions(result, options)
     except WorkerError as error:
         result.status, result.reason = error.status, error.reason
+
+
+def count_instructions(result: CaseResult, options: RunOptions) -> None:
+    """The instructions pass of `result`'s case, once: instructions per step, or a note saying
+    why they are not measurable (valgrind failed on the framework: that is no failure of the
+    case, whose time and memory stand)."""
+    try:
+        counted = run_worker(result.case, "instructions", options)
+    except WorkerError as error:
+        counted = {"status": error.status, "reason": error.reason}
+    if counted["status"] == Status.OK:
+        result.instructions_per_step = counted["instructions_per_step"]
+        result.instructions_note = counted["instructions_note"]
+    else:
+        reason = counted.get("reason", "").strip().splitlines()
+        result.instructions_note = (f"the instructions pass failed: "
+                                    f"{reason[-1] if reason else counted['status']}")
 
 
 def run_case(case: Case, options: RunOptions, on_progress: Callable[[dict], None] = lambda p: None,

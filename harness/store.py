@@ -7,7 +7,8 @@ lets them read while the runner writes.
 A case key holds at most one case: saving a key again (a re-run) deletes the older case and its
 rows in the same transaction, so the last save wins.
 
-Schema, version `SCHEMA_VERSION` (a store with another version is refused, not migrated):
+Schema, version `SCHEMA_VERSION` (a store of version 2 gains the instruction columns when
+opened; one of another version is refused, not migrated):
     meta(key PRIMARY KEY, value)              -- 'schema_version'
     cases(id PRIMARY KEY, CASE_COLUMNS...)    -- one row per CaseResult; indexed by key, by suite
     runs(case_id, run, RUN_COLUMNS...)        -- one row per timing pass (process); run = its round
@@ -35,7 +36,7 @@ from .errors import StoreError
 from .records import FINISHED, BatchRecord, Case, CaseResult, EpochRecord, RunRecord, Status
 
 DEFAULT_PATH = Path("results/adh.sqlite")
-SCHEMA_VERSION = 2  # 2: runs, several timing passes per case
+SCHEMA_VERSION = 3  # 2: runs, several timing passes per case; 3: instructions per step
 
 SETTINGS_COLUMNS: dict[str, str] = {
     "suite": "TEXT NOT NULL", "model": "TEXT NOT NULL", "framework": "TEXT NOT NULL",
@@ -44,6 +45,9 @@ SETTINGS_COLUMNS: dict[str, str] = {
     "threads": "INTEGER NOT NULL", "dtype": "TEXT NOT NULL", "train_limit": "INTEGER",
     "extra": "TEXT NOT NULL",  # JSON object
 }
+# Of the instructions pass (--count-instructions): per step, or why not measurable.
+INSTRUCTION_COLUMNS = {"instructions_per_step": "REAL",
+                       "instructions_note": "TEXT NOT NULL DEFAULT ''"}
 SUMMARY_COLUMNS: dict[str, str] = {
     "status": "TEXT NOT NULL", "reason": "TEXT NOT NULL", "provenance": "TEXT NOT NULL",  # JSON
     "started_at": "TEXT", "warmup_s": "REAL", "train_time_s": "REAL", "eval_time_s": "REAL",
@@ -53,6 +57,7 @@ SUMMARY_COLUMNS: dict[str, str] = {
     "foreign_cpu_s": "REAL",
     "alloc_bytes": "INTEGER", "alloc_count": "INTEGER", "peak_bytes": "INTEGER",
     "peak_rss_bytes": "INTEGER", "flops_per_step": "REAL", "gemm_peak_gflops": "REAL",
+    **INSTRUCTION_COLUMNS,
 }
 CASE_COLUMNS = {"key": "TEXT NOT NULL", **SETTINGS_COLUMNS, **SUMMARY_COLUMNS,
                 "stored_at": "TEXT NOT NULL"}
@@ -98,9 +103,10 @@ def _schema() -> str:
     return "\n".join(sql)
 
 
-# The case's memory-pass results and FLOP counts, stored as columns of the case.
+# The case's memory-pass results, FLOP counts and instruction counts, stored as columns of
+# the case.
 MEMORY_FIELDS = ("alloc_bytes", "alloc_count", "peak_bytes", "peak_rss_bytes", "flops_per_step",
-                 "gemm_peak_gflops")
+                 "gemm_peak_gflops", *INSTRUCTION_COLUMNS)
 
 
 def _summary(result: CaseResult) -> dict[str, Any]:
@@ -199,7 +205,13 @@ class ResultsStore:
         if row is None:
             raise StoreError(f"{self.path} is an SQLite database but not a results store; "
                              "choose another store path")
-        if row[0] != str(SCHEMA_VERSION):
+        if row[0] == "2":  # version 3 only added columns
+            self._db.executescript(
+                "BEGIN; " + "".join(f"ALTER TABLE cases ADD COLUMN {c} {t}; "
+                                    for c, t in INSTRUCTION_COLUMNS.items())
+                + f"UPDATE meta SET value = '{SCHEMA_VERSION}' WHERE key = 'schema_version'; "
+                "COMMIT;")
+        elif row[0] != str(SCHEMA_VERSION):
             raise StoreError(f"{self.path} has results schema version {row[0]}, this harness "
                              f"reads version {SCHEMA_VERSION} (version 1: one timing process per "
                              "case, before rounds); use the harness version that wrote it, or "

@@ -111,11 +111,14 @@ def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFr
     ok["alloc_gib"] = ok["alloc_bytes"] / GIB
     ok["peak_mib"] = ok["peak_bytes"] / MIB
     ok["test_pct"] = 100 * ok["test_acc"]
-    metrics = ["time_s", "alloc_gib", "peak_mib", "test_pct"]
+    ok["instructions"] = ok.get("instructions_per_step", float("nan"))
+    metrics = ["time_s", "alloc_gib", "peak_mib", "test_pct", "instructions"]
     ok[metrics] = ok[metrics].astype(float)  # numbers even when no case finished
     grouped = ok.groupby(["model", "framework"], sort=False)[metrics]
     summary = grouped.mean().join(grouped.std(ddof=1).add_suffix("_std"))
     summary["n"] = grouped.size()
+    notes = ok.get("instructions_note", pd.Series("", index=ok.index)).fillna("")
+    summary["instructions_note"] = notes.groupby([ok["model"], ok["framework"]], sort=False).max()
     summary = summary.reset_index()
     runs = runs[runs["key"].isin(ok["key"])]
     summary = (summary.merge(step_estimates(runs), on=["model", "framework"], how="left")
@@ -183,19 +186,34 @@ def _unsupported_row(row: pd.Series, width: int) -> list[str] | None:
     return [row["framework"], f"n/a ({reason})" if reason else "n/a", *["n/a"] * (width - 2)]
 
 
+def _instructions_cell(row: pd.Series) -> str:
+    """Instructions per step in millions, or "not measurable (why)", or "-" (not counted)."""
+    if pd.notna(row.get("instructions")):
+        return f"{row['instructions'] / 1e6:,.2f} M"
+    note = row.get("instructions_note")
+    return f"not measurable ({note})" if isinstance(note, str) and note else "-"
+
+
 def format_model_tables(summary: pd.DataFrame, reference: str = "torch") -> str:
     """One table per model: Framework, Time (s), Allocations (GiB), Peak (MiB), Test accuracy (%),
     step time with its 95 % CI, the paired step-time ratio to the reference framework with its
-    95 % CI, and the processes and seeds behind them; "n/a (reason)" for a framework that does
-    not support the model."""
+    95 % CI, instructions per step where counted (adh run --count-instructions), and the
+    processes and seeds behind them; "n/a (reason)" for a framework that does not support the
+    model."""
     out = []
+    counted = "instructions" in summary and (
+        summary["instructions"].notna().any()
+        or summary["instructions_note"].fillna("").astype(bool).any())
     headers = ["Framework", "Time (s)", "Allocations (GiB)", "Peak (MiB)", "Test accuracy (%)",
-               "Step (ms)", f"Step vs {reference}", "Processes", "Seeds"]
+               "Step (ms)", f"Step vs {reference}",
+               *(["Instructions/step"] if counted else []), "Processes", "Seeds"]
     for model, rows in summary.groupby("model", sort=False):
         table = [_unsupported_row(row, len(headers)) or
                  [row["framework"], _mean_std(row, "time_s", 2), _mean_std(row, "alloc_gib", 3),
                   _mean_std(row, "peak_mib", 1), _mean_std(row, "test_pct", 2), _step_cell(row),
-                  _ratio_cell(row, reference), _processes_cell(row), str(int(row["n"]))]
+                  _ratio_cell(row, reference),
+                  *([_instructions_cell(row)] if counted else []),
+                  _processes_cell(row), str(int(row["n"]))]
                  for _, row in rows.iterrows()]
         out.append(f"{model}\n{markdown_table(headers, table)}")
     return "\n\n".join(out)

@@ -1,12 +1,13 @@
 """One pass of one case, in a fresh process: `python -m harness.worker JOB.json RESULT.json`.
 
-The runner starts this module with the thread count already in the environment, so BLAS,
-OpenMP and torch start with it. Two passes, never mixed: "time" (every step timed, the warm-up
-steps measured and kept apart, evaluation after each epoch, contention watched) and "memory"
-(the same training loop under memray, nothing timed). A case the framework does not support
-(`harness.frameworks.base.why_unsupported`) ends its timing pass before the framework is built,
-with status unsupported and the framework's reason. Progress goes to stdout as lines starting
-with PROGRESS_PREFIX.
+The runner starts this module with the thread count already in the environment, so BLAS, OpenMP
+and torch start with it. Passes, never mixed: "time" (every step timed, the warm-up steps
+measured and kept apart, evaluation after each epoch, contention watched), "memory" (the same
+training loop under memray, nothing timed) and, with --count-instructions, "instructions" (a few
+steps counted under valgrind, one thread: harness.measure.instructions). A case the framework
+does not support (`harness.frameworks.base.why_unsupported`) ends its timing pass before the
+framework is built, with status unsupported and the framework's reason. Progress goes to stdout
+as lines starting with PROGRESS_PREFIX.
 """
 from __future__ import annotations
 
@@ -219,6 +220,47 @@ def memory_pass(case, data_dir) -> dict:
     return {"status": status, "reason": reason, **stats}
 
 
+def instructions_pass(case, data_dir, callgrind_out: str, marks_library: str) -> dict:
+    """Under callgrind: `WARMUP_STEPS` steps, then the instructions of `COUNTED_STEPS` steps on
+    the case's first batches, gathered beforehand so that only the steps are counted. A
+    framework whose steps valgrind cannot count (`Framework.uncountable`) says why instead."""
+    import itertools
+
+    import numpy as np
+
+    from .batches import batch_indices
+    from .frameworks import get_framework
+    from .measure.instructions import (
+        COUNTED_STEPS,
+        WARMUP_STEPS,
+        CallgrindMarks,
+        counted_instructions,
+    )
+    from .weights import initial_weights
+
+    spec, data, x_train, y_train, targets, _, _ = prepare(case, data_dir)
+    adapter = get_framework(case.framework)
+    if adapter.uncountable:
+        return {"status": Status.OK, "instructions_per_step": None,
+                "instructions_note": adapter.uncountable}
+    framework = adapter(spec, initial_weights(spec, case.seed, case.dtype), case.dtype, 1)
+    epochs = itertools.count(1)
+    indices = itertools.chain.from_iterable(
+        batch_indices(len(x_train), spec.batch_size, case.seed, epoch) for epoch in epochs)
+    batches = [(np.take(x_train, idx, axis=0), np.take(targets, idx, axis=0))
+               for idx in itertools.islice(indices, WARMUP_STEPS + COUNTED_STEPS)]
+    marks = CallgrindMarks(Path(marks_library))
+    for x, y in batches[:WARMUP_STEPS]:
+        framework.train_step(x, y)
+    marks.start()
+    for x, y in batches[WARMUP_STEPS:]:
+        framework.train_step(x, y)
+    marks.stop()
+    total = counted_instructions(Path(callgrind_out))
+    return {"status": Status.OK, "instructions_per_step": total / COUNTED_STEPS,
+            "instructions_note": ""}
+
+
 def main(argv: list[str]) -> int:
     job_path, result_path = map(Path, argv)
     job = json.loads(job_path.read_text())
@@ -226,10 +268,15 @@ def main(argv: list[str]) -> int:
     from .threads import pin_threads
 
     case = Case(**{**job["case"], "extra": tuple(sorted(job["case"]["extra"].items()))})
-    pin_threads(case.threads)  # before numpy loads
+    counting = job["pass"] == "instructions"
+    pin_threads(1 if counting else case.threads)  # before numpy loads
     try:
-        run = {"time": time_pass, "memory": memory_pass}[job["pass"]]
-        result = run(case, job.get("data_dir"))
+        if counting:
+            result = instructions_pass(case, job.get("data_dir"), job["callgrind_out"],
+                                       job["marks_library"])
+        else:
+            run = {"time": time_pass, "memory": memory_pass}[job["pass"]]
+            result = run(case, job.get("data_dir"))
     except Exception as error:  # reported to the parent, which records the case as failed
         result = {"status": Status.FAILED, "reason": f"{type(error).__name__}: {error}",
                   "traceback": traceback.format_exc()}

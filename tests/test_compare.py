@@ -42,7 +42,8 @@ def steps(rng: np.random.Generator, n: int = 40, scale: float = 1.0, sigma: floa
 
 def result(step_times: list[float], model: str = "mlp", seed: int = 0, status: str = "ok",
            alloc_bytes: int = 100_000_000, test_acc: float = 0.90, version: str = "v1",
-           suite: str = "ci", contended: bool = False) -> CaseResult:
+           suite: str = "ci", contended: bool = False,
+           instructions_per_step: float | None = None) -> CaseResult:
     case = Case(suite=suite, model=model, framework="engine-static", dataset="mnist-10k", seed=seed,
                 train_limit=4000, extra=(("momentum", 0.0),))
     run = RunRecord(round=0, step_times_s=step_times, warmup_steps=1, warmup_s=0.01,
@@ -50,7 +51,7 @@ def result(step_times: list[float], model: str = "mlp", seed: int = 0, status: s
     return CaseResult(case=case, key=case.key(version, ""), status=status,
                       reason="" if status == "ok" else "boom", provenance={"code_version": version},
                       runs=[run] if step_times else [], alloc_bytes=alloc_bytes, alloc_count=5000,
-                      peak_bytes=8_000_000,
+                      peak_bytes=8_000_000, instructions_per_step=instructions_per_step,
                       epochs=[EpochRecord(1, 0.5, 0.8, 0.4, test_acc, 1.0, 0.1)])
 
 
@@ -149,6 +150,27 @@ def test_memory_has_a_tolerance_and_no_test(factor: float, verdict: str) -> None
     assert row(rows, "alloc_bytes").verdict == verdict
     assert row(rows, "alloc_bytes").change == pytest.approx(factor)
     assert row(rows, "peak_bytes").verdict == row(rows, "alloc_count").verdict == "unchanged"
+
+
+@pytest.mark.parametrize("factor, verdict",
+                         [(1.02, "regressed"), (1.005, "unchanged"), (0.98, "improved")])
+def test_instructions_have_a_tight_tolerance_and_no_test(factor: float, verdict: str) -> None:
+    rng = np.random.default_rng(0)
+    base = ResultSet.from_results([result(steps(rng), instructions_per_step=8_000_000)])
+    new = ResultSet.from_results([result(steps(rng), instructions_per_step=8_000_000 * factor)])
+    rows = compare(base, new)
+    counted = row(rows, "instructions_per_step")
+    assert counted.verdict == verdict and counted.change == pytest.approx(factor)
+    assert exit_code(rows) == (verdict == "regressed")
+    assert "instructions/step" in to_markdown(rows)
+
+
+def test_instructions_counted_on_one_side_only_give_no_verdict() -> None:
+    rng = np.random.default_rng(0)
+    base = ResultSet.from_results([result(steps(rng))])  # e.g. a commit before the pass existed
+    new = ResultSet.from_results([result(steps(rng), instructions_per_step=8_000_000)])
+    counted = row(compare(base, new), "instructions_per_step")
+    assert counted.verdict == "~" and counted.notes == "not measured in BASE"
 
 
 @pytest.mark.parametrize("test_acc, verdict",

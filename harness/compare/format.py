@@ -9,7 +9,8 @@ from ..tables import MIB, markdown_table
 from .verdicts import VERDICTS, ComparisonRow, exit_code
 
 _LABELS = {"step_time_s": "step time", "alloc_bytes": "allocated", "alloc_count": "allocations",
-           "peak_bytes": "peak", "test_acc": "test accuracy", "status": "status", "case": "case"}
+           "peak_bytes": "peak", "instructions_per_step": "instructions/step",
+           "test_acc": "test accuracy", "status": "status", "case": "case"}
 
 
 def summary(rows: list[ComparisonRow]) -> str:
@@ -54,4 +55,5 @@ def _change(row: ComparisonRow) -> str:
     if row.metric == "test_acc":
         return f"{row.change:+.2f} pp"
     interval = "" if row.ci_low is None else f" (95% CI {row.ci_low:.3f}-{row.ci_high:.3f})"
-    return f"{row.change:.3f}x{interval}"
+    digits = 4 if row.metric == "instructions_per_step" else 3  # its tolerance is 1 %
+    return f"{row.change:.{digits}f}x{interval}"

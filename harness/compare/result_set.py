@@ -21,6 +21,7 @@ from ..store import SETTINGS_COLUMNS, ResultsStore, newest_versions
 
 MATCH_COLUMNS = tuple(c for c in SETTINGS_COLUMNS if c != "suite")  # a renamed suite still matches
 MEMORY_METRICS = ("alloc_bytes", "alloc_count", "peak_bytes")
+INSTRUCTIONS_METRIC = "instructions_per_step"  # of the instructions pass (valgrind)
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class ResultSet:
         for i, r in enumerate(results):
             cases.append({"id": i, **r.case.settings(), "extra": json.dumps(dict(r.case.extra)),
                           "status": r.status, "reason": r.reason,
-                          **{m: getattr(r, m) for m in MEMORY_METRICS},
+                          **{m: getattr(r, m) for m in (*MEMORY_METRICS, INSTRUCTIONS_METRIC)},
                           "prov_code_version": r.provenance.get("code_version")})
             runs += [{"case_id": i, "run": run.round, "contended": run.contended,
                       "drift": run.drift} for run in r.runs]

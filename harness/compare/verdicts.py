@@ -13,7 +13,8 @@ on one side only.
   and, with several runs a side, Welch's t-test on the runs' log medians (`statistics`).
   For both, runs the runner flagged (contended or drifted) are left out while their side has
   others, and a wide spread of the steps is noted `unstable`.
-- memory (bytes and count allocated, peak bytes): deterministic, so a relative tolerance alone.
+- memory (bytes and count allocated, peak bytes) and instructions per step (valgrind, where
+  counted): deterministic, so a relative tolerance alone.
 - test accuracy after the last epoch: deterministic at a fixed seed and thread count, so a
   tolerance in percentage points alone.
 """
@@ -31,7 +32,14 @@ import pandas as pd
 from ..records import Status
 from ..stats import paired_ratio, unpaired_ratio
 from ..tables import final_epoch
-from .result_set import MEMORY_METRICS, ResultSet, TimingRun, case_settings, cases_by_settings
+from .result_set import (
+    INSTRUCTIONS_METRIC,
+    MEMORY_METRICS,
+    ResultSet,
+    TimingRun,
+    case_settings,
+    cases_by_settings,
+)
 from .statistics import block_medians, block_size, blocks_p_value, runs_p_value, spread
 
 FAILING = ("regressed", "failed")
@@ -51,6 +59,8 @@ class Thresholds:
     min_samples: int = 10  # time: fewer samples (or independent blocks) on a side: no verdict
     unstable_spread: float = 0.15  # time: IQR / median above this on a side is `unstable`
     memory_tolerance: float = 0.02  # memory: relative change allowed
+    # instructions per step: relative change allowed; runs of one commit agree to about 0.01 %
+    instructions_tolerance: float = 0.01
     accuracy_tolerance_pp: float = 0.5  # final test accuracy: percentage points allowed
 
 
@@ -143,10 +153,13 @@ def _case_rows(row: NewRow, key: str, base: _Side, new: _Side, paired: bool,
     if base_ok.empty or new_ok.empty:
         return rows
     rows.append(_step_time_row(row, base.runs(base_ok), new.runs(new_ok), paired, th))
-    for metric in MEMORY_METRICS:
-        memory = base_ok[metric].dropna(), new_ok[metric].dropna()
-        if len(memory[0]) or len(memory[1]):
-            rows.append(_memory_row(row, metric, *memory, th.memory_tolerance))
+    tolerances = {**dict.fromkeys(MEMORY_METRICS, th.memory_tolerance),
+                  INSTRUCTIONS_METRIC: th.instructions_tolerance}
+    for metric, tolerance in tolerances.items():
+        base_values, new_values = (cases.get(metric, pd.Series(dtype=float)).dropna()
+                                   for cases in (base_ok, new_ok))
+        if len(base_values) or len(new_values):
+            rows.append(_deterministic_row(row, metric, base_values, new_values, tolerance))
     accuracy = base.accuracy(base_ok), new.accuracy(new_ok)
     if accuracy != (None, None):
         rows.append(_accuracy_row(row, *accuracy, th.accuracy_tolerance_pp))
@@ -292,8 +305,10 @@ def _beyond(ratio: float, th: Thresholds) -> bool:
     return ratio > th.min_factor or ratio < 1 / th.min_factor
 
 
-def _memory_row(row: NewRow, metric: str, base: pd.Series, new: pd.Series,
-                tolerance: float) -> ComparisonRow:
+def _deterministic_row(row: NewRow, metric: str, base: pd.Series, new: pd.Series,
+                       tolerance: float) -> ComparisonRow:
+    """A metric that is the same in every run of the same code: its change against a relative
+    tolerance alone."""
     if base.empty or new.empty:
         return row(metric, None if base.empty else float(base.median()),
                    None if new.empty else float(new.median()), None, "~",

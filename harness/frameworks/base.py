@@ -35,6 +35,9 @@ class Framework(ABC):
     description: str = ""
     # The dtypes it trains in; a case in another is not run but recorded as not supported.
     dtypes: tuple[str, ...] = DTYPES
+    # Why valgrind cannot count the instructions of its steps (adh run --count-instructions),
+    # or "" when it can: the table then says "not measurable" and why.
+    uncountable: str = ""
 
     @classmethod
     def supports(cls, spec: ModelSpec) -> str | None:

@@ -63,6 +63,8 @@ class ProcessFramework(Framework):
 
     # The program and its arguments; a subclass sets it, or overrides start_command.
     command: ClassVar[list[str]] = []
+    # valgrind counts the harness's process, not the child's
+    uncountable = "its steps run in another process"
 
     def start_command(self) -> list[str]:
         """The command that starts the child; by default `command`. Override to compute it
