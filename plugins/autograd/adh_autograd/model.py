@@ -58,7 +58,9 @@ def conv2d(x: Array, weight: Array, bias: Array, act: Callable[[Array], Array], 
            padding: int) -> Array:
     """Cross-correlation of x (N, C, H, W) with weight (O, C, k, k), plus bias (O,), then act:
     (N, O, OH, OW), a ragged edge dropped. im2col by slicing: each kernel offset's strided slice
-    of the input is one block of C rows of the columns, then one tensordot with the weight."""
+    of the input is one block of C rows of each example's columns, then one matrix product per
+    example (a broadcast matmul: its result is already (N, O, OH OW), and its derivative needs
+    no transposed copy of the columns, which a tensordot's would)."""
     if padding:
         # The padding zeros are constants: their gradient goes nowhere.
         x = anp.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)),
@@ -71,7 +73,7 @@ def conv2d(x: Array, weight: Array, bias: Array, act: Callable[[Array], Array], 
                             for i in range(k) for j in range(k)], axis=1)  # (N, k k C, OH, OW)
     # The weight's columns in the same order as the blocks: kernel row, kernel column, channel.
     w2d = anp.reshape(anp.transpose(weight, (0, 2, 3, 1)), (o, k * k * c))
-    out = anp.transpose(anp.tensordot(cols, w2d, axes=([1], [1])), (0, 3, 1, 2))
+    out = anp.reshape(w2d @ anp.reshape(cols, (n, k * k * c, oh * ow)), (n, o, oh, ow))
     return act(out + anp.reshape(bias, (o, 1, 1)))
 
 
