@@ -8,10 +8,11 @@ BASELINE := benchmarks/ci-baseline-commit
 
 # The plugins under plugins/ too, as a user installs a third-party plugin: `make pytest` runs
 # their conformance tests.
-$(BIN)/.installed: pyproject.toml constraints.txt plugins/template/pyproject.toml plugins/c-dense/pyproject.toml
+PLUGINS := plugins/template plugins/c-dense plugins/autograd
+$(BIN)/.installed: pyproject.toml constraints.txt $(addsuffix /pyproject.toml,$(PLUGINS))
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]' -e plugins/template -e plugins/c-dense
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]' $(addprefix -e ,$(PLUGINS))
 	touch $@
 
 run: $(BIN)/.installed
