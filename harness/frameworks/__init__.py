@@ -27,6 +27,7 @@ BUILTIN = {
     "engine-static": "harness.frameworks.engine:EngineStatic",
     "engine-dynamic": "harness.frameworks.engine:EngineDynamic",
     "torch": "references.pytorch:TorchFramework",
+    "jax": "references.jax:JaxFramework",
 }
 
 
@@ -43,7 +44,7 @@ class Extra:
         return f"pip install 'autodiff-harness[{self.name}]'"
 
 
-EXTRAS = {"torch": Extra("torch", ("torch",))}
+EXTRAS = {"torch": Extra("torch", ("torch",)), "jax": Extra("jax", ("jax", "flax", "optax"))}
 
 
 class FrameworkError(UsageError):
