@@ -33,13 +33,14 @@ set to its own dtype: a float32 model computes as in a float32 process whatever 
 in the process (the conformance kit runs both dtypes in one), and the process's setting is left
 alone.
 
-Threads: XLA's CPU client runs the ops of a computation on an intra-op thread pool that it
-sizes from the CPUs the process may run on (its affinity mask) when the client starts; it reads
-neither OMP_NUM_THREADS nor any thread-count flag. The harness pins each measured process's
-affinity to the case's thread count, which is what governs XLA's threads; this adapter leaves
-affinity alone. With `threads == 1` it also compiles with `xla_cpu_multi_thread_eigen=False`, so
-that XLA's Eigen matrix products and convolutions run on the calling thread instead of handing
-work to the pool.
+Threads: XLA's CPU client runs each computation on an intra-op thread pool (threads named
+tf_XLAEigen) that it sizes, when the client starts, from the CPUs the process may run on (its
+affinity mask); it reads neither OMP_NUM_THREADS nor any thread-count setting, so `threads` is
+not used here. The harness pins each measured process's affinity to the case's thread count,
+and that governs XLA's threads; this adapter leaves affinity alone. No flag of this jaxlib bounds
+the pool: `xla_cpu_multi_thread_eigen=false`, the one that sounds like it, was measured to leave
+a one-thread case's steps spread evenly over both pool threads of a 2-CPU process (per-thread
+CPU time from /proc), so it is not set.
 
 Compilation: the training step is lowered and compiled for the spec's batch shape in
 `__init__`, so `train_step` only runs it; the memory pass (memray around the training loop) then
@@ -49,7 +50,6 @@ size, and `gradients` at its first call.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -166,12 +166,12 @@ def optimizer(spec: ModelSpec) -> optax.GradientTransformation:
     raise ValueError(f"unknown optimizer {spec.optimizer!r}")
 
 
-class Compiled:
-    """The jitted functions of one spec, dtype and thread count: one training step (donating
-    the old parameters and optimizer state, which it replaces), the gradients alone, and the
-    forward pass."""
+class Jitted:
+    """The jitted functions of one spec and dtype: the optimizer's initial state, one training
+    step (donating the old parameters and optimizer state, which it replaces), the gradients
+    alone, and the forward pass."""
 
-    def __init__(self, spec: ModelSpec, dtype: str, threads: int) -> None:
+    def __init__(self, spec: ModelSpec, dtype: str) -> None:
         model = SpecModel(spec.layers, np.dtype(dtype))
         tx = optimizer(spec)
 
@@ -191,21 +191,18 @@ class Compiled:
             updates, opt_state = tx.update(grads, opt_state, params)
             return optax.apply_updates(params, updates), opt_state, loss, outputs
 
-        # One thread: Eigen's products and convolutions on the calling thread (module docstring).
-        options = {"xla_cpu_multi_thread_eigen": False} if threads == 1 else None
         self.init_optimizer = jax.jit(tx.init)  # one compilation, not one per zeros_like
-        self.step = jax.jit(step, donate_argnums=(0, 1), compiler_options=options)
-        self.gradients = jax.jit(jax.grad(lambda p, x, y: loss_fn(p, x, y)[0]),
-                                 compiler_options=options)
-        self.forward = jax.jit(forward, compiler_options=options)
+        self.step = jax.jit(step, donate_argnums=(0, 1))
+        self.gradients = jax.jit(jax.grad(lambda p, x, y: loss_fn(p, x, y)[0]))
+        self.forward = jax.jit(forward)
 
 
 @lru_cache(maxsize=None)
-def compiled(spec: ModelSpec, dtype: str, threads: int) -> Compiled:
-    """The jitted functions of `spec`, shared by every model of the same spec, dtype and thread
-    count in a process, so that a second one (the conformance kit builds several) reuses their
-    compiled code instead of compiling it again."""
-    return Compiled(spec, dtype, threads)
+def jitted(spec: ModelSpec, dtype: str) -> Jitted:
+    """The jitted functions of `spec`, shared by every model of the same spec and dtype in a
+    process, so that a second one (the conformance kit builds several) reuses their compiled
+    code instead of compiling it again."""
+    return Jitted(spec, dtype)
 
 
 class JaxFramework(Framework):
@@ -216,9 +213,10 @@ class JaxFramework(Framework):
     def __init__(self, spec: ModelSpec, weights: dict[str, np.ndarray], dtype: str,
                  threads: int) -> None:
         super().__init__(spec, weights, dtype, threads)
+        # JAX's 64-bit mode, on for float64 and off for float32, in every call (module docstring)
         self.x64 = self.dtype == np.float64
-        self.functions = compiled(spec, self.dtype.name, threads)
-        with self._precision():
+        self.functions = jitted(spec, self.dtype.name)
+        with jax.enable_x64(self.x64):
             # Committed to the CPU: the step runs where its parameters are, whatever other
             # backend this jaxlib may have.
             cpu = jax.devices("cpu")[0]
@@ -232,26 +230,19 @@ class JaxFramework(Framework):
             inputs = jax.ShapeDtypeStruct((spec.batch_size, *spec.input_shape), self.dtype)
             self.functions.step.lower(self.params, self.opt_state, inputs, targets).compile()
 
-    @contextmanager
-    def _precision(self) -> Iterator[None]:
-        """JAX's 64-bit mode on for a float64 model and off for a float32 one, in this thread,
-        while the block runs (module docstring)."""
-        with jax.enable_x64(self.x64):
-            yield
-
     def train_step(self, x, y):
-        with self._precision():
+        with jax.enable_x64(self.x64):
             result = self.functions.step(self.params, self.opt_state, x, y)
             # Wait for the whole computation: the updated parameters too, not only the loss.
             self.params, self.opt_state, loss, outputs = jax.block_until_ready(result)
         return float(loss), np.asarray(outputs)
 
     def gradients(self, x, y):
-        with self._precision():
+        with jax.enable_x64(self.x64):
             return from_flax(self.spec, self.functions.gradients(self.params, x, y))
 
     def predict(self, x):
-        with self._precision():
+        with jax.enable_x64(self.x64):
             return np.asarray(self.functions.forward(self.params, x))
 
     def weights(self):
