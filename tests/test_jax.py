@@ -92,3 +92,23 @@ def test_float32_computes_the_same_after_a_float64_model():
     losses(spec, "float64")
     assert losses(spec, "float32") == before
     assert jax.config.jax_enable_x64 == mode  # the process's setting is left alone
+
+
+def test_memray_sees_the_buffers_xla_allocates_for_a_step():
+    # XLA takes the buffer of a step's intermediate values (one block, its "temp") from malloc,
+    # where memray, and so the memory pass, sees it: not only the small allocations around it.
+    import jax
+
+    from harness.measure import track_memory
+
+    spec = get_model("cnn")
+    model = get_framework("jax")(spec, initial_weights(spec, 0, "float32"), "float32", 1)
+    x = np.random.default_rng(0).random((spec.batch_size, *spec.input_shape), dtype=np.float32)
+    y = np.arange(spec.batch_size) % spec.n_outputs
+    with jax.enable_x64(False):
+        step = model.functions.step.lower(model.params, model.opt_state, x, y).compile()
+    temp = step.memory_analysis().temp_size_in_bytes
+    model.train_step(x, y)  # the first step's one-off allocations (oneDNN's kernels) aside
+    with track_memory() as memory:
+        model.train_step(x, y)
+    assert temp > 2**20 and memory.stats.peak_bytes >= temp
