@@ -239,6 +239,7 @@ def _interrupt(signum, frame) -> None:
 
 
 def _run(args) -> int:
+    from .frameworks import require_installed
     from .measure import code_version
     from .records import FINISHED, Status
     from .runner import RunOptions, run_suite
@@ -252,6 +253,8 @@ def _run(args) -> int:
         "seeds": list(range(args.seeds)) if args.seeds is not None else None,
     }.items() if v is not None}
     suite = load_suite(args.suite, overrides)
+    # A built-in framework without its packages would fail every case it has: say so once, now.
+    require_installed(dict.fromkeys(case.framework for case in suite.cases))
     if args.dataset:
         from .data import load_dataset
         load_dataset(args.dataset, args.data_dir)  # fail now, with the fix, not in every case

@@ -91,8 +91,8 @@ def test_list_shows_models_frameworks_datasets_and_suites(toys, capsys):
 
 @pytest.mark.parametrize("argv, words", [
     (["run", "--models", "lenet"], ["unknown model 'lenet'", "choose from: " + ", ".join(MODELS)]),
-    (["run", "--frameworks", "jax"],
-     ["unknown framework 'jax'", "engine-static, engine-dynamic, torch"]),
+    (["run", "--frameworks", "caffe"],
+     ["unknown framework 'caffe'", "engine-static, engine-dynamic, torch"]),
     (["run", "--dataset", "cifar"], ["unknown dataset 'cifar'", "mnist-10k"]),
     (["run", "no-such-suite"], ["no suite 'no-such-suite'", "quick"]),
 ])
@@ -370,9 +370,9 @@ def test_check_any_registered_framework(toys):
                 "differ from predict's before the step") in result.stdout
     assert result.stdout.rstrip().endswith("0 passed, 2 failed, 2 not applicable")
 
-    unknown = adh("check", "--frameworks", "jax")
+    unknown = adh("check", "--frameworks", "caffe")
     assert unknown.returncode == 2 and unknown.stdout == ""
-    assert unknown.stderr.startswith("adh: error: unknown framework 'jax'; choose from: ")
+    assert unknown.stderr.startswith("adh: error: unknown framework 'caffe'; choose from: ")
 
 
 def test_check_help_explains_frameworks_and_refusals(capsys):

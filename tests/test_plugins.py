@@ -14,7 +14,8 @@ from harness import runner
 from harness.cli import main
 from harness.errors import UsageError
 from harness.frameworks import (
-    TORCH_HINT,
+    BUILTIN,
+    EXTRAS,
     FrameworkError,
     framework_origin,
     get_framework,
@@ -235,13 +236,37 @@ def test_a_name_registered_twice_is_an_error_naming_both_packages(broken):
     assert "'toy_adh 0.0'" in str(plugins.value) and "'toy_broken 1.2'" in str(plugins.value)
 
 
-def test_torch_missing_gets_the_torch_hint(monkeypatch):
-    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` fails as when not installed
-    monkeypatch.delitem(sys.modules, "references.pytorch", raising=False)
+# Every optional package of every built-in framework that has some, each missing in turn.
+MISSING = [(name, module) for name, extra in EXTRAS.items() for module in extra.modules]
+
+
+def without(monkeypatch, name: str, module: str) -> None:
+    """`import module` fails, as when it is not installed, and the built-in framework `name`
+    is not imported yet."""
+    monkeypatch.setitem(sys.modules, module, None)
+    monkeypatch.delitem(sys.modules, BUILTIN[name].partition(":")[0], raising=False)
+
+
+@pytest.mark.parametrize("name, module", MISSING)
+def test_a_built_in_without_its_packages_gets_the_extra_to_install(monkeypatch, name, module):
+    without(monkeypatch, name, module)
     with pytest.raises(FrameworkError) as error:
-        get_framework("torch")
-    assert str(error.value).startswith("framework 'torch' (built in) cannot be imported: ")
-    assert str(error.value).endswith(TORCH_HINT)
+        get_framework(name)
+    assert str(error.value).startswith(f"framework {name!r} (built in) cannot be imported: ")
+    assert str(error.value).endswith(f"; pip install 'autodiff-harness[{name}]'")
+
+
+@pytest.mark.parametrize("name, module", MISSING)
+def test_running_a_built_in_without_its_packages_is_one_line_before_anything_runs(
+        monkeypatch, tmp_path, capsys, name, module):
+    without(monkeypatch, name, module)
+    suite = write_suite(tmp_path, "needs", ["engine-static", f"{name}@process"])
+    store = tmp_path / "s.sqlite"
+    assert main(["run", str(suite), "--store", str(store), "--no-progress"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (f"adh: error: framework {name!r} (built in) needs {module}, not installed: "
+                    f"pip install 'autodiff-harness[{name}]'")
+    assert not store.exists()  # no store opened, no case started
 
 
 def listed_frameworks(capsys) -> dict[str, list[str]]:

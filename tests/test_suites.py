@@ -125,8 +125,8 @@ def test_a_models_override_picks_among_each_sweeps_models():
 
 @pytest.mark.parametrize("overrides, words", [
     ({"models": ["lenet"]}, ["--models", "unknown model 'lenet'", "choose from: cnn, mlp, rnn"]),
-    ({"frameworks": ["jax"]},
-     ["--frameworks", "unknown framework 'jax'", "engine-static, engine-dynamic, torch"]),
+    ({"frameworks": ["caffe"]},
+     ["--frameworks", "unknown framework 'caffe'", "engine-static, engine-dynamic, torch"]),
     ({"dataset": "cifar"}, ["--dataset", "unknown dataset 'cifar'", "mnist-10k"]),
     ({"epochs": 0}, ["--epochs", "at least 1"]),
     ({"threads": 0}, ["--threads", "at least 1"]),
@@ -204,7 +204,7 @@ def test_wrong_type_in_a_list_field(tmp_path):
 
 @pytest.mark.parametrize("field, value, what, choices", [
     ("models", '["mlp", "lenet"]', "model 'lenet'", ", ".join(MODELS)),
-    ("frameworks", '["engine-static", "jax"]', "framework 'jax'",
+    ("frameworks", '["engine-static", "caffe"]', "framework 'caffe'",
      "engine-static, engine-dynamic, torch"),
     ("dataset", '"cifar"', "dataset 'cifar'", "mnist-10k, mnist, fashion-mnist, circles"),
 ])

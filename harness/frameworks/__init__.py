@@ -11,7 +11,9 @@ process through the process door (harness/frameworks/serve.py), to measure what 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from importlib.metadata import Distribution, entry_points
 
@@ -25,8 +27,24 @@ BUILTIN = {
     "engine-static": "harness.frameworks.engine:EngineStatic",
     "engine-dynamic": "harness.frameworks.engine:EngineDynamic",
     "torch": "references.pytorch:TorchFramework",
+    "jax": "references.jax:JaxFramework",
 }
-TORCH_HINT = "pip install 'autodiff-harness[torch]'"
+
+
+@dataclass(frozen=True)
+class Extra:
+    """The optional dependencies of a built-in framework: the extra of autodiff-harness
+    (pyproject.toml) that installs them, and the top-level modules the framework imports."""
+
+    name: str
+    modules: tuple[str, ...]
+
+    @property
+    def hint(self) -> str:
+        return f"pip install 'autodiff-harness[{self.name}]'"
+
+
+EXTRAS = {"torch": Extra("torch", ("torch",)), "jax": Extra("jax", ("jax", "flax", "optax"))}
 
 
 class FrameworkError(UsageError):
@@ -145,12 +163,30 @@ def load(found: Registration) -> type[Framework]:
 
 def _import_fix(found: Registration, module: str, error: ImportError) -> str:
     """What to install when importing `module` failed with `error`."""
+    own = bool(error.name) and (module + ".").startswith(f"{error.name}.")  # its module is missing
     if found.builtin:
-        return TORCH_HINT if found.name == "torch" else "reinstall autodiff-harness"
+        extra = EXTRAS.get(found.name)
+        return extra.hint if extra and not own else "reinstall autodiff-harness"
     package = package_of(found.distribution).distribution
-    if error.name and (module + ".").startswith(error.name + "."):  # its own module is missing
+    if own:
         return f"reinstall {package}"
     return f"install what {package} needs"
+
+
+def require_installed(names: Iterable[str]) -> None:
+    """Raise FrameworkError, one line naming the missing packages and the extra that installs
+    them, for the first of the frameworks `names` that is built in and lacks an optional
+    dependency; found without importing any (a run checks this before it starts anything). A
+    plugin's own dependencies came with its package and are not looked for here."""
+    for name in names:
+        base = served_base(name) or name
+        extra = EXTRAS.get(base)
+        if extra is None:
+            continue
+        missing = [module for module in extra.modules if importlib.util.find_spec(module) is None]
+        if missing:
+            raise FrameworkError(registration(base), f"needs {', '.join(missing)}, not "
+                                                     f"installed: {extra.hint}")
 
 
 def get_framework(name: str) -> type[Framework]:
