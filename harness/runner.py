@@ -92,14 +92,16 @@ def run_worker(case: Case, pass_name: str, options: RunOptions,
         job, result = Path(tmp, "job.json"), Path(tmp, "result.json")
         spec = {"case": case.settings(), "pass": pass_name, "data_dir": options.data_dir}
         launcher, threads = list(options.launcher), case.threads
+        overrides: dict[str, str | None] = {"PYTHONUNBUFFERED": "1"}
         if pass_name == "instructions":
-            from .measure.instructions import marks_library, valgrind_command
+            from .measure.instructions import COUNTING_ENVIRONMENT, marks_library, valgrind_command
 
             out_file = Path(tmp, "callgrind.out")
             spec.update(callgrind_out=str(out_file), marks_library=str(marks_library()))
             launcher, threads = valgrind_command(out_file), 1
+            overrides.update(COUNTING_ENVIRONMENT)
         job.write_text(json.dumps(spec))
-        env = measured_environment(threads, overrides={"PYTHONUNBUFFERED": "1", **options.env})
+        env = measured_environment(threads, overrides={**overrides, **options.env})
         if options.code_dir:  # that tree's harness and engine are imported, not this one's
             paths = [options.code_dir, env.get("PYTHONPATH")]
             env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))

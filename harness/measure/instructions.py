@@ -6,6 +6,9 @@ The worker of the "instructions" pass runs under `valgrind --tool=callgrind --in
 steps (first-call costs: allocations, caches, lazy compilation), then counts `COUNTED_STEPS` steps
 between two client requests (callgrind_marks.c, compiled on first use). One thread: valgrind
 runs a process's threads one at a time, and BLAS threads spinning while they wait would count.
+A fixed hash seed (`COUNTING_ENVIRONMENT`): with Python's random one, the order of sets of
+strings changes from process to process, and with it the work (the CNN's count moved by 0.8 %
+over 10 processes; with the seed fixed, it repeats to the instruction).
 The count is of the whole process during the steps: the framework's Python, the interpreter,
 numpy and BLAS. Under valgrind, BLAS picks the kernels for the CPU valgrind emulates (no
 AVX-512), so a count compares commits on one machine, not machines.
@@ -24,6 +27,7 @@ from ..errors import UsageError
 
 WARMUP_STEPS = 2
 COUNTED_STEPS = 5
+COUNTING_ENVIRONMENT = {"PYTHONHASHSEED": "0"}
 SOURCE = Path(__file__).with_name("callgrind_marks.c")
 VALGRIND_HINT = ("install valgrind (Debian/Ubuntu: apt-get install valgrind; Fedora: dnf "
                  "install valgrind valgrind-devel)")
