@@ -12,7 +12,7 @@ PLUGINS := plugins/template plugins/c-dense plugins/autograd
 $(BIN)/.installed: pyproject.toml constraints.txt $(addsuffix /pyproject.toml,$(PLUGINS))
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]' $(addprefix -e ,$(PLUGINS))
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,jax]' $(addprefix -e ,$(PLUGINS))
 	touch $@
 
 run: $(BIN)/.installed

@@ -147,8 +147,12 @@ def time_pass(case, data_dir) -> dict:
     refusal = why_unsupported(adapter, spec, case.dtype)
     if refusal is not None:
         return {"status": Status.UNSUPPORTED, "reason": refusal, "provenance": record}
-    framework = adapter(spec, initial_weights(spec, case.seed, case.dtype), case.dtype,
-                        case.threads)
+    weights = initial_weights(spec, case.seed, case.dtype)
+    start = time.perf_counter()
+    framework = adapter(spec, weights, case.dtype, case.threads)
+    # Building the model: a framework that compiles ahead of the first step (jax) does it here,
+    # one that compiles lazily does it in the warm-up steps (warmup_s).
+    record["build_s"] = time.perf_counter() - start
     steps = steps_per_epoch(len(x_train), spec.batch_size)
     recorder = StepRecorder(spec, steps)
     result = {"provenance": record,
@@ -265,11 +269,13 @@ def main(argv: list[str]) -> int:
     job_path, result_path = map(Path, argv)
     job = json.loads(job_path.read_text())
     from .records import Case
-    from .threads import pin_threads
+    from .threads import pin_affinity, pin_threads
 
     case = Case(**{**job["case"], "extra": tuple(sorted(job["case"]["extra"].items()))})
     counting = job["pass"] == "instructions"
-    pin_threads(1 if counting else case.threads)  # before numpy loads
+    threads = 1 if counting else case.threads
+    pin_threads(threads)  # before numpy loads
+    pin_affinity(threads)
     try:
         if counting:
             result = instructions_pass(case, job.get("data_dir"), job["callgrind_out"],

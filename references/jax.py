@@ -36,8 +36,9 @@ alone.
 Threads: XLA's CPU client runs each computation on an intra-op thread pool (threads named
 tf_XLAEigen) that it sizes, when the client starts, from the CPUs the process may run on (its
 affinity mask); it reads neither OMP_NUM_THREADS nor any thread-count setting, so `threads` is
-not used here. The harness pins each measured process's affinity to the case's thread count,
-and that governs XLA's threads; this adapter leaves affinity alone. No flag of this jaxlib bounds
+not used here. The harness pins each measured process's affinity to the case's thread count
+(harness.threads.pin_affinity), and that governs XLA's threads; this adapter leaves affinity
+alone. No flag of this jaxlib bounds
 the pool: `xla_cpu_multi_thread_eigen=false`, the one that sounds like it, was measured to leave
 a one-thread case's steps spread evenly over both pool threads of a 2-CPU process (per-thread
 CPU time from /proc), so it is not set.

@@ -3,6 +3,7 @@ count still takes effect, README's example runs as printed, and the error types 
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -33,6 +34,20 @@ def test_pin_threads_after_numpy_resizes_the_running_pools():
                     "print(sorted({pool['num_threads'] for pool in threadpool_info()}))\n")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "[1]\n"
+
+
+@pytest.mark.skipif(len(getattr(os, "sched_getaffinity", lambda _: [])(0)) < 2,
+                    reason="needs a Linux process allowed on 2 or more CPUs")
+def test_pin_affinity_keeps_the_process_on_as_many_cpus_as_threads():
+    result = python("import os\n"
+                    "from harness.threads import pin_affinity\n"
+                    "everything = os.sched_getaffinity(0)\n"
+                    "pin_affinity(len(everything))\n"
+                    "print(os.sched_getaffinity(0) == everything)\n"
+                    "pin_affinity(1)\n"
+                    "print(len(os.sched_getaffinity(0)))\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "True\n1\n"
 
 
 def test_the_readme_example_runs_after_numpy():
