@@ -65,7 +65,7 @@ class Dense(Layer):
 
     def __init__(self, weight: Tensor, bias: Tensor, act: str | None) -> None:
         """weight: (n_in, n_out), the contract's layout; bias: (n_out,)."""
-        n_in, n_out = weight.shape
+        n_in, n_out = (int(n) for n in weight.shape)  # concrete: the shapes are not symbolic
         self.linear = nn.Linear(n_in, n_out)
         # Its own lazy random initialization is replaced before anything realizes it.
         self.linear.weight, self.linear.bias = weight.T.contiguous(), bias
@@ -82,7 +82,7 @@ class Conv(Layer):
 
     def __init__(self, weight: Tensor, bias: Tensor, stride: int, padding: int,
                  act: str | None) -> None:
-        n_out, n_in, k, _ = weight.shape
+        n_out, n_in, k, _ = (int(n) for n in weight.shape)
         self.conv = nn.Conv2d(n_in, n_out, k, stride=stride, padding=padding)
         self.conv.weight, self.conv.bias = weight, bias  # its random ones are never realized
         self.act = ACTIVATIONS[act]
