@@ -166,7 +166,7 @@ class Tinygrad(Framework):
         # x and y enter as Tensors on tinygrad's NPY device, which wrap the arrays without a
         # copy: the step's first kernels copy them onto the CPU device. Tensor(x) on the CPU
         # device instead would make the JIT schedule and run that copy before every step, a
-        # second trip through the scheduler (a quarter of the RNN's step time).
+        # second trip through the scheduler (a quarter of an RNN step, in a profile).
         loss, outputs = step(Tensor(x, device="NPY"), Tensor(y, device="NPY"))
         return float(loss.item()), outputs.numpy()
 
