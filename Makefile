@@ -7,8 +7,9 @@ BASELINE := benchmarks/ci-baseline-commit
 .PHONY: run test lint pytest regression baseline
 
 # The plugins under plugins/ too, as a user installs a third-party plugin: `make pytest` runs
-# their conformance tests.
-PLUGINS := plugins/template plugins/c-dense plugins/autograd
+# their conformance tests. plugins/tinygrad compiles its CPU kernels with clang (apt-get install
+# clang; .ci/run installs it).
+PLUGINS := plugins/template plugins/c-dense plugins/autograd plugins/tinygrad
 $(BIN)/.installed: pyproject.toml constraints.txt $(addsuffix /pyproject.toml,$(PLUGINS))
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip

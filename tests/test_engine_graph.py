@@ -86,8 +86,8 @@ def test_a_non_scalar_output_is_seeded_with_ones():
 # --- deep graphs -------------------------------------------------------------------------------
 
 def test_deep_chain_does_not_hit_the_recursion_limit():
-    depth = 5000
-    assert depth > sys.getrecursionlimit()  # a recursive walk would fail here
+    # beyond the limit in force (tinygrad, imported by tests that load every plugin, raises it)
+    depth = 2 * sys.getrecursionlimit()  # a recursive walk would fail here
     x = var(1.0)
     y = x
     for _ in range(depth):
