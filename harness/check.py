@@ -37,7 +37,7 @@ import numpy as np
 from . import metrics
 from .batches import batch_indices
 from .data import Dataset, load_dataset
-from .errors import UsageError
+from .errors import AdhError, UsageError
 from .frameworks import get_framework
 from .frameworks.base import Framework, unsupported_dtype
 from .specs import DTYPES, MODELS, ModelSpec, get_model
@@ -319,6 +319,8 @@ def check_case(framework: str, cls: type[Framework], case: ParityCase,
             result.failures.append(f"{name}: {failure}")
             if name == "parameters":  # wrong names or shapes: nothing else can be compared
                 break
+        except AdhError:  # the framework cannot start here (a missing compiler): say how to fix it
+            raise
         except Exception as error:  # the framework raised: the later checks would raise too
             result.failures.append(f"{name}: {_raised(error)}")
             break

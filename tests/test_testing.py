@@ -90,6 +90,17 @@ def test_a_dtype_that_is_not_declared_away_fails():
                            "undeclared cannot run mlp in float64 (at ")
 
 
+def test_a_framework_that_cannot_start_here_is_a_usage_error_not_a_failed_check():
+    class NoCompiler(ToyLimited):
+        name = "no-compiler"
+
+        def __init__(self, *args) -> None:
+            raise UsageError("no-compiler needs clang: apt-get install clang")
+
+    with pytest.raises(UsageError, match="apt-get install clang"):
+        check_framework(NoCompiler, ["mlp"], **FAST)
+
+
 def test_without_torch_the_kit_says_so_in_one_line(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch fails
     monkeypatch.delitem(sys.modules, "references.pytorch", raising=False)
