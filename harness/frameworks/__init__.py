@@ -25,6 +25,7 @@ BUILTIN = {
     "engine-static": "harness.frameworks.engine:EngineStatic",
     "engine-dynamic": "harness.frameworks.engine:EngineDynamic",
     "torch": "references.pytorch:TorchFramework",
+    "torch-compile": "references.torch_compile:TorchCompileFramework",
 }
 TORCH_HINT = "pip install 'autodiff-harness[torch]'"
 
