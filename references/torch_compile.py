@@ -29,7 +29,11 @@ would depend on what ran before it on the machine (a warm cache skips most of th
 first run of a case would pay for compilation and later rounds would not. With a fresh directory
 every measured process pays the cold compilation a user pays the first time they run a model;
 within a process the cache works as usual (a second framework of the same model in the same
-process, as `adh check` builds, finds the first one's graphs).
+process, as `adh check` builds, finds the first one's graphs). One artifact stays shared: the
+precompiled C++ headers, which Inductor keeps in its per-user directory whatever the variable
+says, by design (they belong to the compiler and its flags, not to a model; torch's own
+fresh_cache() keeps them too). The first process on a machine builds them, some seconds more of
+its first step (about 7 s of 26 on a busy 2-core machine for the MLP); the later ones do not.
 
 Recompilation: the training graph is compiled with dynamic=False, specialized to the batch it
 first sees. The contract makes every training batch spec.batch_size examples (an incomplete last
