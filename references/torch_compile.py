@@ -45,8 +45,8 @@ graph. Each framework calls torch.compiler.reset() when it is built, so that it 
 a fresh process has: Dynamo keeps at most `recompile_limit` (8) compiled versions of a function,
 and runs it eagerly after that, with one warning, which in a process that builds many frameworks
 (the conformance kit: every model in both dtypes, four frameworks each) would leave later models
-uncompiled. A framework built earlier in the
-same process and used again afterwards compiles again.
+uncompiled. A framework built earlier in the same process and used again afterwards compiles
+again.
 
 Threads: the C++ kernels Inductor generates use torch's intra-op thread count, which
 TorchFramework pins to `threads`; Inductor's pool of compile workers is sized to `threads` too,
