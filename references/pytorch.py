@@ -111,16 +111,20 @@ class TorchFramework(Framework):
         self.loss_fn = {"softmax_cross_entropy": nn.functional.cross_entropy,
                         "mse": nn.functional.mse_loss}[spec.loss]
 
-    def _forward(self, x: np.ndarray) -> torch.Tensor:
-        out = torch.from_numpy(x)
+    def _forward(self, x: torch.Tensor) -> torch.Tensor:
         for block in self.model:
-            out = block(out)
-        return out
+            x = block(x)
+        return x
+
+    def _loss_and_outputs(self, x: torch.Tensor,
+                          y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The spec's loss of the model's outputs, and the outputs: what a subclass compiles."""
+        outputs = self._forward(x)
+        return self.loss_fn(outputs, y), outputs
 
     def _forward_backward(self, x, y):
         self.optimizer.zero_grad(set_to_none=True)
-        outputs = self._forward(x)
-        loss = self.loss_fn(outputs, torch.from_numpy(y))
+        loss, outputs = self._loss_and_outputs(torch.from_numpy(x), torch.from_numpy(y))
         loss.backward()
         return loss, outputs
 
@@ -135,7 +139,7 @@ class TorchFramework(Framework):
 
     def predict(self, x):
         with torch.no_grad():
-            return self._forward(x).numpy()
+            return self._forward(torch.from_numpy(x)).numpy()
 
     def weights(self):
         return _canonical(self.spec, self.model, grads=False)

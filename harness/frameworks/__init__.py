@@ -27,6 +27,7 @@ BUILTIN = {
     "engine-static": "harness.frameworks.engine:EngineStatic",
     "engine-dynamic": "harness.frameworks.engine:EngineDynamic",
     "torch": "references.pytorch:TorchFramework",
+    "torch-compile": "references.torch_compile:TorchCompileFramework",
     "jax": "references.jax:JaxFramework",
 }
 
@@ -44,7 +45,8 @@ class Extra:
         return f"pip install 'autodiff-harness[{self.name}]'"
 
 
-EXTRAS = {"torch": Extra("torch", ("torch",)), "jax": Extra("jax", ("jax", "flax", "optax"))}
+EXTRAS = {"torch": Extra("torch", ("torch",)), "torch-compile": Extra("torch", ("torch",)),
+          "jax": Extra("jax", ("jax", "flax", "optax"))}
 
 
 class FrameworkError(UsageError):

@@ -1,0 +1,66 @@
+"""torch-compile (references/torch_compile.py): the conformance kit (every model in float32, one
+of each kind in float64), and compilation confined to the first step and the first prediction,
+into the process's own Inductor cache."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from harness.frameworks import get_framework
+from harness.specs import DTYPES, get_model
+from harness.testing import parametrize_with_checks
+from harness.weights import initial_weights
+
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+
+@pytest.fixture
+def compiled_throughout():
+    """Fail a test in which Dynamo compiles nothing, or gives up compiling anything (past its
+    recompile limit it would run the function eagerly: the reference's own computation, which
+    would pass every check without showing anything about the compiled one)."""
+    from torch._dynamo.utils import counters
+
+    graphs = counters["stats"]["unique_graphs"]
+    with torch._dynamo.config.patch(fail_on_recompile_limit_hit=True):
+        yield
+    assert counters["stats"]["unique_graphs"] > graphs, "Dynamo compiled no graph"
+
+
+# Every model in float32, the suites' dtype; float64, the strict proof (1e-12), on one model of
+# each kind: the five other circles models differ from circles-tanh only in their activations
+# (relu is in mlp and cnn) and cost some 10 s of compilation each, which kept the whole kit over
+# three minutes. `adh check --dtype float64 --frameworks torch-compile` checks them all.
+@parametrize_with_checks(["torch-compile"], dtypes=["float32"])
+def test_conformance(check, compiled_throughout):
+    check()
+
+
+@parametrize_with_checks(["torch-compile"], models=["cnn", "mlp", "rnn", "circles-tanh"],
+                         dtypes=["float64"])
+def test_conformance_float64(check, compiled_throughout):
+    check()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_compiles_in_the_first_steps_only(dtype):
+    from references.torch_compile import INDUCTOR_CACHE_DIR
+
+    spec = get_model("cnn")
+    framework = get_framework("torch-compile")(spec, initial_weights(spec, 0, dtype), dtype, 1)
+    rng = np.random.default_rng(0)
+    x = rng.random((spec.batch_size,) + spec.input_shape).astype(dtype)
+    y = rng.integers(0, spec.n_outputs, spec.batch_size)
+    framework.train_step(x, y)
+    framework.predict(x)
+    assert os.listdir(INDUCTOR_CACHE_DIR)  # Inductor cached into this process's directory
+    # From here any compilation raises: the same batch size, evaluation chunks of any size
+    with torch.compiler.set_stance("fail_on_recompile"):
+        framework.train_step(x, y)
+        framework.gradients(x, y)
+        for examples in (1000, 37):
+            framework.predict(rng.random((examples,) + spec.input_shape).astype(dtype))
