@@ -253,7 +253,7 @@ def test_a_built_in_without_its_packages_gets_the_extra_to_install(monkeypatch, 
     with pytest.raises(FrameworkError) as error:
         get_framework(name)
     assert str(error.value).startswith(f"framework {name!r} (built in) cannot be imported: ")
-    assert str(error.value).endswith(f"; pip install 'autodiff-harness[{name}]'")
+    assert str(error.value).endswith(f"; pip install 'autodiff-harness[{EXTRAS[name].name}]'")
 
 
 @pytest.mark.parametrize("name, module", MISSING)
@@ -265,7 +265,7 @@ def test_running_a_built_in_without_its_packages_is_one_line_before_anything_run
     assert main(["run", str(suite), "--store", str(store), "--no-progress"]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line == (f"adh: error: framework {name!r} (built in) needs {module}, not installed: "
-                    f"pip install 'autodiff-harness[{name}]'")
+                    f"pip install 'autodiff-harness[{EXTRAS[name].name}]'")
     assert not store.exists()  # no store opened, no case started
 
 
