@@ -152,6 +152,16 @@ def test_memory_has_a_tolerance_and_no_test(factor: float, verdict: str) -> None
     assert row(rows, "peak_bytes").verdict == row(rows, "alloc_count").verdict == "unchanged"
 
 
+@pytest.mark.parametrize("peak, verdict",
+                         [(9_000_000, "unchanged"), (8_000_000 + 2 ** 20, "unchanged"),
+                          (8_000_000 + 2 ** 20 + 1, "regressed"), (6_900_000, "improved")])
+def test_a_peak_one_allocator_arena_apart_is_unchanged(peak: int, verdict: str) -> None:
+    rng = np.random.default_rng(0)
+    base = ResultSet.from_results([result(steps(rng))])  # peak_bytes 8,000,000
+    new = ResultSet.from_results([replace(result(steps(rng)), peak_bytes=peak)])
+    assert row(compare(base, new), "peak_bytes").verdict == verdict
+
+
 @pytest.mark.parametrize("factor, verdict",
                          [(1.02, "regressed"), (1.005, "unchanged"), (0.98, "improved")])
 def test_instructions_have_a_tight_tolerance_and_no_test(factor: float, verdict: str) -> None:

@@ -14,7 +14,8 @@ on one side only.
   For both, runs the runner flagged (contended or drifted) are left out while their side has
   others, and a wide spread of the steps is noted `unstable`.
 - memory (bytes and count allocated, peak bytes) and instructions per step (valgrind, where
-  counted): deterministic, so a relative tolerance alone.
+  counted): deterministic, so a relative tolerance alone; for bytes, a change within one
+  allocator arena (1 MiB) never counts.
 - test accuracy after the last epoch: deterministic at a fixed seed and thread count, so a
   tolerance in percentage points alone.
 """
@@ -59,6 +60,10 @@ class Thresholds:
     min_samples: int = 10  # time: fewer samples (or independent blocks) on a side: no verdict
     unstable_spread: float = 0.15  # time: IQR / median above this on a side is `unstable`
     memory_tolerance: float = 0.02  # memory: relative change allowed
+    # memory: bytes that never count. Python's small-object allocator takes memory in arenas of
+    # 1 MiB; whether a run needs one more moves a peak by 1 MiB with the same code (seen: an
+    # MLP's peak 2.61 MiB in one process, 3.61 MiB in the next), far beyond 2 % of a small peak.
+    memory_floor_bytes: int = 2 ** 20
     # instructions per step: relative change allowed; runs of one commit agree to about 0.01 %
     instructions_tolerance: float = 0.01
     accuracy_tolerance_pp: float = 0.5  # final test accuracy: percentage points allowed
@@ -159,7 +164,9 @@ def _case_rows(row: NewRow, key: str, base: _Side, new: _Side, paired: bool,
         base_values, new_values = (cases.get(metric, pd.Series(dtype=float)).dropna()
                                    for cases in (base_ok, new_ok))
         if len(base_values) or len(new_values):
-            rows.append(_deterministic_row(row, metric, base_values, new_values, tolerance))
+            floor = th.memory_floor_bytes if metric in ("alloc_bytes", "peak_bytes") else 0
+            rows.append(_deterministic_row(row, metric, base_values, new_values, tolerance,
+                                           floor))
     accuracy = base.accuracy(base_ok), new.accuracy(new_ok)
     if accuracy != (None, None):
         rows.append(_accuracy_row(row, *accuracy, th.accuracy_tolerance_pp))
@@ -306,17 +313,17 @@ def _beyond(ratio: float, th: Thresholds) -> bool:
 
 
 def _deterministic_row(row: NewRow, metric: str, base: pd.Series, new: pd.Series,
-                       tolerance: float) -> ComparisonRow:
+                       tolerance: float, floor: float = 0.0) -> ComparisonRow:
     """A metric that is the same in every run of the same code: its change against a relative
-    tolerance alone."""
+    tolerance alone, and a difference of at most `floor` (in the metric's unit) never counts."""
     if base.empty or new.empty:
         return row(metric, None if base.empty else float(base.median()),
                    None if new.empty else float(new.median()), None, "~",
                    f"not measured in {'BASE' if base.empty else 'NEW'}")
     b, n = float(base.median()), float(new.median())
     change = n / b if b else (1.0 if n == b else math.inf)
-    verdict = ("regressed" if change > 1 + tolerance else "improved" if change < 1 - tolerance
-               else "unchanged")
+    verdict = ("unchanged" if abs(n - b) <= floor else "regressed" if change > 1 + tolerance
+               else "improved" if change < 1 - tolerance else "unchanged")
     return row(metric, b, n, change if math.isfinite(change) else None, verdict)
 
 
