@@ -59,8 +59,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="stop a pass of a case after S seconds (recorded as timeout)")
     run.add_argument("--count-instructions", action="store_true",
                      help="one more pass per case: instructions per training step, counted by "
-                          "valgrind on one thread (deterministic, unlike time; about a minute a "
-                          "case; needs valgrind and a C compiler)")
+                          "valgrind on one thread (deterministic, unlike time; slow, since "
+                          "valgrind emulates the CPU; needs valgrind and a C compiler)")
     run.add_argument("--resume", action="store_true",
                      help="skip what is stored for the same code: finished cases, and rounds "
                           "already run (a round finished later is paired with processes measured "

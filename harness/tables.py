@@ -118,6 +118,7 @@ def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFr
     summary = grouped.mean().join(grouped.std(ddof=1).add_suffix("_std"))
     summary["n"] = grouped.size()
     notes = ok.get("instructions_note", pd.Series("", index=ok.index)).fillna("")
+    # a note where any seed has one ("" sorts first)
     summary["instructions_note"] = notes.groupby([ok["model"], ok["framework"]], sort=False).max()
     summary = summary.reset_index()
     runs = runs[runs["key"].isin(ok["key"])]

@@ -242,11 +242,11 @@ def instructions_pass(case, data_dir, callgrind_out: str, marks_library: str) ->
     )
     from .weights import initial_weights
 
-    spec, data, x_train, y_train, targets, _, _ = prepare(case, data_dir)
     adapter = get_framework(case.framework)
-    if adapter.uncountable:
+    if adapter.uncountable:  # decided before any data is loaded under valgrind
         return {"status": Status.OK, "instructions_per_step": None,
                 "instructions_note": adapter.uncountable}
+    spec, _, x_train, _, targets, _, _ = prepare(case, data_dir)
     framework = adapter(spec, initial_weights(spec, case.seed, case.dtype), case.dtype, 1)
     epochs = itertools.count(1)
     indices = itertools.chain.from_iterable(
