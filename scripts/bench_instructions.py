@@ -7,10 +7,14 @@
         from a store measured with `adh run SUITE --count-instructions`: per framework, how
         instructions per step follow the median step time across the suite's cases (Pearson's r
         of the logarithms, and Spearman's rank correlation).
+    python scripts/bench_instructions.py cost [--suite ci] [--frameworks F ...]
+        what the pass costs: per case, the wall time of one timing pass and of one instructions
+        pass, each a fresh process timed from launch to exit.
 """
 from __future__ import annotations
 
 import argparse
+import time
 
 import numpy as np
 from scipy import stats
@@ -62,6 +66,23 @@ def correlate(store_path: str, suite_name: str) -> None:
                           "Median G instructions / s"], rows))
 
 
+def cost(suite_name: str, frameworks: list[str] | None) -> None:
+    options = RunOptions(progress=False, code_version=code_version())
+    rows = []
+    for case in load_suite(suite_name).cases:
+        if frameworks and case.framework not in frameworks:
+            continue
+        seconds = []
+        for pass_name in ("time", "instructions"):
+            start = time.perf_counter()
+            run_worker(case, pass_name, options)
+            seconds.append(time.perf_counter() - start)
+        rows.append([case.label(), f"{seconds[0]:.1f} s", f"{seconds[1]:.1f} s",
+                     f"{seconds[1] / seconds[0]:.1f}x"])
+        print(rows[-1], flush=True)
+    print(markdown_table(["Case", "Timing pass", "Instructions pass", "Ratio"], rows))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -72,9 +93,14 @@ def main() -> None:
     cor = sub.add_parser("correlate")
     cor.add_argument("store")
     cor.add_argument("--suite", default="scaling")
+    cst = sub.add_parser("cost")
+    cst.add_argument("--suite", default="ci")
+    cst.add_argument("--frameworks", nargs="+")
     args = parser.parse_args()
     if args.command == "repeat":
         repeat(args.suite, args.runs)
+    elif args.command == "cost":
+        cost(args.suite, args.frameworks)
     else:
         correlate(args.store, args.suite)
 
