@@ -18,6 +18,7 @@ EPILOG = """examples:
   adh run paper --seeds 3      the papers' protocol on fashion-mnist
   adh run my_suite.toml --models cnn --frameworks engine-static torch
   adh run quick --resume       finish an interrupted run, skipping finished cases
+  adh run paper --dry-run      every case checked and the duration estimated; nothing runs
   adh check                    prove the engine and torch compute the same thing
   adh results --export out/    every stored table as CSV
   adh report paper             figures and tables for a paper, in reports/paper/
@@ -36,7 +37,10 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a suite of cases and store the results",
                          description="Run every case of a suite in fresh processes (timing pass, "
                                      "then memory pass), store each finished case at once, print "
-                                     "a table per model.")
+                                     "a table per model. Before anything runs, every case is "
+                                     "checked (store, framework, dataset and model fit, threads, "
+                                     "memory) and the duration estimated: any problem, and "
+                                     "nothing runs (exit status 2).")
     run.add_argument("suite", nargs="?", default="quick",
                      help="built-in suite (quick, paper, circles, scaling, ci) or a TOML file "
                           "(default: quick)")
@@ -68,6 +72,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--store", default="results/adh.sqlite",
                      help="results database (default: %(default)s)")
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
+    run.add_argument("--dry-run", action="store_true",
+                     help="print the plan and stop: each case (run, skipped by --resume, or n/a) "
+                          "with its estimated duration, and every problem; exit status 2 if any")
+    run.add_argument("--force", action="store_true",
+                     help="run cases whose settings make the measurement meaningless (threads "
+                          "above the usable CPUs, a training set smaller than one batch, a "
+                          "single step, more memory than is free); their records and tables "
+                          "say so")
     _no_wait(run)
 
     check = sub.add_parser(
@@ -239,47 +251,94 @@ def _interrupt(signum, frame) -> None:
 
 
 def _run(args) -> int:
-    from .frameworks import require_installed
+    import time
+
     from .measure import code_version
+    from .plan import estimate_line, format_duration, format_plan, format_problems, make_plan
     from .records import FINISHED, Status
     from .runner import RunOptions, run_suite
     from .store import ResultsStore
-    from .suites import load_suite
 
+    _refuse_misplaced(args.store, "store", "run")
     overrides = {k: v for k, v in {
         "models": args.models, "frameworks": args.frameworks, "dataset": args.dataset,
         "epochs": args.epochs, "threads": args.threads, "batch_size": args.batch_size,
         "train_limit": args.train_limit,
         "seeds": list(range(args.seeds)) if args.seeds is not None else None,
     }.items() if v is not None}
-    suite = load_suite(args.suite, overrides)
-    # A built-in framework without its packages would fail every case it has: say so once, now.
-    require_installed(dict.fromkeys(case.framework for case in suite.cases))
-    if args.dataset:
-        from .data import load_dataset
-        load_dataset(args.dataset, args.data_dir)  # fail now, with the fix, not in every case
+    suite = _load_suite(args.suite, "run", overrides)
     options = RunOptions(data_dir=args.data_dir, resume=args.resume, progress=not args.no_progress,
                          memory=suite.memory and not args.no_memory,
                          rounds=args.rounds or suite.rounds, count_instructions=_counting(args),
                          timeout_s=args.timeout or suite.timeout_s, code_version=code_version())
-    with ResultsStore(args.store) as store, _measuring(args):
-        outcome = run_suite(suite, store, options)
-        keys = {r.key for r in outcome.results + outcome.skipped}
-        cases = store.cases(suite.name)
-        cases = cases[cases["key"].isin(keys)]
-        if len(cases):
-            print("\n" + _model_tables(cases, store.epochs(suite.name), store.runs(suite.name)))
+    if args.dry_run:  # measures nothing, so it need not wait for the machine
+        plan = make_plan(suite, args.store, options, args.force)
+        print(format_plan(plan))
+        return 2 if plan.blocking else 0
+    with _measuring(args):
+        start = time.perf_counter()
+        _calibrate({case.threads for case in suite.cases})
+        plan = make_plan(suite, args.store, options, args.force)
+        if plan.blocking:
+            print(format_problems(plan), file=sys.stderr)
+            return 2
+        print(estimate_line(plan), file=sys.stderr)
+        options.forced = plan.forced()
+        with ResultsStore(args.store) as store:
+            outcome = run_suite(plan.suite, store, options)
+            keys = {r.key for r in outcome.results + outcome.skipped}
+            cases = store.cases(suite.name)
+            cases = cases[cases["key"].isin(keys)]
+            if len(cases):
+                print("\n" + _model_tables(cases, store.epochs(suite.name),
+                                            store.runs(suite.name)))
+        took = time.perf_counter() - start
     failed = [r for r in outcome.results if r.status not in (*FINISHED, Status.INTERRUPTED)]
     unsupported = sum(r.status == Status.UNSUPPORTED for r in outcome.results)
     ran = len(outcome.results) - unsupported  # an n/a case is decided, not measured
     print(f"\n{ran} cases run, {len(outcome.skipped)} skipped (--resume), {len(failed)} failed"
           + (f", {unsupported} not supported (n/a)" if unsupported else "")
           + f"; results in {args.store}")
+    print(f"took {format_duration(took)}; estimated {format_duration(plan.estimate_s)}")
     if outcome.interrupted:
         print("interrupted: finished cases are stored; run again with --resume to finish",
               file=sys.stderr)
         return 130
     return 1 if failed else 0
+
+
+def _load_suite(name: str, command: str, overrides: dict | None = None):
+    """The suite `name`; a UsageError saying what to type instead where `name` is a store, a
+    model or another thing that is not a suite."""
+    from .arguments import is_store
+    from .suites import builtin_suites, load_suite
+
+    if name not in builtin_suites() and (is_store(name) or not Path(name).is_file()):
+        _refuse_misplaced(name, "suite", command)
+    return load_suite(name, overrides)
+
+
+def _refuse_misplaced(text: str, expected: str, command: str) -> None:
+    from .arguments import misplaced
+
+    problem = misplaced(text, expected, command)
+    if problem:
+        raise UsageError(problem)
+
+
+def _calibrate(threads: set[int]) -> None:
+    """Measure the GEMM peak at each thread count where this machine has none yet (a second or
+    two each, once: it is cached), in a fresh process started with that count, for the plan's
+    rough estimates."""
+    import subprocess
+
+    from .measure.environment import measured_environment
+    from .measure.gemm_peak import cached_gemm_peak_gflops
+
+    for count in sorted(threads):
+        if cached_gemm_peak_gflops(count) is None:
+            subprocess.run([sys.executable, "-m", "harness.measure.gemm_peak", str(count)],
+                           env=measured_environment(count), capture_output=True)
 
 
 def _check(args) -> int:
@@ -345,6 +404,7 @@ def _framework_lines() -> list[tuple[str, str, str, str]]:
 def _results(args) -> int:
     from .store import ResultsStore, newest_versions
 
+    _refuse_misplaced(args.store, "store", "results")
     if not Path(args.store).exists():
         raise UsageError(f"no results at {args.store}: run `adh run` first (or pass --store)")
     with ResultsStore(args.store) as store:
@@ -354,6 +414,7 @@ def _results(args) -> int:
             return 0
         suites = [args.suite] if args.suite else store.suites()
         if not suites or (args.suite and args.suite not in store.suites()):
+            _refuse_misplaced(args.suite or "", "suite", "results")
             stored = ", ".join(store.suites()) or "none"
             raise UsageError(f"no results for suite {args.suite!r} in {args.store}; "
                              f"stored: {stored}")
@@ -368,10 +429,14 @@ def _report(args) -> int:
     from .report import build_report
     from .store import ResultsStore
 
+    _refuse_misplaced(args.store, "store", "report")
     if not Path(args.store).exists():
+        _refuse_misplaced(args.suite, "suite", "report")
         raise UsageError(f"no results at {args.store}: run `adh run {args.suite}` first "
                          "(or pass --store)")
     with ResultsStore(args.store) as store:
+        if args.suite not in store.suites():  # a suite may be called anything it was stored as
+            _refuse_misplaced(args.suite, "suite", "report")
         print(build_report(store, args.suite, args.out))
     return 0
 
@@ -386,11 +451,10 @@ def _compare(args) -> int:
     if args.against:
         from .abtest import ab_test
         from .runner import RunOptions
-        from .suites import load_suite
 
         if args.base or args.new:
             raise UsageError("give either BASE and NEW, or --against REF, not both")
-        suite = load_suite(args.suite)
+        suite = _load_suite(args.suite, "compare")
         options = RunOptions(data_dir=args.data_dir, memory=suite.memory, timeout_s=suite.timeout_s,
                              count_instructions=_counting(args))
         with _measuring(args):
@@ -401,6 +465,9 @@ def _compare(args) -> int:
         if not (args.base and args.new):
             raise UsageError("give BASE and NEW result sets (or --against REF); "
                              "see adh compare --help")
+        for given in (args.base, args.new):
+            if not Path(given).exists():
+                _refuse_misplaced(given, "result set", "compare")
         rows = compare(load_result_set(args.base), load_result_set(args.new), thresholds)
         labels = (args.base, args.new)
     print(to_markdown(rows, *labels))
@@ -424,6 +491,7 @@ def _spec(args) -> int:
     from .specs import get_model
     from .tables import markdown_table
 
+    _refuse_misplaced(args.model, "model", "spec")
     spec = get_model(args.model)
     record = spec.as_dict()
     if args.json:

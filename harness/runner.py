@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -59,6 +60,9 @@ class RunOptions:
     # (None: unset) over the measurement policy, and a command to start the worker under.
     env: dict[str, str | None] = field(default_factory=dict)
     launcher: tuple[str, ...] = ()
+    # Cases run although the plan found them meaningless (adh run --force): case key -> what
+    # was forced, recorded in the case's provenance ("forced") and marked in its tables.
+    forced: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -184,7 +188,7 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
     try:
         for attempt in range(1, POLICY.retries + 2):
             before = probe()  # here, in the warm runner, the host's pace just before the pass
-            timing = run_worker(case, "time", options, on_progress)
+            timing, wall = _timed(run_worker, case, "time", options, on_progress)
             timing.update(probe_before_s=before, probe_after_s=probe())
             if timing["status"] != Status.OK:
                 break
@@ -205,10 +209,11 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
             if result.status == Status.FAILED:
                 result.reason += "\n" + timing.get("traceback", "")
             if not result.runs:  # epochs and batches up to a divergence, provenance
-                _fill_first(result, timing)
+                _fill_first(result, timing, options)
             return
         if not result.runs:
-            _fill_first(result, timing)
+            _fill_first(result, timing, options)
+        _pass_walls(result)["time"].append(wall)
         result.runs.append(RunRecord(
             round=round_, step_times_s=timing["step_times_s"], warmup_steps=timing["warmup_steps"],
             warmup_s=timing["warmup_s"], train_time_s=timing["train_time_s"],
@@ -217,7 +222,7 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
             probe_after_s=timing.get("probe_after_s"), attempts=attempt,
             started_at=timing.get("provenance", {}).get("started_at")))
         if options.memory and result.alloc_bytes is None:
-            memory = run_worker(case, "memory", options)
+            memory, _pass_walls(result)["memory"] = _timed(run_worker, case, "memory", options)
             if memory["status"] != Status.OK:
                 raise WorkerError(Status(memory["status"]),
                                   "memory pass: " + memory.get("reason", ""))
@@ -234,7 +239,8 @@ def count_instructions(result: CaseResult, options: RunOptions) -> None:
     why they are not measurable (valgrind failed on the framework: that is no failure of the
     case, whose time and memory stand)."""
     try:
-        counted = run_worker(result.case, "instructions", options)
+        counted, _pass_walls(result)["instructions"] = _timed(run_worker, result.case,
+                                                             "instructions", options)
     except WorkerError as error:
         counted = {"status": error.status, "reason": error.reason}
     if counted["status"] == Status.OK:
@@ -268,10 +274,28 @@ def _cut_warmup(timing: dict) -> None:
                   train_time_s=sum(steps[k:]))
 
 
-def _fill_first(result: CaseResult, timing: dict) -> None:
-    """What every run of a case has alike, from its first: provenance (with the flag policy),
-    work, the training curves."""
-    result.provenance = {**timing.get("provenance", {}), "policy": POLICY.record()}
+def _timed(function: Callable, *args) -> tuple:
+    """(function(*args), the seconds it took)."""
+    start = time.perf_counter()
+    value = function(*args)
+    return value, time.perf_counter() - start
+
+
+def _pass_walls(result: CaseResult) -> dict:
+    """The seconds each pass of `result` took from launch to exit, in its provenance
+    ("pass_wall_s": the timing passes' in a list, "memory", "instructions"): the plan of a later
+    run of the same case estimates its duration from them (harness.plan)."""
+    walls = result.provenance.setdefault("pass_wall_s", {})
+    walls.setdefault("time", [])
+    return walls
+
+
+def _fill_first(result: CaseResult, timing: dict, options: RunOptions) -> None:
+    """What every run of a case has alike, from its first: provenance (with the flag policy, and
+    what was forced), work, the training curves."""
+    forced = {"forced": options.forced[result.key]} if result.key in options.forced else {}
+    result.provenance = {**timing.get("provenance", {}), "policy": POLICY.record(), **forced,
+                         "pass_wall_s": result.provenance.get("pass_wall_s", {"time": []})}
     result.flops_per_step = timing.get("flops_per_step")
     result.gemm_peak_gflops = timing.get("gemm_peak_gflops")
     result.epochs = [EpochRecord(**e) for e in timing.get("epochs", [])]

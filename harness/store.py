@@ -337,13 +337,20 @@ class ResultsStore:
             steps.setdefault(r["run"], []).append(r["seconds"])
         runs = [RunRecord(round=r["run"], step_times_s=steps.get(r["run"], []), **_run_values(r))
                 for r in child["runs"]]
-        settings = {s: row[s] for s in SETTINGS_COLUMNS}
-        settings["extra"] = tuple(json.loads(settings["extra"]).items())
         memory = {c: row[c] for c in MEMORY_FIELDS}
-        return CaseResult(case=Case(**settings), key=row["key"], status=Status(row["status"]),
+        return CaseResult(case=_case_of(row), key=row["key"], status=Status(row["status"]),
                           reason=row["reason"], provenance=json.loads(row["provenance"]), runs=runs,
                           **memory, epochs=records("epochs", EpochRecord),
                           batches=records("batches", BatchRecord))
+
+    def summaries(self) -> list[dict[str, Any]]:
+        """Every stored case, oldest first, without its child rows: its `Case` ("case"), and the
+        `cases` columns but the settings (provenance parsed). Quick, for a plan's look back."""
+        cur = self._db.cursor()
+        cur.row_factory = sqlite3.Row
+        return [{**{c: row[c] for c in row.keys() if c not in SETTINGS_COLUMNS},
+                 "case": _case_of(row), "provenance": json.loads(row["provenance"])}
+                for row in cur.execute("SELECT * FROM cases ORDER BY id")]
 
     def export(self, out_dir: str | Path, fmt: str = "csv") -> list[Path]:
         """Write `cases()` and the raw runs, epochs, batches and steps tables (linked by case_id)
@@ -378,6 +385,12 @@ class ResultsStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _case_of(row: sqlite3.Row) -> Case:
+    settings = {s: row[s] for s in SETTINGS_COLUMNS}
+    settings["extra"] = tuple(json.loads(settings["extra"]).items())
+    return Case(**settings)
 
 
 def _run_values(row: sqlite3.Row) -> dict[str, Any]:

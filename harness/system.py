@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .measure.policy import DEFAULT_POLICY
+from .threads import usable_cpus
 
 SAMPLE_S = 0.5  # how long CPU use is sampled for
 BUSY_WARNING = DEFAULT_POLICY.contention_threshold  # the runner's, for a contended pass
@@ -147,7 +148,7 @@ def _usage_facts(sample_s: float, cpus: int) -> list[Fact]:
 def _cpu_facts(threads: int | None, cpuinfo: str) -> list[Fact]:
     model, physical, _ = parse_cpuinfo(cpuinfo)
     logical = os.cpu_count() or 1
-    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(logical))
+    usable = usable_cpus()
     affinity = Fact("CPU affinity", f"all {logical} CPUs", "ok")
     if len(usable) < logical:
         cpus = ",".join(map(str, sorted(usable)))

@@ -120,6 +120,8 @@ def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFr
     notes = ok.get("instructions_note", pd.Series("", index=ok.index)).fillna("")
     # a note where any seed has one ("" sorts first)
     summary["instructions_note"] = notes.groupby([ok["model"], ok["framework"]], sort=False).max()
+    forced = ok.get("prov_forced", pd.Series(None, index=ok.index, dtype=object)).notna()
+    summary["forced"] = forced.groupby([ok["model"], ok["framework"]], sort=False).any()
     summary = summary.reset_index()
     runs = runs[runs["key"].isin(ok["key"])]
     summary = (summary.merge(step_estimates(runs), on=["model", "framework"], how="left")
@@ -210,14 +212,27 @@ def format_model_tables(summary: pd.DataFrame, reference: str = "torch") -> str:
                *(["Instructions/step"] if counted else []), "Processes", "Seeds"]
     for model, rows in summary.groupby("model", sort=False):
         table = [_unsupported_row(row, len(headers)) or
-                 [row["framework"], _mean_std(row, "time_s", 2), _mean_std(row, "alloc_gib", 3),
+                 [row["framework"] + (" [forced]" if _forced(row) else ""),
+                  _mean_std(row, "time_s", 2), _mean_std(row, "alloc_gib", 3),
                   _mean_std(row, "peak_mib", 1), _mean_std(row, "test_pct", 2), _step_cell(row),
                   _ratio_cell(row, reference),
                   *([_instructions_cell(row)] if counted else []),
                   _processes_cell(row), str(int(row["n"]))]
                  for _, row in rows.iterrows()]
         out.append(f"{model}\n{markdown_table(headers, table)}")
+    if any(_forced(row) for _, row in summary.iterrows()):
+        out.append(FORCED_NOTE)
     return "\n\n".join(out)
+
+
+def _forced(row: pd.Series) -> bool:
+    """Whether any case of the row ran with --force (NaN on an n/a row)."""
+    return bool(pd.notna(row.get("forced")) and row.get("forced"))
+
+
+FORCED_NOTE = ("[forced]: run with --force although its settings make the measurement "
+               "meaningless (more threads than usable CPUs, a training set smaller than one "
+               "batch, ...); its provenance says what was forced")
 
 
 # Memory and accuracy columns of the papers' table: (summary column, header, digits, ratio words

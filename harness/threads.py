@@ -31,6 +31,14 @@ def pin_threads(threads: int) -> None:
         _resize_running_pools(threads)
 
 
+def usable_cpus() -> set[int]:
+    """The CPUs this process may run on (its affinity mask: taskset, a cpuset), or all of them
+    where the system cannot say."""
+    if hasattr(os, "sched_getaffinity"):
+        return os.sched_getaffinity(0)
+    return set(range(os.cpu_count() or 1))
+
+
 def pin_affinity(threads: int) -> None:
     """Keep this process on `threads` of the CPUs it may use (the first ones), where it may use
     more. Thread variables do not reach every library: XLA sizes its pools from the affinity
@@ -38,7 +46,7 @@ def pin_affinity(threads: int) -> None:
     its framework. Linux only; elsewhere nothing changes."""
     if not hasattr(os, "sched_setaffinity"):
         return
-    usable = sorted(os.sched_getaffinity(0))
+    usable = sorted(usable_cpus())
     if threads < len(usable):
         os.sched_setaffinity(0, usable[:threads])
 

@@ -29,19 +29,25 @@ def _progress(**fields) -> None:
     print(PROGRESS_PREFIX + json.dumps(fields), flush=True)
 
 
-def prepare(case, data_dir: str | None):
-    """The spec with the case's settings, and train/test arrays shaped for the model."""
-    import numpy as np
-
-    from .data import kfold_splits, load_dataset
-    from .metrics import targets
+def case_spec(case):
+    """The model spec with the case's settings (width, sequence length, batch size, lr,
+    optimizer, momentum, epochs)."""
     from .specs import get_model, scaled
 
     extra = dict(case.extra)
     spec = scaled(get_model(case.model), width=extra.get("width"), seq_len=extra.get("seq_len"))
-    spec = spec.with_settings(batch_size=case.batch_size, lr=case.lr, optimizer=case.optimizer,
+    return spec.with_settings(batch_size=case.batch_size, lr=case.lr, optimizer=case.optimizer,
                               momentum=extra.get("momentum", spec.momentum), epochs=case.epochs)
-    data = load_dataset(case.dataset, data_dir, dtype=np.dtype(case.dtype))
+
+
+def case_split(case, data):
+    """(x_train, y_train, x_test, y_test) of `data` for `case`: its k-fold split where it has
+    folds, its first `train_limit` training examples where it has a limit."""
+    import numpy as np
+
+    from .data import kfold_splits
+
+    extra = dict(case.extra)
     x_train, y_train, x_test, y_test = data.x_train, data.y_train, data.x_test, data.y_test
     if extra.get("folds"):  # k-fold cross-validation over all examples; the seed picks the split
         x_all, y_all = np.concatenate([x_train, x_test]), np.concatenate([y_train, y_test])
@@ -50,6 +56,20 @@ def prepare(case, data_dir: str | None):
         x_test, y_test = x_all[test_idx], y_all[test_idx]
     if case.train_limit:
         x_train, y_train = x_train[:case.train_limit], y_train[:case.train_limit]
+    return x_train, y_train, x_test, y_test
+
+
+def prepare(case, data_dir: str | None):
+    """The spec with the case's settings, and train/test arrays shaped for the model. The plan
+    (harness.plan) has checked that they fit; this raises ValueError where they do not."""
+    import numpy as np
+
+    from .data import load_dataset
+    from .metrics import targets
+
+    spec = case_spec(case)
+    data = load_dataset(case.dataset, data_dir, dtype=np.dtype(case.dtype))
+    x_train, y_train, x_test, y_test = case_split(case, data)
     if len(x_train) < spec.batch_size:  # an incomplete batch is dropped: nothing would train
         raise ValueError(f"{len(x_train)} training examples make no full batch of "
                          f"{spec.batch_size}; raise train_limit or lower batch_size")

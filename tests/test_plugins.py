@@ -263,9 +263,10 @@ def test_running_a_built_in_without_its_packages_is_one_line_before_anything_run
     suite = write_suite(tmp_path, "needs", ["engine-static", f"{name}@process"])
     store = tmp_path / "s.sqlite"
     assert main(["run", str(suite), "--store", str(store), "--no-progress"]) == 2
-    (line,) = capsys.readouterr().err.splitlines()
-    assert line == (f"adh: error: framework {name!r} (built in) needs {module}, not installed: "
-                    f"pip install 'autodiff-harness[{EXTRAS[name].name}]'")
+    assert capsys.readouterr().err.splitlines() == [
+        "1 problem, nothing was run:",
+        f"  - mlp/{name}@process/mnist-10k/seed0: framework {name!r} (built in) needs {module}, "
+        f"not installed: pip install 'autodiff-harness[{EXTRAS[name].name}]'"]
     assert not store.exists()  # no store opened, no case started
 
 

@@ -175,20 +175,28 @@ def _import_fix(found: Registration, module: str, error: ImportError) -> str:
     return f"install what {package} needs"
 
 
+def missing_packages(name: str) -> str | None:
+    """For a built-in framework that lacks an optional dependency: why, naming the missing
+    packages and the extra that installs them, in one line; None otherwise. Found without
+    importing anything. A plugin's own dependencies came with its package and are not looked
+    for here."""
+    base = served_base(name) or name
+    extra = EXTRAS.get(base)
+    if extra is None:
+        return None
+    missing = [module for module in extra.modules if importlib.util.find_spec(module) is None]
+    if not missing:
+        return None
+    return f"needs {', '.join(missing)}, not installed: {extra.hint}"
+
+
 def require_installed(names: Iterable[str]) -> None:
-    """Raise FrameworkError, one line naming the missing packages and the extra that installs
-    them, for the first of the frameworks `names` that is built in and lacks an optional
-    dependency; found without importing any (a run checks this before it starts anything). A
-    plugin's own dependencies came with its package and are not looked for here."""
+    """Raise FrameworkError (`missing_packages`) for the first of the frameworks `names` that is
+    built in and lacks an optional dependency."""
     for name in names:
-        base = served_base(name) or name
-        extra = EXTRAS.get(base)
-        if extra is None:
-            continue
-        missing = [module for module in extra.modules if importlib.util.find_spec(module) is None]
-        if missing:
-            raise FrameworkError(registration(base), f"needs {', '.join(missing)}, not "
-                                                     f"installed: {extra.hint}")
+        reason = missing_packages(name)
+        if reason:
+            raise FrameworkError(registration(served_base(name) or name), reason)
 
 
 def get_framework(name: str) -> type[Framework]:

@@ -47,6 +47,28 @@ def _measure_gflops(size: int, warmups: int, repeats: int) -> tuple[float, bool]
     return 2.0 * size**3 / best / 1e9, watch.value.contended()
 
 
+def _cache_key(threads: int, size: int) -> str:
+    import numpy as np
+
+    return f"{cpu_model()}|threads={threads}|numpy={np.__version__}|n={size}"
+
+
+def _read_cache(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def cached_gemm_peak_gflops(threads: int, cache_dir: Path | None = None, *,
+                            size: int = 2048) -> float | None:
+    """The GEMM peak measured before on this setup (`gemm_peak_gflops`), or None; measures
+    nothing, so any process may ask, whatever its thread count."""
+    entry = _read_cache((cache_dir or cache_dir_default()) / CACHE_FILE).get(
+        _cache_key(threads, size))
+    return float(entry["gflops"]) if entry else None
+
+
 def gemm_peak_gflops(
     threads: int,
     cache_dir: Path | None = None,
@@ -56,24 +78,25 @@ def gemm_peak_gflops(
     repeats: int = 10,
 ) -> float:
     """Measured float32 GEMM peak in GFLOP/s, from the cache when this setup was measured before."""
-    import numpy as np
-
-    key = f"{cpu_model()}|threads={threads}|numpy={np.__version__}|n={size}"
-    path = (cache_dir or cache_dir_default()) / CACHE_FILE
-    try:
-        cache = json.loads(path.read_text())
-    except (OSError, ValueError):
-        cache = {}
-    if key in cache:
-        return float(cache[key]["gflops"])
+    cached = cached_gemm_peak_gflops(threads, cache_dir, size=size)
+    if cached is not None:
+        return cached
     gflops, contended = _measure_gflops(size, warmups, repeats)
     if contended:  # another process took CPU meanwhile: use the number, but do not keep it
         return gflops
+    path = (cache_dir or cache_dir_default()) / CACHE_FILE
+    cache = _read_cache(path)  # again: another process may have added its own meanwhile
     measured_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    cache[key] = {"gflops": gflops, "measured_at": measured_at}
+    cache[_cache_key(threads, size)] = {"gflops": gflops, "measured_at": measured_at}
     path.parent.mkdir(parents=True, exist_ok=True)
     # Write then rename, so a concurrent reader never sees a half-written file.
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(cache, indent=1, sort_keys=True))
     os.replace(tmp, path)
     return gflops
+
+
+if __name__ == "__main__":  # the runner's calibration, in a process started with its threads
+    import sys
+
+    print(gemm_peak_gflops(int(sys.argv[1])))

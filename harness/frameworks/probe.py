@@ -1,0 +1,66 @@
+"""Which frameworks load, and which cases each supports, asked in a child process.
+
+A plan (harness.plan) must know before the run whether each case's framework can be imported and
+supports the model and dtype (`Framework.supports`, `Framework.dtypes`), but importing the
+frameworks into the runner would load torch, jax and every plugin into the process that starts
+each measured worker (memory, threads, environment variables a framework sets on import). So
+`probe` asks a fresh process: `python -m harness.frameworks.probe` reads the cases' settings as
+JSON on stdin and writes the answers as JSON on stdout.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from ..errors import UsageError
+from ..records import Case
+
+
+@dataclass
+class Support:
+    """`broken`: why a framework cannot be used, by name; `unsupported`: for each case asked
+    about, why its framework does not support it (n/a), or None."""
+
+    broken: dict[str, str]
+    unsupported: list[str | None]
+
+
+def probe(cases: list[Case]) -> Support:
+    """Load each framework of `cases` once, in a child process, and ask it about each case."""
+    if not cases:
+        return Support({}, [])
+    request = json.dumps([case.settings() for case in cases])
+    done = subprocess.run([sys.executable, "-m", "harness.frameworks.probe"], input=request,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
+        raise UsageError(f"could not ask the frameworks which cases they support: {tail[0]}")
+    answer = json.loads(done.stdout)
+    return Support(answer["broken"], answer["unsupported"])
+
+
+def _answer(settings: list[dict]) -> dict:
+    from ..worker import case_spec
+    from . import get_framework
+    from .base import why_unsupported
+
+    broken: dict[str, str] = {}
+    loaded = {}
+    unsupported: list[str | None] = []
+    for values in settings:
+        case = Case(**{**values, "extra": tuple(sorted(values["extra"].items()))})
+        name = case.framework
+        if name not in loaded and name not in broken:
+            try:
+                loaded[name] = get_framework(name)
+            except UsageError as error:
+                broken[name] = str(error)
+        unsupported.append(None if name in broken else
+                           why_unsupported(loaded[name], case_spec(case), case.dtype))
+    return {"broken": broken, "unsupported": unsupported}
+
+
+if __name__ == "__main__":
+    json.dump(_answer(json.load(sys.stdin)), sys.stdout)

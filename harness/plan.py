@@ -1,0 +1,424 @@
+"""The plan of a run: every case checked before anything is measured, and how long it will take.
+
+`make_plan` looks at every case of a suite without training anything: the store can be written,
+the framework is installed and loads (asked in a child process: harness.frameworks.probe), the
+dataset is present and fits the model (features per example, label range, at least one full
+batch), the threads do not exceed the CPUs this process may use, and the estimated peak memory
+fits in what the machine has free. Each problem is one line that names the cases and the fix;
+problems that many cases share come once. A case whose framework does not support it is no
+problem: it is planned as n/a, as the run would record it.
+
+Some settings do not stop a run but make its numbers meaningless: more threads than usable CPUs
+(the contention is measured, not the framework), a training set smaller than one batch (nothing
+would train), fewer than two training steps (the first is warm-up: nothing is timed), more memory
+than is free (swapping is measured). They are refused unless forced: a forced case trains with
+what can run (one batch of the whole training set), and its records say what was forced.
+
+The estimate of each case comes from the store's history of the same case (the newest stored run
+of the same settings: the wall time of its passes, scaled to this case's epochs), else from a
+rough model: FLOPs per step at a share of this machine's measured GEMM peak, plus each process's
+start-up. A plan measures nothing and writes nothing, except that opening an existing store of an
+older schema upgrades it, as any command does.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from statistics import median
+
+from .errors import StoreError
+from .records import FINISHED, Case, Status
+from .runner import RunOptions, case_keys
+from .suites import Suite
+from .threads import usable_cpus
+
+MIB = 1024**2
+# The rough model, for cases the store has no history of. The engine and torch reach about this
+# share of the GEMM peak on the built-in models' training steps here (2 cores: 5-20 %).
+ROUGH_PEAK_SHARE = 0.1
+ROUGH_PEAK_GFLOPS = 100.0  # a GEMM peak where none was measured on this machine yet
+ROUGH_STARTUP_S = {"engine-static": 2.0, "engine-dynamic": 2.0}  # a fresh process, to its 1st step
+ROUGH_STARTUP_DEFAULT_S = 5.0  # torch, jax and plugins import more
+ROUGH_MEMORY_PASS_FACTOR = 2.0  # memray slows training about this much
+ROUGH_INSTRUCTIONS_PASS_S = 40.0  # valgrind: 12-80 s per case of the built-in suites here
+ROUGH_BASE_RSS = {"engine-static": 150 * MIB, "engine-dynamic": 150 * MIB}  # interpreter, numpy
+ROUGH_BASE_RSS_DEFAULT = 600 * MIB  # torch, jax and plugins
+ACTIVATION_COPIES = 4  # each layer output: value, gradient, and temporaries of its backward
+
+
+@dataclass
+class PlannedCase:
+    """One case of the plan: what it is, whether it runs, and about how long it takes."""
+
+    case: Case
+    key: str
+    name: str  # how the plan names it: its label and what tells it apart from its neighbours
+    skipped: bool = False  # finished in the store for the same code (--resume)
+    unsupported: str | None = None  # the framework's reason: the run records it as n/a
+    estimate_s: float = 0.0  # the passes still to run, start to end
+    from_history: bool = False  # estimated from a stored run of the same case, not the rough model
+    forced: list[str] = field(default_factory=list)  # what --force lets it run with
+
+
+@dataclass
+class Problem:
+    """A reason not to run: `message` says what is wrong and the fix; `cases` the cases it hits.
+    A forceable one does not stop a run with --force (the records say so)."""
+
+    message: str
+    cases: list[str]
+    forceable: bool = False
+
+    def line(self) -> str:
+        if not self.cases:  # the run's, not a case's (the store)
+            return self.message
+        more = len(self.cases) - 1
+        who = self.cases[0] + (f" and {more} more case{'s' * (more > 1)}" if more else "")
+        return f"{who}: {self.message}"
+
+
+@dataclass
+class Plan:
+    """Every case of a suite with its checks and estimate. `suite` holds the cases as they will
+    run: a forced case may differ from the suite file's (its batch size)."""
+
+    suite: Suite
+    cases: list[PlannedCase]
+    problems: list[Problem]
+    force: bool = False
+
+    @property
+    def blocking(self) -> list[Problem]:
+        """The problems that stop the run: all of them, or without --force the forceable ones
+        too."""
+        return [p for p in self.problems if not (p.forceable and self.force)]
+
+    @property
+    def estimate_s(self) -> float:
+        return sum(c.estimate_s for c in self.cases)
+
+    def forced(self) -> dict[str, list[str]]:
+        """Case key -> what --force let it run with, for RunOptions.forced."""
+        return {c.key: c.forced for c in self.cases if c.forced} if self.force else {}
+
+
+def make_plan(suite: Suite, store_path: str | Path, options: RunOptions,
+              force: bool = False) -> Plan:
+    """The plan of running `suite` with `options` (its rounds, passes, --resume) into the store
+    at `store_path`; `force` lets the forceable problems run."""
+    from .frameworks import missing_packages, registration, served_base
+    from .frameworks.probe import probe
+
+    problems: list[tuple[str, str, bool]] = []  # (case name, message, forceable)
+    store_problem = _store_problem(Path(store_path))
+    history, stored = ({}, {}) if store_problem else _history(Path(store_path))
+    keys = case_keys(suite.cases, options.code_version)
+    names = _case_names(suite.cases)
+    planned = [PlannedCase(case, key, name, skipped=options.resume and _finished(
+                   stored.get(key), options.rounds))
+               for case, key, name in zip(suite.cases, keys, names, strict=True)]
+    todo = [p for p in planned if not p.skipped]
+    missing = {name: missing_packages(name) for name in {p.case.framework for p in todo}}
+    asked = [p for p in todo if not missing[p.case.framework]]
+    support = probe([p.case for p in asked])
+    for p, reason in zip(asked, support.unsupported, strict=True):
+        p.unsupported = reason
+    datasets = _datasets({p.case.dataset for p in todo}, options.data_dir)
+    cpus = len(usable_cpus())
+    free = _free_memory_bytes()
+    for p in todo:
+        case = p.case
+        if case.threads > cpus:
+            problems.append((p.name, f"threads = {case.threads}, but this process may use "
+                                     f"{cpus} CPUs: the run would measure threads waiting for "
+                                     f"cores, not the framework; set threads = {cpus} (--threads "
+                                     f"{cpus}), or --force to measure it anyway", True))
+            p.forced.append(f"threads {case.threads} > {cpus} usable CPUs")
+        if missing[case.framework]:
+            base = registration(served_base(case.framework) or case.framework)
+            problems.append((p.name, f"{base.described()} {missing[case.framework]}", False))
+            continue
+        if case.framework in support.broken:
+            problems.append((p.name, support.broken[case.framework], False))
+            continue
+        data = datasets[case.dataset]
+        if isinstance(data, str):
+            problems.append((p.name, data, False))
+            continue
+        fit = _fit_problems(p, data)
+        problems += [(p.name, message, forceable) for message, forceable in fit]
+        if any(not forceable for _, forceable in fit) or p.unsupported:
+            continue
+        need = _peak_memory_bytes(p.case, data, history.get(_signature(p.case)))
+        if free is not None and need > free:
+            problems.append((p.name, f"needs about {need / MIB:,.0f} MiB at its peak, and "
+                                     f"{free / MIB:,.0f} MiB are free: it would swap (or be "
+                                     f"killed); {_smaller(p.case)}, free memory, or --force",
+                             True))
+            p.forced.append(f"estimated peak {need / MIB:,.0f} MiB > {free / MIB:,.0f} MiB free")
+        rounds = options.rounds - (stored[p.key]["runs"] if options.resume and p.key in stored
+                                   and stored[p.key]["status"] == Status.OK else 0)
+        p.estimate_s, p.from_history = _estimate(p.case, data, history.get(_signature(p.case)),
+                                                 replace(options, rounds=rounds))
+    mended = [p for p, case in zip(planned, suite.cases, strict=True) if p.case != case]
+    for p, key in zip(mended, case_keys([p.case for p in mended], options.code_version),
+                      strict=True):
+        p.key = key  # a forced batch size is another case
+    if store_problem:
+        problems.insert(0, ("", store_problem, False))
+    cases = [p.case for p in planned]
+    return Plan(replace(suite, cases=cases), planned, _grouped(problems), force)
+
+
+def _finished(row: dict | None, rounds: int) -> bool:
+    """Whether --resume skips the stored case `row`, as the runner decides (runner.run_suite)."""
+    return row is not None and row["status"] in FINISHED and (
+        row["status"] != Status.OK or row["runs"] >= rounds)
+
+
+def _grouped(problems: list[tuple[str, str, bool]]) -> list[Problem]:
+    """One Problem per message, naming every case it hits, in the order first seen."""
+    grouped: dict[tuple[str, bool], Problem] = {}
+    for name, message, forceable in problems:
+        grouped.setdefault((message, forceable), Problem(message, [], forceable))
+        if name:
+            grouped[message, forceable].cases.append(name)
+    return list(grouped.values())
+
+
+def _case_names(cases: list[Case]) -> list[str]:
+    """Each case's label, with the settings that tell it apart from cases of the same label
+    (batch size, width, sequence length, fold)."""
+    labels = [c.label() for c in cases]
+    names = []
+    for case, label in zip(cases, labels, strict=True):
+        extra = dict(case.extra)
+        bits = [f"{k.replace('_', ' ')} {extra[k]}" for k in ("width", "seq_len") if k in extra]
+        if "fold" in extra:
+            bits.append(f"fold {extra['fold'] + 1}/{extra['folds']}")
+        if any(c.batch_size != case.batch_size for c in cases if c.label() == label):
+            bits.insert(0, f"batch {case.batch_size}")
+        names.append(label + (f" ({', '.join(bits)})" if bits else ""))
+    return names
+
+
+def _fit_problems(p: PlannedCase, data) -> list[tuple[str, bool]]:
+    """Whether the dataset fits the case's model: (message, forceable) for each way it does
+    not. A forceable misfit is mended in `p` (its case and `forced`)."""
+    import numpy as np
+
+    from .worker import case_spec, case_split
+
+    case = p.case
+    spec = case_spec(case)
+    x_train, y_train, x_test, y_test = case_split(case, data)
+    out: list[tuple[str, bool]] = []
+    features, wanted = math.prod(x_train.shape[1:]), math.prod(spec.input_shape)
+    if features != wanted:
+        out.append((f"dataset {case.dataset!r} has {features} features per example, model "
+                    f"{case.model!r} takes {wanted} {spec.input_shape}; use its own dataset "
+                    f"(dataset = \"{spec.dataset}\")", False))
+    outputs = spec.output_shapes()[-1][-1]
+    classes = max(outputs, 2)  # one output: labels 0 and 1
+    labels = np.concatenate([y_train, y_test])
+    low, high = int(labels.min(initial=0)), int(labels.max(initial=0))
+    if low < 0 or high >= classes:
+        out.append((f"the labels of dataset {case.dataset!r} run from {low} to {high}, and model "
+                    f"{case.model!r} has {classes} classes (labels 0 to {classes - 1}); use its "
+                    f"own dataset (dataset = \"{spec.dataset}\")", False))
+    n = len(x_train)
+    if n < case.batch_size:
+        out.append((f"{n:,} training examples make no full batch of {case.batch_size:,}, so "
+                    f"nothing would train (an incomplete batch is dropped); set batch_size to "
+                    f"{n:,} or less{' or raise train_limit' if case.train_limit else ''}, or "
+                    f"--force to train on batches of all {n:,}", True))
+        if n:
+            p.forced.append(f"batch_size {case.batch_size:,} > {n:,} training examples: "
+                            f"batches of {n:,}")
+            p.case = case = replace(case, batch_size=n)
+    elif case.epochs * (n // case.batch_size) == 1:
+        out.append(("1 training step in all, and the first step of a run is its warm-up: no "
+                    "step would be timed; raise epochs, or lower batch_size, or --force", True))
+        p.forced.append("1 training step: nothing timed after the warm-up")
+    return out
+
+
+def _smaller(case: Case) -> str:
+    extra = dict(case.extra)
+    return "lower batch_size" + (" or width" if "width" in extra else "")
+
+
+def _datasets(names: set[str], data_dir: str | None) -> dict:
+    """Each dataset by name, loaded once (float32: shapes and labels are what is checked), or
+    the one line that says why it cannot be."""
+    from .data import load_dataset
+    from .errors import DatasetError
+
+    out: dict = {}
+    for name in names:
+        try:
+            out[name] = load_dataset(name, data_dir)
+        except DatasetError as error:
+            out[name] = str(error)
+    return out
+
+
+def _store_problem(path: Path) -> str | None:
+    """Why the run could not store its results at `path`, or None."""
+    from .store import ResultsStore
+
+    if path.is_dir():
+        return f"--store {path} is a folder; give a file, e.g. {path / 'adh.sqlite'}"
+    if path.exists():
+        if not os.access(path, os.R_OK | os.W_OK):
+            return f"cannot write the store {path} (permissions); fix them or pass --store"
+        try:
+            ResultsStore(path).close()  # refuses what is not a results store, or another schema
+        except StoreError as error:
+            return str(error)
+        return None
+    parent = next(p for p in path.absolute().parents if p.exists())
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot create the store {path}: {parent} is not a folder this user may write " \
+               "to; pass --store with a path that is"
+    return None
+
+
+def _signature(case: Case) -> str:
+    """What makes two cases the same for the estimate: every setting but the suite and the
+    number of epochs (the estimate scales with those)."""
+    settings = case.settings()
+    del settings["suite"], settings["epochs"]
+    return json.dumps(settings, sort_keys=True)
+
+
+def _history(path: Path) -> tuple[dict[str, dict], dict[str, dict]]:
+    """From the store at `path`: the newest measured case of each signature that recorded its
+    passes' wall times, and every stored case by key."""
+    from .store import ResultsStore
+
+    if not path.exists():
+        return {}, {}
+    with ResultsStore(path) as store:
+        stored = store.summaries()
+    history = {_signature(row["case"]): row for row in stored  # oldest first: the newest wins
+               if row["status"] == Status.OK
+               and row["provenance"].get("pass_wall_s", {}).get("time")}
+    return history, {row["key"]: row for row in stored}
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _estimate(case: Case, data, past: dict | None, options: RunOptions) -> tuple[float, bool]:
+    """(seconds of the passes `options` runs for `case`, from history)."""
+    passes = options.rounds
+    if past is not None:
+        walls = past["provenance"]["pass_wall_s"]
+        scale = case.epochs / past["case"].epochs
+        trained = sum(0.0 if _missing(past[k]) else past[k]
+                      for k in ("warmup_s", "train_time_s", "eval_time_s"))
+        timing = median(walls["time"])
+        timing += (scale - 1) * min(trained, timing)  # start-up does not scale with epochs
+        memory = walls.get("memory", ROUGH_MEMORY_PASS_FACTOR * timing) * scale
+        counting = walls.get("instructions", ROUGH_INSTRUCTIONS_PASS_S)
+        return (passes * timing + options.memory * memory
+                + options.count_instructions * counting), True
+    from .flops import train_step_flops
+    from .measure.gemm_peak import cached_gemm_peak_gflops
+    from .worker import case_spec, case_split
+
+    spec = case_spec(case)
+    x_train, _, x_test, _ = case_split(case, data)
+    rate = 1e9 * ROUGH_PEAK_SHARE * (cached_gemm_peak_gflops(case.threads) or ROUGH_PEAK_GFLOPS)
+    step_flops = train_step_flops(spec)
+    steps = case.epochs * (len(x_train) // case.batch_size)
+    evaluated = case.epochs * len(x_test) / case.batch_size * step_flops / 3  # forward only
+    training = (steps * step_flops + evaluated) / rate
+    startup = ROUGH_STARTUP_S.get(case.framework, ROUGH_STARTUP_DEFAULT_S)
+    return (passes * (startup + training)
+            + options.memory * (startup + ROUGH_MEMORY_PASS_FACTOR * training)
+            + options.count_instructions * ROUGH_INSTRUCTIONS_PASS_S), False
+
+
+def _peak_memory_bytes(case: Case, data, past: dict | None) -> float:
+    """The case's peak resident memory: the stored one of the same case, else the rough model
+    (the process's base, the dataset, parameters with gradient and optimizer state, and each
+    layer's output for a batch, a few times over)."""
+    if past is not None and not _missing(past.get("peak_rss_bytes")):
+        return float(past["peak_rss_bytes"])
+    import numpy as np
+
+    from .worker import case_spec
+
+    spec = case_spec(case)
+    itemsize = np.dtype(case.dtype).itemsize
+    examples = (len(data.x_train) + len(data.x_test)) * math.prod(data.x_train.shape[1:])
+    parameters = sum(math.prod(p.shape) for p in spec.parameters())
+    outputs = case.batch_size * sum(math.prod(s) for s in spec.output_shapes())
+    base = ROUGH_BASE_RSS.get(case.framework, ROUGH_BASE_RSS_DEFAULT)
+    return base + itemsize * (2 * examples + 4 * parameters + ACTIVATION_COPIES * outputs)
+
+
+def _free_memory_bytes() -> float | None:
+    """MemAvailable of /proc/meminfo (Linux), or None where there is none."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def format_duration(seconds: float) -> str:
+    """"45 s", "12 min", "3 h 20 min"."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    if minutes < 60:  # 59.6 min is "1 h 00 min", not "60 min"
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def estimate_line(plan: Plan) -> str:
+    """"Estimated duration: about 12 min (9 of 9 cases from the store's history)"."""
+    todo = [c for c in plan.cases if not c.skipped and not c.unsupported]
+    if not todo:
+        return "Nothing to run."
+    known = sum(c.from_history for c in todo)
+    source = ("from the store's history of the same cases" if known == len(todo) else
+              "rough: FLOPs at a share of this machine's GEMM peak, no history of these cases"
+              if not known else f"{known} of {len(todo)} cases from the store's history, "
+                               "the others rough")
+    return f"Estimated duration: about {format_duration(plan.estimate_s)} ({source})"
+
+
+def format_plan(plan: Plan) -> str:
+    """The plan as text: one line per case (runs, skipped, n/a, forced; its estimate), the
+    estimate, then every problem."""
+    lines = [f"Plan of suite {plan.suite.name}: {len(plan.cases)} cases"]
+    for c in plan.cases:
+        if c.skipped:
+            state = "skip (finished, --resume)"
+        elif c.unsupported:
+            state = f"n/a ({c.unsupported})"
+        else:
+            state = f"run   ~{format_duration(c.estimate_s)}"
+        forced = f"  [forced: {'; '.join(c.forced)}]" if c.forced and plan.force else ""
+        lines.append(f"  {c.name:<48} {state}{forced}")
+    lines.append(estimate_line(plan))
+    if plan.blocking:
+        lines.append("\n" + format_problems(plan))
+    return "\n".join(lines)
+
+
+def format_problems(plan: Plan) -> str:
+    """"N problems, nothing was run:" and one line per problem that stops the run."""
+    blocking = plan.blocking
+    return "\n".join([f"{len(blocking)} problem{'s' * (len(blocking) > 1)}, nothing was run:",
+                      *(f"  - {p.line()}" for p in blocking)])

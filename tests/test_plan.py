@@ -1,0 +1,271 @@
+"""The plan before a run: every case checked at once (store, framework, dataset and model fit,
+threads, memory), refusals that --force overrides and records, the duration estimated from the
+store's history, and arguments given in one another's place."""
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from harness import plan as plan_module
+from harness.cli import main
+from harness.plan import PlannedCase, _fit_problems, format_duration, make_plan
+from harness.records import Case, CaseResult, Status
+from harness.runner import RunOptions
+from harness.store import ResultsStore
+from harness.suites import load_suite
+from harness.tables import FORCED_NOTE
+from toy_adapters import activate, build_distribution, launches, write_suite
+
+
+@pytest.fixture
+def toys(toy_dist, tmp_path, monkeypatch):
+    dist, cache = toy_dist
+    markers = tmp_path / "markers"
+    activate(monkeypatch, dist, cache, markers)
+    return markers
+
+
+@pytest.fixture
+def two_cpus(monkeypatch):
+    """The plan sees two usable CPUs, whatever this machine has."""
+    monkeypatch.setattr(plan_module, "usable_cpus", lambda: {0, 1})
+
+
+def dry_run(capsys, *argv: str) -> tuple[int, list[str]]:
+    code = main(["run", *argv, "--dry-run"])
+    return code, capsys.readouterr().out.splitlines()
+
+
+def problems(lines: list[str]) -> list[str]:
+    return [line[4:] for line in lines if line.startswith("  - ")]
+
+
+def test_a_dry_run_lists_every_case_with_its_estimate_and_runs_nothing(tmp_path, capsys,
+                                                                       two_cpus):
+    store = tmp_path / "s.sqlite"
+    code, lines = dry_run(capsys, "quick", "--store", str(store))
+    assert code == 0
+    assert lines[0] == "Plan of suite quick: 9 cases"
+    planned = [line.split() for line in lines[1:10]]
+    assert [p[0] for p in planned[:3]] == [f"cnn/{f}/mnist-10k/seed0"
+                                           for f in ("engine-static", "engine-dynamic", "torch")]
+    assert all(p[1] == "run" and p[2].startswith("~") for p in planned)
+    assert lines[10].startswith("Estimated duration: about ")
+    assert "rough" in lines[10]  # an empty store has no history
+    assert not store.exists()
+
+
+def test_the_three_reported_mistakes_are_refused_before_anything_runs(tmp_path, capsys, toys,
+                                                                      two_cpus):
+    big = write_suite(tmp_path, "big", ["toy-ok"], train_limit=8000, batch_size=100000)
+    store = tmp_path / "s.sqlite"
+    assert main(["run", str(big), "--store", str(store)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "1 problem, nothing was run:",
+        "  - mlp/toy-ok/mnist-10k/seed0: 8,000 training examples make no full batch of 100,000, "
+        "so nothing would train (an incomplete batch is dropped); set batch_size to 8,000 or "
+        "less or raise train_limit, or --force to train on batches of all 8,000"]
+    many = write_suite(tmp_path, "many", ["toy-ok"], threads=64)
+    assert main(["run", str(many), "--store", str(store)]) == 2
+    (line,) = problems(capsys.readouterr().err.splitlines())
+    assert line == ("mlp/toy-ok/mnist-10k/seed0: threads = 64, but this process may use 2 CPUs: "
+                    "the run would measure threads waiting for cores, not the framework; set "
+                    "threads = 2 (--threads 2), or --force to measure it anyway")
+    assert not store.exists() and launches(toys) == 0
+    results = tmp_path / "my-results.sqlite"
+    ResultsStore(results).close()
+    assert main(["report", str(results)]) == 2
+    assert capsys.readouterr().err == (
+        f"adh: error: '{results}' is a results store, not a suite: type `adh report SUITE "
+        f"--store {results}`\n")
+
+
+def test_problems_of_many_cases_come_at_once_grouped(tmp_path, capsys, two_cpus):
+    suite = write_suite(tmp_path, "bad", ["engine-static", "engine-dynamic", "torch"],
+                        threads=8, batch_size=1000, train_limit=500, models=["mlp", "cnn"])
+    code, lines = dry_run(capsys, str(suite), "--store", str(tmp_path / "s.sqlite"))
+    assert code == 2
+    found = problems(lines)
+    assert len(found) == 2
+    assert found[0].startswith("mlp/engine-static/mnist-10k/seed0 and 5 more cases: threads = 8")
+    assert found[1].startswith("mlp/engine-static/mnist-10k/seed0 and 5 more cases: 500 "
+                               "training examples make no full batch of 1,000")
+    assert "2 problems, nothing was run:" in lines
+
+
+@pytest.mark.parametrize("fields, words", [
+    ({"dataset": "circles"}, "dataset 'circles' has 2 features per example, model 'mlp' takes "
+                             "784 (784,); use its own dataset (dataset = \"mnist-10k\")"),
+    ({"dataset": "fashion-mnist", "train_limit": None},
+     "fashion-mnist: data not found (looked in"),
+    ({"epochs": 1, "train_limit": 150, "batch_size": 100},
+     "1 training step in all, and the first step of a run is its warm-up"),
+])
+def test_a_dataset_that_is_missing_or_does_not_fit_is_a_problem(tmp_path, capsys, fields, words,
+                                                                two_cpus):
+    fields = {k: v for k, v in fields.items() if v is not None}
+    suite = write_suite(tmp_path, "fit", ["engine-static"], **fields)
+    if "train_limit" not in fields:
+        text = suite.read_text().replace("train_limit = 500\n", "")
+        suite.write_text(text)
+    code, lines = dry_run(capsys, str(suite), "--store", str(tmp_path / "s.sqlite"),
+                          "--data-dir", str(tmp_path / "no-data"))
+    assert code == 2
+    (line,) = problems(lines)
+    assert words in line
+
+
+def test_labels_outside_the_models_classes_are_a_problem():
+    case = Case(suite="s", model="mlp", framework="engine-static", dataset="x", batch_size=2)
+    images = np.zeros((4, 784), np.float32)
+    data = SimpleNamespace(x_train=images, y_train=np.array([0, 1, 10, 3]), x_test=images,
+                           y_test=np.array([-1, 0, 0, 0]))
+    ((message, forceable),) = _fit_problems(PlannedCase(case, "k", "name"), data)
+    assert message.startswith("the labels of dataset 'x' run from -1 to 10, and model 'mlp' has "
+                              "10 classes (labels 0 to 9)")
+    assert not forceable
+
+
+def test_memory_beyond_what_is_free_is_refused(tmp_path, capsys, monkeypatch, two_cpus):
+    monkeypatch.setattr(plan_module, "_free_memory_bytes", lambda: 1024.0**3)
+    suite = write_suite(tmp_path, "wide", ["engine-static"], width=200_000)
+    code, lines = dry_run(capsys, str(suite), "--store", str(tmp_path / "s.sqlite"))
+    assert code == 2
+    (line,) = problems(lines)
+    assert "MiB at its peak, and 1,024 MiB are free: it would swap (or be killed); lower " \
+           "batch_size or width, free memory, or --force" in line
+
+
+def test_a_framework_not_installed_or_broken_is_a_problem_and_na_is_not(
+        tmp_path, capsys, monkeypatch, toys, two_cpus):
+    from harness import frameworks
+
+    site = build_distribution(tmp_path / "broken", "toy_broken", "1.2",
+                              {"toy-raises": "toy_raises:Thing"},
+                              {"toy_raises.py": "raise RuntimeError('boom at import')\n"})
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("PYTHONPATH", f"{site}{os.pathsep}{os.environ['PYTHONPATH']}")
+    monkeypatch.setattr(frameworks, "missing_packages",
+                        lambda name: "needs jax, not installed: pip install 'x'"
+                        if name == "jax" else None)
+    suite = write_suite(tmp_path, "mixed", ["jax", "toy-raises", "toy-dense"],
+                        models=["mlp", "cnn"])
+    code, lines = dry_run(capsys, str(suite), "--store", str(tmp_path / "s.sqlite"))
+    assert code == 2
+    assert problems(lines) == [
+        "mlp/jax/mnist-10k/seed0 and 1 more case: framework 'jax' (built in) needs jax, not "
+        "installed: pip install 'x'",
+        "mlp/toy-raises/mnist-10k/seed0 and 1 more case: framework 'toy-raises' from package "
+        "'toy_broken 1.2' cannot be imported: RuntimeError: boom at import (raised while "
+        "importing 'toy_raises': a bug in toy_broken 1.2)"]
+    dense = {line.split()[0]: line.split(maxsplit=1)[1] for line in lines if "toy-dense" in line}
+    assert dense["mlp/toy-dense/mnist-10k/seed0"].startswith("run")
+    assert dense["cnn/toy-dense/mnist-10k/seed0"] == "n/a (no conv, flatten, maxpool layers)"
+    assert launches(toys) == 0
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda p: p.mkdir(), "is a folder; give a file"),
+    (lambda p: p.write_text("not a database"), "is not a readable SQLite results store"),
+    (lambda p: sqlite3.connect(p).execute("CREATE TABLE t (x)").connection.commit(),
+     "is an SQLite database but not a results store"),
+])
+def test_a_store_that_cannot_be_written_is_a_problem(tmp_path, capsys, make, words, two_cpus):
+    store = tmp_path / "s.sqlite"
+    make(store)
+    code, lines = dry_run(capsys, "ci", "--store", str(store))
+    assert code == 2
+    (line,) = problems(lines)
+    assert words in line
+
+
+def test_force_runs_and_the_records_and_tables_say_what_was_forced(tmp_path, capsys, toys,
+                                                                   monkeypatch):
+    monkeypatch.setattr(plan_module, "usable_cpus", lambda: {0})
+    suite = write_suite(tmp_path, "forced", ["toy-ok"], threads=2, train_limit=150,
+                        batch_size=200, epochs=2)
+    store = tmp_path / "s.sqlite"
+    assert main(["run", str(suite), "--store", str(store), "--no-progress"]) == 2
+    assert len(problems(capsys.readouterr().err.splitlines())) == 2
+    assert main(["run", str(suite), "--store", str(store), "--no-progress", "--force"]) == 0
+    out = capsys.readouterr().out
+    assert "| toy-ok [forced] |" in out and FORCED_NOTE in out
+    with ResultsStore(store) as stored:
+        (row,) = stored.summaries()
+    assert row["case"].batch_size == 150  # what ran: one batch of the whole training set
+    assert row["provenance"]["forced"] == [
+        "threads 2 > 1 usable CPUs",
+        "batch_size 200 > 150 training examples: batches of 150"]
+
+
+def test_the_estimate_comes_from_history_scaled_to_the_epochs(tmp_path, capsys, toys, two_cpus):
+    suite = write_suite(tmp_path, "hist", ["toy-ok"], memory=True)
+    store = tmp_path / "s.sqlite"
+    assert main(["run", str(suite), "--store", str(store), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1].startswith("took ")
+    with ResultsStore(store) as stored:
+        (row,) = stored.summaries()
+    walls = row["provenance"]["pass_wall_s"]
+    assert len(walls["time"]) == 1 and walls["memory"] > 0
+    options = RunOptions(code_version="x", rounds=3)
+    plan = make_plan(load_suite(str(suite)), store, options)
+    (planned,) = plan.cases
+    assert planned.from_history
+    assert planned.estimate_s == pytest.approx(3 * walls["time"][0] + walls["memory"])
+    longer = make_plan(load_suite(str(suite), {"epochs": 3}), store, options)
+    assert longer.cases[0].from_history and longer.estimate_s > plan.estimate_s
+    code, lines = dry_run(capsys, str(suite), "--store", str(store), "--resume")
+    assert code == 0
+    assert "skip (finished, --resume)" in lines[1] and lines[2] == "Nothing to run."
+
+
+@pytest.fixture
+def stored(tmp_path) -> Path:
+    """A results store holding a suite named "mlp" (a suite file may be called anything)."""
+    path = tmp_path / "results.sqlite"
+    ResultsStore(path).close()
+    return path
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["run", "{store}"], "is a results store, not a suite: to run a suite into that store, type "
+                         "`adh run SUITE --store {store}`"),
+    (["run", "mlp"], "'mlp' is a model, not a suite: to run only that one, type `adh run SUITE "
+                     "--models mlp` (e.g. quick)"),
+    (["run", "torch"], "type `adh run SUITE --frameworks torch`"),
+    (["run", "quick", "--store", "paper"], "'paper' is a suite, not a store: the store is an "
+                                           "SQLite file"),
+    (["report", "cnn", "--store", "{store}"], "'cnn' is a model, not a suite"),
+    (["results", "--store", "quick"], "add `--suite quick`"),
+    (["compare", "quick", "{store}"], "'quick' is a suite, not a result set: give a results "
+                                      "store and the suite in it, e.g. results/adh.sqlite#quick"),
+    (["spec", "{store}"], "is a results store, not a model: type a model name"),
+    (["compare", "--against", "HEAD", "--suite", "{store}"], "is a results store, not a suite"),
+])
+def test_an_argument_in_the_place_of_another_says_what_to_type(stored, capsys, argv, words):
+    argv = [a.format(store=stored) for a in argv]
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("adh: error: ")
+    assert words.format(store=stored) in line
+
+
+def test_a_suite_stored_under_a_models_name_is_reported(tmp_path, capsys):
+    store = tmp_path / "s.sqlite"
+    case = Case(suite="mlp", model="mlp", framework="engine-static", dataset="mnist-10k")
+    with ResultsStore(store) as s:  # a suite file may be called anything, mlp.toml too
+        s.save(CaseResult(case=case, key="k", status=Status.FAILED, reason="boom"))
+    assert main(["report", "mlp", "--store", str(store), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "is a model" not in err and "suite 'mlp'" in err  # it got as far as the suite
+
+
+def test_durations_read_as_a_person_would_say_them():
+    assert [format_duration(s) for s in (4.4, 59, 61, 3569, 3599, 12000)] == [
+        "4 s", "59 s", "1 min", "59 min", "1 h 00 min", "3 h 20 min"]
