@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import median
@@ -281,7 +282,10 @@ def _store_problem(path: Path) -> str | None:
             return str(error)
         return None
     parent = next(p for p in path.absolute().parents if p.exists())
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+    try:  # a real write, not os.access: root "may" write to /proc, and the file system says no
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError:
         return f"cannot create the store {path}: {parent} is not a folder this user may write " \
                "to; pass --store with a path that is"
     return None

@@ -178,9 +178,13 @@ class ResultsStore:
 
     def __init__(self, path: str | Path = DEFAULT_PATH) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # isolation_level=None: no implicit transactions; save() opens its own, one per case.
-        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # isolation_level=None: no implicit transactions; save() opens its own, one per case.
+            self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        except (OSError, sqlite3.OperationalError) as e:
+            raise StoreError(f"cannot open or create the store {self.path} ({e}); pass --store "
+                             "with a path you may write to") from None
         try:
             self._open()
         except BaseException:

@@ -184,6 +184,22 @@ def test_a_store_that_cannot_be_written_is_a_problem(tmp_path, capsys, make, wor
     assert words in line
 
 
+@pytest.mark.parametrize("where", ["under-a-file", "proc"])
+def test_a_store_that_cannot_be_created_is_a_problem(tmp_path, capsys, where, two_cpus):
+    if where == "under-a-file":
+        (tmp_path / "notes.txt").write_text("a file, not a folder")
+        store = tmp_path / "notes.txt" / "s.sqlite"
+    elif Path("/proc").is_dir():  # even root, whom os.access lets write anywhere, cannot
+        store = Path("/proc/adh-test.sqlite")
+    else:
+        pytest.skip("no /proc on this system")
+    code, lines = dry_run(capsys, "ci", "--store", str(store))
+    assert code == 2
+    (line,) = problems(lines)
+    assert f"cannot create the store {store}" in line and "pass --store" in line
+    assert not store.exists()
+
+
 def test_force_runs_and_the_records_and_tables_say_what_was_forced(tmp_path, capsys, toys,
                                                                    monkeypatch):
     monkeypatch.setattr(plan_module, "usable_cpus", lambda: {0})

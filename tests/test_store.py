@@ -230,6 +230,12 @@ def test_corrupt_file(tmp_path: Path) -> None:
     assert str(path) in str(err.value)
 
 
+def test_a_store_path_that_cannot_be_created(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("a file, not a folder")
+    with pytest.raises(StoreError, match="cannot open or create the store .*pass --store"):
+        ResultsStore(tmp_path / "notes.txt" / "adh.sqlite")
+
+
 def test_foreign_sqlite_file(tmp_path: Path) -> None:
     path = tmp_path / "other.sqlite"
     with sqlite3.connect(path) as db:
