@@ -380,9 +380,12 @@ def _free_memory_bytes() -> float | None:
 
 
 def format_duration(seconds: float) -> str:
-    """"45 s", "12 min", "3 h 20 min"."""
-    if seconds < 60:
-        return f"{seconds:.0f} s"
+    """"45 s", "2 min 05 s", "12 min", "3 h 20 min"."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 600:  # a short suite's estimate and actual must be told apart
+        return f"{whole // 60} min {whole % 60:02d} s"
     minutes = round(seconds / 60)
     if minutes < 60:  # 59.6 min is "1 h 00 min", not "60 min"
         return f"{minutes} min"

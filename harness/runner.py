@@ -186,9 +186,10 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
     status and reason of a failure. Never raises except on Ctrl-C."""
     case = result.case
     try:
+        start = time.perf_counter()
         for attempt in range(1, POLICY.retries + 2):
             before = probe()  # here, in the warm runner, the host's pace just before the pass
-            timing, wall = _timed(run_worker, case, "time", options, on_progress)
+            timing = run_worker(case, "time", options, on_progress)
             timing.update(probe_before_s=before, probe_after_s=probe())
             if timing["status"] != Status.OK:
                 break
@@ -213,7 +214,8 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
             return
         if not result.runs:
             _fill_first(result, timing, options)
-        _pass_walls(result)["time"].append(wall)
+        # what the round cost, its retries and probes included: a later plan's estimate
+        _pass_walls(result)["time"].append(time.perf_counter() - start)
         result.runs.append(RunRecord(
             round=round_, step_times_s=timing["step_times_s"], warmup_steps=timing["warmup_steps"],
             warmup_s=timing["warmup_s"], train_time_s=timing["train_time_s"],
@@ -282,8 +284,8 @@ def _timed(function: Callable, *args) -> tuple:
 
 
 def _pass_walls(result: CaseResult) -> dict:
-    """The seconds each pass of `result` took from launch to exit, in its provenance
-    ("pass_wall_s": the timing passes' in a list, "memory", "instructions"): the plan of a later
+    """The seconds each pass of `result` took, in its provenance ("pass_wall_s": each round's
+    timing passes, retries included, in a list; "memory", "instructions"): the plan of a later
     run of the same case estimates its duration from them (harness.plan)."""
     walls = result.provenance.setdefault("pass_wall_s", {})
     walls.setdefault("time", [])

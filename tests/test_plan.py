@@ -283,5 +283,5 @@ def test_a_suite_stored_under_a_models_name_is_reported(tmp_path, capsys):
 
 
 def test_durations_read_as_a_person_would_say_them():
-    assert [format_duration(s) for s in (4.4, 59, 61, 3569, 3599, 12000)] == [
-        "4 s", "59 s", "1 min", "59 min", "1 h 00 min", "3 h 20 min"]
+    assert [format_duration(s) for s in (4.4, 59, 61, 125.4, 599.6, 3569, 3599, 12000)] == [
+        "4 s", "59 s", "1 min 01 s", "2 min 05 s", "10 min", "59 min", "1 h 00 min", "3 h 20 min"]
