@@ -17,7 +17,7 @@ STORE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 def is_store(text: str) -> bool:
     """Whether `text` names an SQLite file, or a file that would be one by its name."""
     path = Path(text.partition("#")[0])
-    if path.is_file():
+    if path.is_file() and path.stat().st_size:  # an empty file is whatever its name says
         with open(path, "rb") as f:
             return f.read(len(SQLITE_HEADER)) == SQLITE_HEADER
     return path.suffix in STORE_SUFFIXES
@@ -64,6 +64,7 @@ def misplaced(text: str, expected: str, command: str) -> str | None:
 
 
 def _instead(text: str, kind: str, expected: str, command: str) -> str:
+    """What to type instead, where `text` is `kind` given to `adh COMMAND` for `expected`."""
     stem = Path(text).stem
     if expected == "suite":
         if kind == "a results store":
@@ -73,9 +74,16 @@ def _instead(text: str, kind: str, expected: str, command: str) -> str:
             where = f" (suites stored there: {', '.join(suites)})" if suites else ""
             if command == "results":
                 return f"type `adh results --store {text}`{where}"
+            if command == "compare":
+                return f"to compare stored results, type `adh compare {text}#SUITE " \
+                       f"OTHER.sqlite#SUITE`{where}; --suite names the suite that --against " \
+                       "runs on both commits"
             return f"type `adh {command} SUITE --store {text}`{where}"
         option = {"a model": "--models", "a framework": "--frameworks",
                   "a dataset": "--dataset"}[kind]
+        if command == "compare":
+            return "--suite names the suite that --against runs on both commits (e.g. ci, or a " \
+                   f"suite file whose {option[2:]} = [\"{text}\"])"
         if command == "run":
             return f"to run only that one, type `adh run SUITE {option} {text}` (e.g. quick)"
         return f"`adh {command}` takes the name of a stored suite (see adh results)"
@@ -104,7 +112,7 @@ def _stored_suites(path: str) -> list[str]:
     if not Path(path).is_file():
         return []
     try:
-        with ResultsStore(path) as store:
+        with ResultsStore(path, read_only=True) as store:
             return store.suites()
     except StoreError:
         return []

@@ -9,9 +9,13 @@ import argparse
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import AdhError, UsageError
 from .threads import pin_threads
+
+if TYPE_CHECKING:
+    from .suites import Suite
 
 EPILOG = """examples:
   adh run                      the quick suite: every model and framework, 2 epochs of mnist-10k
@@ -276,8 +280,8 @@ def _run(args) -> int:
         print(format_plan(plan))
         return 2 if plan.blocking else 0
     with _measuring(args):
-        start = time.perf_counter()
         _calibrate({case.threads for case in suite.cases})
+        start = time.perf_counter()  # the estimate covers the plan and the passes
         plan = make_plan(suite, args.store, options, args.force)
         if plan.blocking:
             print(format_problems(plan), file=sys.stderr)
@@ -307,7 +311,7 @@ def _run(args) -> int:
     return 1 if failed else 0
 
 
-def _load_suite(name: str, command: str, overrides: dict | None = None):
+def _load_suite(name: str, command: str, overrides: dict | None = None) -> Suite:
     """The suite `name`; a UsageError saying what to type instead where `name` is a store, a
     model or another thing that is not a suite."""
     from .arguments import is_store
@@ -319,6 +323,8 @@ def _load_suite(name: str, command: str, overrides: dict | None = None):
 
 
 def _refuse_misplaced(text: str, expected: str, command: str) -> None:
+    """UsageError saying what to type instead where `text`, given to `adh COMMAND` in the place
+    of `expected`, is something else (harness.arguments.misplaced)."""
     from .arguments import misplaced
 
     problem = misplaced(text, expected, command)
@@ -334,9 +340,10 @@ def _calibrate(threads: set[int]) -> None:
 
     from .measure.environment import measured_environment
     from .measure.gemm_peak import cached_gemm_peak_gflops
+    from .threads import usable_cpus
 
-    for count in sorted(threads):
-        if cached_gemm_peak_gflops(count) is None:
+    for count in sorted(threads):  # more threads than CPUs: refused by the plan, or forced
+        if count <= len(usable_cpus()) and cached_gemm_peak_gflops(count) is None:
             subprocess.run([sys.executable, "-m", "harness.measure.gemm_peak", str(count)],
                            env=measured_environment(count), capture_output=True)
 

@@ -17,8 +17,7 @@ what can run (one batch of the whole training set), and its records say what was
 The estimate of each case comes from the store's history of the same case (the newest stored run
 of the same settings: the wall time of its passes, scaled to this case's epochs), else from a
 rough model: FLOPs per step at a share of this machine's measured GEMM peak, plus each process's
-start-up. A plan measures nothing and writes nothing, except that opening an existing store of an
-older schema upgrades it, as any command does.
+start-up. A plan measures nothing and writes nothing (it reads the store read-only).
 """
 from __future__ import annotations
 
@@ -29,12 +28,16 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from statistics import median
+from typing import TYPE_CHECKING
 
 from .errors import StoreError
-from .records import FINISHED, Case, Status
-from .runner import RunOptions, case_keys
+from .records import Case, Status
+from .runner import RunOptions, case_keys, resume_skips
 from .suites import Suite
 from .threads import usable_cpus
+
+if TYPE_CHECKING:
+    from .data.dataset import Dataset
 
 MIB = 1024**2
 # The rough model, for cases the store has no history of. The engine and torch reach about this
@@ -74,6 +77,7 @@ class Problem:
     forceable: bool = False
 
     def line(self) -> str:
+        """The problem as the plan prints it: "CASE and N more cases: MESSAGE"."""
         if not self.cases:  # the run's, not a case's (the store)
             return self.message
         more = len(self.cases) - 1
@@ -93,12 +97,13 @@ class Plan:
 
     @property
     def blocking(self) -> list[Problem]:
-        """The problems that stop the run: all of them, or without --force the forceable ones
-        too."""
+        """The problems that stop the run: those --force cannot override, and without --force
+        the forceable ones too."""
         return [p for p in self.problems if not (p.forceable and self.force)]
 
     @property
     def estimate_s(self) -> float:
+        """The seconds the whole run should take: its cases' estimates summed."""
         return sum(c.estimate_s for c in self.cases)
 
     def forced(self) -> dict[str, list[str]]:
@@ -115,13 +120,19 @@ def make_plan(suite: Suite, store_path: str | Path, options: RunOptions,
 
     problems: list[tuple[str, str, bool]] = []  # (case name, message, forceable)
     store_problem = _store_problem(Path(store_path))
+    if store_problem:
+        problems.append(("", store_problem, False))
     history, stored = ({}, {}) if store_problem else _history(Path(store_path))
+
+    def skipped(key: str) -> bool:
+        row = stored.get(key) if options.resume else None
+        return row is not None and resume_skips(row["status"], row["runs"], options.rounds)
+
     keys = case_keys(suite.cases, options.code_version)
-    names = _case_names(suite.cases)
-    planned = [PlannedCase(case, key, name, skipped=options.resume and _finished(
-                   stored.get(key), options.rounds))
-               for case, key, name in zip(suite.cases, keys, names, strict=True)]
+    planned = [PlannedCase(case, key, name, skipped=skipped(key)) for case, key, name
+               in zip(suite.cases, keys, _case_names(suite.cases), strict=True)]
     todo = [p for p in planned if not p.skipped]
+    free = _free_memory_bytes()  # before the datasets are loaded here: they are not the run's
     missing = {name: missing_packages(name) for name in {p.case.framework for p in todo}}
     asked = [p for p in todo if not missing[p.case.framework]]
     support = probe([p.case for p in asked])
@@ -129,15 +140,8 @@ def make_plan(suite: Suite, store_path: str | Path, options: RunOptions,
         p.unsupported = reason
     datasets = _datasets({p.case.dataset for p in todo}, options.data_dir)
     cpus = len(usable_cpus())
-    free = _free_memory_bytes()
     for p in todo:
         case = p.case
-        if case.threads > cpus:
-            problems.append((p.name, f"threads = {case.threads}, but this process may use "
-                                     f"{cpus} CPUs: the run would measure threads waiting for "
-                                     f"cores, not the framework; set threads = {cpus} (--threads "
-                                     f"{cpus}), or --force to measure it anyway", True))
-            p.forced.append(f"threads {case.threads} > {cpus} usable CPUs")
         if missing[case.framework]:
             base = registration(served_base(case.framework) or case.framework)
             problems.append((p.name, f"{base.described()} {missing[case.framework]}", False))
@@ -145,39 +149,46 @@ def make_plan(suite: Suite, store_path: str | Path, options: RunOptions,
         if case.framework in support.broken:
             problems.append((p.name, support.broken[case.framework], False))
             continue
+        if p.unsupported:  # recorded as n/a by the run: nothing of it is measured
+            continue
+        if case.threads > cpus:
+            problems.append((p.name, f"threads = {case.threads}, but this process may use "
+                                     f"{cpus} CPUs: the run would measure threads waiting for "
+                                     f"cores, not the framework; set threads = {cpus} (--threads "
+                                     f"{cpus}), or --force to measure it anyway", True))
+            p.forced.append(f"threads {case.threads} > {cpus} usable CPUs")
         data = datasets[case.dataset]
         if isinstance(data, str):
             problems.append((p.name, data, False))
             continue
         fit = _fit_problems(p, data)
         problems += [(p.name, message, forceable) for message, forceable in fit]
-        if any(not forceable for _, forceable in fit) or p.unsupported:
+        if any(not forceable for _, forceable in fit):
             continue
-        need = _peak_memory_bytes(p.case, data, history.get(_signature(p.case)))
+        if p.case != case:  # a forced batch size is another case, with a key of its own
+            (p.key,) = case_keys([p.case], options.code_version)
+            p.skipped = skipped(p.key)
+            if p.skipped:
+                continue
+        past = history.get(_signature(p.case))
+        need = _peak_memory_bytes(p.case, data, past)
         if free is not None and need > free:
             problems.append((p.name, f"needs about {need / MIB:,.0f} MiB at its peak, and "
                                      f"{free / MIB:,.0f} MiB are free: it would swap (or be "
                                      f"killed); {_smaller(p.case)}, free memory, or --force",
                              True))
             p.forced.append(f"estimated peak {need / MIB:,.0f} MiB > {free / MIB:,.0f} MiB free")
-        rounds = options.rounds - (stored[p.key]["runs"] if options.resume and p.key in stored
-                                   and stored[p.key]["status"] == Status.OK else 0)
-        p.estimate_s, p.from_history = _estimate(p.case, data, history.get(_signature(p.case)),
-                                                 replace(options, rounds=rounds))
-    mended = [p for p, case in zip(planned, suite.cases, strict=True) if p.case != case]
-    for p, key in zip(mended, case_keys([p.case for p in mended], options.code_version),
-                      strict=True):
-        p.key = key  # a forced batch size is another case
-    if store_problem:
-        problems.insert(0, ("", store_problem, False))
+        row = stored.get(p.key) if options.resume else None
+        remaining = options
+        if row is not None and row["status"] == Status.OK:  # --resume adds the passes it lacks
+            remaining = replace(
+                options, rounds=options.rounds - row["runs"],
+                memory=options.memory and _missing(row["alloc_bytes"]),
+                count_instructions=options.count_instructions and _missing(
+                    row.get("instructions_per_step")) and not row.get("instructions_note"))
+        p.estimate_s, p.from_history = _estimate(p.case, data, past, remaining)
     cases = [p.case for p in planned]
     return Plan(replace(suite, cases=cases), planned, _grouped(problems), force)
-
-
-def _finished(row: dict | None, rounds: int) -> bool:
-    """Whether --resume skips the stored case `row`, as the runner decides (runner.run_suite)."""
-    return row is not None and row["status"] in FINISHED and (
-        row["status"] != Status.OK or row["runs"] >= rounds)
 
 
 def _grouped(problems: list[tuple[str, str, bool]]) -> list[Problem]:
@@ -206,7 +217,7 @@ def _case_names(cases: list[Case]) -> list[str]:
     return names
 
 
-def _fit_problems(p: PlannedCase, data) -> list[tuple[str, bool]]:
+def _fit_problems(p: PlannedCase, data: Dataset) -> list[tuple[str, bool]]:
     """Whether the dataset fits the case's model: (message, forceable) for each way it does
     not. A forceable misfit is mended in `p` (its case and `forced`)."""
     import numpy as np
@@ -231,19 +242,27 @@ def _fit_problems(p: PlannedCase, data) -> list[tuple[str, bool]]:
                     f"{case.model!r} has {classes} classes (labels 0 to {classes - 1}); use its "
                     f"own dataset (dataset = \"{spec.dataset}\")", False))
     n = len(x_train)
+    if n == 0:
+        out.append((f"dataset {case.dataset!r} has no training examples: nothing would train; "
+                    "use another dataset", False))
+        return out
+    single = "1 training step: nothing timed after the warm-up"
     if n < case.batch_size:
+        # forced, one batch per epoch: with one epoch, one step in all, and that is the warm-up
         out.append((f"{n:,} training examples make no full batch of {case.batch_size:,}, so "
                     f"nothing would train (an incomplete batch is dropped); set batch_size to "
                     f"{n:,} or less{' or raise train_limit' if case.train_limit else ''}, or "
-                    f"--force to train on batches of all {n:,}", True))
-        if n:
-            p.forced.append(f"batch_size {case.batch_size:,} > {n:,} training examples: "
-                            f"batches of {n:,}")
-            p.case = case = replace(case, batch_size=n)
+                    f"--force to train on batches of all {n:,}"
+                    + (" (with 1 epoch that is 1 step, the warm-up: nothing would be timed; "
+                       "raise epochs too)" if case.epochs == 1 else ""), True))
+        p.forced.append(f"batch_size {case.batch_size:,} > {n:,} training examples: "
+                        f"batches of {n:,}")
+        p.forced += [single] if case.epochs == 1 else []
+        p.case = replace(case, batch_size=n)
     elif case.epochs * (n // case.batch_size) == 1:
         out.append(("1 training step in all, and the first step of a run is its warm-up: no "
                     "step would be timed; raise epochs, or lower batch_size, or --force", True))
-        p.forced.append("1 training step: nothing timed after the warm-up")
+        p.forced.append(single)
     return out
 
 
@@ -252,7 +271,7 @@ def _smaller(case: Case) -> str:
     return "lower batch_size" + (" or width" if "width" in extra else "")
 
 
-def _datasets(names: set[str], data_dir: str | None) -> dict:
+def _datasets(names: set[str], data_dir: str | None) -> dict[str, Dataset | str]:
     """Each dataset by name, loaded once (float32: shapes and labels are what is checked), or
     the one line that says why it cannot be."""
     from .data import load_dataset
@@ -268,7 +287,7 @@ def _datasets(names: set[str], data_dir: str | None) -> dict:
 
 
 def _store_problem(path: Path) -> str | None:
-    """Why the run could not store its results at `path`, or None."""
+    """Why the run could not store its results at `path`, or None. Writes nothing there."""
     from .store import ResultsStore
 
     if path.is_dir():
@@ -277,17 +296,18 @@ def _store_problem(path: Path) -> str | None:
         if not os.access(path, os.R_OK | os.W_OK):
             return f"cannot write the store {path} (permissions); fix them or pass --store"
         try:
-            ResultsStore(path).close()  # refuses what is not a results store, or another schema
+            ResultsStore(path, read_only=True).close()  # refuses what is not a results store
         except StoreError as error:
             return str(error)
-        return None
-    parent = next(p for p in path.absolute().parents if p.exists())
-    try:  # a real write, not os.access: root "may" write to /proc, and the file system says no
-        with tempfile.TemporaryFile(dir=parent):
+    # The folder too, by a real write: SQLite writes its journal beside the store, and root
+    # "may" write to /proc by os.access while the file system says no.
+    folder = next(p for p in path.absolute().parents if p.exists())
+    try:
+        with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError:
-        return f"cannot create the store {path}: {parent} is not a folder this user may write " \
-               "to; pass --store with a path that is"
+        return f"cannot {'write' if path.exists() else 'create'} the store {path}: {folder} is " \
+               "not a folder this user may write to; pass --store with a path that is"
     return None
 
 
@@ -306,7 +326,7 @@ def _history(path: Path) -> tuple[dict[str, dict], dict[str, dict]]:
 
     if not path.exists():
         return {}, {}
-    with ResultsStore(path) as store:
+    with ResultsStore(path, read_only=True) as store:
         stored = store.summaries()
     history = {_signature(row["case"]): row for row in stored  # oldest first: the newest wins
                if row["status"] == Status.OK
@@ -318,17 +338,22 @@ def _missing(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _estimate(case: Case, data, past: dict | None, options: RunOptions) -> tuple[float, bool]:
+def _estimate(case: Case, data: Dataset, past: dict | None,
+              options: RunOptions) -> tuple[float, bool]:
     """(seconds of the passes `options` runs for `case`, from history)."""
     passes = options.rounds
     if past is not None:
         walls = past["provenance"]["pass_wall_s"]
-        scale = case.epochs / past["case"].epochs
         trained = sum(0.0 if _missing(past[k]) else past[k]
                       for k in ("warmup_s", "train_time_s", "eval_time_s"))
-        timing = median(walls["time"])
-        timing += (scale - 1) * min(trained, timing)  # start-up does not scale with epochs
-        memory = walls.get("memory", ROUGH_MEMORY_PASS_FACTOR * timing) * scale
+        startup = max(median(walls["time"]) - trained, 0.0)
+
+        def scaled(wall: float) -> float:  # to this case's epochs; start-up does not scale
+            return wall + (case.epochs / past["case"].epochs - 1) * max(wall - startup, 0.0)
+
+        timing = scaled(median(walls["time"]))
+        memory = scaled(walls["memory"]) if "memory" in walls else \
+            ROUGH_MEMORY_PASS_FACTOR * timing
         counting = walls.get("instructions", ROUGH_INSTRUCTIONS_PASS_S)
         return (passes * timing + options.memory * memory
                 + options.count_instructions * counting), True
@@ -349,7 +374,7 @@ def _estimate(case: Case, data, past: dict | None, options: RunOptions) -> tuple
             + options.count_instructions * ROUGH_INSTRUCTIONS_PASS_S), False
 
 
-def _peak_memory_bytes(case: Case, data, past: dict | None) -> float:
+def _peak_memory_bytes(case: Case, data: Dataset, past: dict | None) -> float:
     """The case's peak resident memory: the stored one of the same case, else the rough model
     (the process's base, the dataset, parameters with gradient and optimizer state, and each
     layer's output for a batch, a few times over)."""
@@ -402,6 +427,11 @@ def estimate_line(plan: Plan) -> str:
               "rough: FLOPs at a share of this machine's GEMM peak, no history of these cases"
               if not known else f"{known} of {len(todo)} cases from the store's history, "
                                "the others rough")
+    from .measure.gemm_peak import cached_gemm_peak_gflops
+
+    if any(cached_gemm_peak_gflops(c.case.threads) is None for c in todo if not c.from_history):
+        source += f"; this machine's GEMM peak is not measured yet: {ROUGH_PEAK_GFLOPS:.0f} " \
+                  "GFLOP/s assumed (a real run measures it first)"
     return f"Estimated duration: about {format_duration(plan.estimate_s)} ({source})"
 
 

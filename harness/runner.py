@@ -310,6 +310,12 @@ def rotated(items: list, round_: int) -> list:
     return items[k:] + items[:k]
 
 
+def resume_skips(status: str, runs: int, rounds: int) -> bool:
+    """Whether --resume skips a stored case of `status` with `runs` timing passes: it finished,
+    and if it succeeded, it has all `rounds`."""
+    return status in FINISHED and (status != Status.OK or runs >= rounds)
+
+
 def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
               on_case_done: Callable[[CaseResult], None] = lambda r: None) -> SuiteOutcome:
     """Run `options.rounds` timing passes of every case of `suite`, interleaved round by round,
@@ -321,8 +327,7 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
     results: dict[str, CaseResult] = {}
     for case, key in zip(suite.cases, case_keys(suite.cases, options.code_version), strict=True):
         stored = store.find(key) if options.resume else None
-        if stored is not None and stored.status in FINISHED and (
-                stored.status != Status.OK or len(stored.runs) >= options.rounds):
+        if stored is not None and resume_skips(stored.status, len(stored.runs), options.rounds):
             outcome.skipped.append(stored)
         else:
             results[key] = stored if stored is not None and stored.status == Status.OK else \

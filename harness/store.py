@@ -174,14 +174,24 @@ def _flatten(frame: pd.DataFrame, column: str, prefix: str) -> pd.DataFrame:
 
 
 class ResultsStore:
-    """The results store at `path`, created (with its parent folders) if missing."""
+    """The results store at `path`, created (with its parent folders) if missing.
 
-    def __init__(self, path: str | Path = DEFAULT_PATH) -> None:
+    `read_only`: for a look that must change nothing (a plan, a hint about a mistyped argument):
+    the file must exist, an empty SQLite file reads as an empty store instead of being given the
+    schema, and an older schema is read as it is instead of upgraded."""
+
+    def __init__(self, path: str | Path = DEFAULT_PATH, read_only: bool = False) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            # isolation_level=None: no implicit transactions; save() opens its own, one per case.
-            self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            if read_only:
+                self._db = sqlite3.connect(f"{self.path.absolute().as_uri()}?mode=ro", uri=True,
+                                           timeout=30, isolation_level=None)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                # isolation_level=None: no implicit transactions; save() opens its own, one per
+                # case.
+                self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         except (OSError, sqlite3.OperationalError) as e:
             raise StoreError(f"cannot open or create the store {self.path} ({e}); pass --store "
                              "with a path you may write to") from None
@@ -193,13 +203,18 @@ class ResultsStore:
 
     def _open(self) -> None:
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
+            if not self.read_only:
+                self._db.execute("PRAGMA journal_mode=WAL")
             tables = {r[0] for r in self._db.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
         except sqlite3.DatabaseError as e:
             raise StoreError(f"{self.path} is not a readable SQLite results store ({e}); move or "
                              "delete it, or choose another store path") from None
         self._db.execute("PRAGMA foreign_keys=ON")  # so that replacing a case deletes its rows
+        if not tables and self.read_only:
+            # an empty store to look at: its schema in memory, the file untouched
+            self._db.close()
+            self._db = sqlite3.connect(":memory:", isolation_level=None)
         if not tables:
             self._db.executescript(f"BEGIN; {_schema()} INSERT INTO meta VALUES "
                                    f"('schema_version', '{SCHEMA_VERSION}'); COMMIT;")
@@ -209,13 +224,13 @@ class ResultsStore:
         if row is None:
             raise StoreError(f"{self.path} is an SQLite database but not a results store; "
                              "choose another store path")
-        if row[0] == "2":  # version 3 only added columns
+        if row[0] == "2" and not self.read_only:  # version 3 only added columns
             self._db.executescript(
                 "BEGIN; " + "".join(f"ALTER TABLE cases ADD COLUMN {c} {t}; "
                                     for c, t in INSTRUCTION_COLUMNS.items())
                 + f"UPDATE meta SET value = '{SCHEMA_VERSION}' WHERE key = 'schema_version'; "
                 "COMMIT;")
-        elif row[0] != str(SCHEMA_VERSION):
+        elif row[0] not in {str(SCHEMA_VERSION), "2"}:
             raise StoreError(f"{self.path} has results schema version {row[0]}, this harness "
                              f"reads version {SCHEMA_VERSION} (version 1: one timing process per "
                              "case, before rounds); use the harness version that wrote it, or "

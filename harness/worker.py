@@ -17,8 +17,15 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .records import Status
+from .records import Case, Status
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .data.dataset import Dataset
+    from .specs import ModelSpec
 
 PROGRESS_PREFIX = "ADH-PROGRESS "
 PROGRESS_INTERVAL_S = 0.2  # report at most this often: printing must not cost step time
@@ -29,7 +36,7 @@ def _progress(**fields) -> None:
     print(PROGRESS_PREFIX + json.dumps(fields), flush=True)
 
 
-def case_spec(case):
+def case_spec(case: Case) -> ModelSpec:
     """The model spec with the case's settings (width, sequence length, batch size, lr,
     optimizer, momentum, epochs)."""
     from .specs import get_model, scaled
@@ -40,7 +47,7 @@ def case_spec(case):
                               momentum=extra.get("momentum", spec.momentum), epochs=case.epochs)
 
 
-def case_split(case, data):
+def case_split(case: Case, data: Dataset) -> tuple[np.ndarray, ...]:
     """(x_train, y_train, x_test, y_test) of `data` for `case`: its k-fold split where it has
     folds, its first `train_limit` training examples where it has a limit."""
     import numpy as np
@@ -288,7 +295,6 @@ def instructions_pass(case, data_dir, callgrind_out: str, marks_library: str) ->
 def main(argv: list[str]) -> int:
     job_path, result_path = map(Path, argv)
     job = json.loads(job_path.read_text())
-    from .records import Case
     from .threads import pin_affinity, pin_threads
 
     case = Case(**{**job["case"], "extra": tuple(sorted(job["case"]["extra"].items()))})

@@ -22,9 +22,11 @@ def torch_one_thread():
 @pytest.fixture(autouse=True, scope="session")
 def private_measurement_lock(tmp_path_factory):
     """The tests' measuring commands take a lock of their own, not the machine's: a benchmark
-    running beside the tests must not make them wait (nor they it)."""
+    running beside the tests must not make them wait (nor they it). And a cache of their own:
+    they never measure the GEMM peak, nor write to the user's cache."""
     mp = pytest.MonkeyPatch()
     mp.setenv("ADH_LOCK_FILE", str(tmp_path_factory.mktemp("lock") / "measure.lock"))
+    mp.setenv("ADH_CACHE_DIR", str(write_gemm_cache(tmp_path_factory.mktemp("cache"))))
     yield
     mp.undo()
 

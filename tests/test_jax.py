@@ -7,15 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.frameworks import FrameworkError, get_framework, require_installed
+from harness.frameworks import get_framework, missing_packages
 from harness.specs import ModelSpec, conv, dense, flatten, get_model, maxpool
 from harness.testing import parametrize_with_checks
 from harness.weights import initial_weights
 
-try:
-    require_installed(["jax"])
-except FrameworkError as missing:
-    pytest.skip(str(missing), allow_module_level=True)
+if missing_packages("jax"):
+    pytest.skip(f"jax {missing_packages('jax')}", allow_module_level=True)
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

@@ -69,7 +69,8 @@ def test_the_three_reported_mistakes_are_refused_before_anything_runs(tmp_path, 
         "1 problem, nothing was run:",
         "  - mlp/toy-ok/mnist-10k/seed0: 8,000 training examples make no full batch of 100,000, "
         "so nothing would train (an incomplete batch is dropped); set batch_size to 8,000 or "
-        "less or raise train_limit, or --force to train on batches of all 8,000"]
+        "less or raise train_limit, or --force to train on batches of all 8,000 (with 1 epoch "
+        "that is 1 step, the warm-up: nothing would be timed; raise epochs too)"]
     many = write_suite(tmp_path, "many", ["toy-ok"], threads=64)
     assert main(["run", str(many), "--store", str(store)]) == 2
     (line,) = problems(capsys.readouterr().err.splitlines())
@@ -120,6 +121,25 @@ def test_a_dataset_that_is_missing_or_does_not_fit_is_a_problem(tmp_path, capsys
     assert words in line
 
 
+def test_a_forced_batch_of_the_whole_training_set_says_when_it_leaves_no_timed_step():
+    case = Case(suite="s", model="mlp", framework="engine-static", dataset="x", batch_size=200,
+                epochs=1)
+    images = np.zeros((150, 784), np.float32)
+    labels = np.zeros(150, np.int64)
+    data = SimpleNamespace(x_train=images, y_train=labels, x_test=images, y_test=labels)
+    planned = PlannedCase(case, "k", "name")
+    ((message, forceable),) = _fit_problems(planned, data)
+    assert forceable and message.endswith("--force to train on batches of all 150 (with 1 "
+                                          "epoch that is 1 step, the warm-up: nothing would be "
+                                          "timed; raise epochs too)")
+    assert planned.case.batch_size == 150
+    assert planned.forced == ["batch_size 200 > 150 training examples: batches of 150",
+                              "1 training step: nothing timed after the warm-up"]
+    none = SimpleNamespace(x_train=images[:0], y_train=labels[:0], x_test=images, y_test=labels)
+    ((message, forceable),) = _fit_problems(PlannedCase(case, "k", "name"), none)
+    assert message.startswith("dataset 'x' has no training examples") and not forceable
+
+
 def test_labels_outside_the_models_classes_are_a_problem():
     case = Case(suite="s", model="mlp", framework="engine-static", dataset="x", batch_size=2)
     images = np.zeros((4, 784), np.float32)
@@ -145,15 +165,21 @@ def test_a_framework_not_installed_or_broken_is_a_problem_and_na_is_not(
         tmp_path, capsys, monkeypatch, toys, two_cpus):
     from harness import frameworks
 
+    chatty = ("import os\nfrom toy_adh import ToyOk\nprint('hello from toy_chatty')\n"
+              "os.write(1, b'and from C\\n')\n\n"
+              "class Chatty(ToyOk):\n    name = 'toy-chatty'\n\n"
+              "    @classmethod\n    def supports(cls, spec):\n"
+              "        raise KeyError('layers')\n")
     site = build_distribution(tmp_path / "broken", "toy_broken", "1.2",
-                              {"toy-raises": "toy_raises:Thing"},
-                              {"toy_raises.py": "raise RuntimeError('boom at import')\n"})
+                              {"toy-raises": "toy_raises:Thing", "toy-chatty": "toy_chatty:Chatty"},
+                              {"toy_raises.py": "raise RuntimeError('boom at import')\n",
+                               "toy_chatty.py": chatty})
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setenv("PYTHONPATH", f"{site}{os.pathsep}{os.environ['PYTHONPATH']}")
     monkeypatch.setattr(frameworks, "missing_packages",
                         lambda name: "needs jax, not installed: pip install 'x'"
                         if name == "jax" else None)
-    suite = write_suite(tmp_path, "mixed", ["jax", "toy-raises", "toy-dense"],
+    suite = write_suite(tmp_path, "mixed", ["jax", "toy-raises", "toy-dense", "toy-chatty"],
                         models=["mlp", "cnn"])
     code, lines = dry_run(capsys, str(suite), "--store", str(tmp_path / "s.sqlite"))
     assert code == 2
@@ -162,7 +188,10 @@ def test_a_framework_not_installed_or_broken_is_a_problem_and_na_is_not(
         "installed: pip install 'x'",
         "mlp/toy-raises/mnist-10k/seed0 and 1 more case: framework 'toy-raises' from package "
         "'toy_broken 1.2' cannot be imported: RuntimeError: boom at import (raised while "
-        "importing 'toy_raises': a bug in toy_broken 1.2)"]
+        "importing 'toy_raises': a bug in toy_broken 1.2)",
+        # what it prints on import does not garble the answer; its supports() raising is its own
+        "mlp/toy-chatty/mnist-10k/seed0 and 1 more case: framework 'toy-chatty' raised KeyError "
+        "when asked whether it supports mlp ('layers'); fix its supports()"]
     dense = {line.split()[0]: line.split(maxsplit=1)[1] for line in lines if "toy-dense" in line}
     assert dense["mlp/toy-dense/mnist-10k/seed0"].startswith("run")
     assert dense["cnn/toy-dense/mnist-10k/seed0"] == "n/a (no conv, flatten, maxpool layers)"
@@ -210,6 +239,8 @@ def test_force_runs_and_the_records_and_tables_say_what_was_forced(tmp_path, cap
     assert len(problems(capsys.readouterr().err.splitlines())) == 2
     assert main(["run", str(suite), "--store", str(store), "--no-progress", "--force"]) == 0
     out = capsys.readouterr().out
+    code, lines = dry_run(capsys, str(suite), "--store", str(store), "--resume", "--force")
+    assert code == 0 and "skip (finished, --resume)" in lines[1]  # stored under the forced key
     assert "| toy-ok [forced] |" in out and FORCED_NOTE in out
     with ResultsStore(store) as stored:
         (row,) = stored.summaries()
@@ -223,8 +254,10 @@ def test_the_estimate_comes_from_history_scaled_to_the_epochs(tmp_path, capsys, 
     suite = write_suite(tmp_path, "hist", ["toy-ok"], memory=True)
     store = tmp_path / "s.sqlite"
     assert main(["run", str(suite), "--store", str(store), "--no-progress"]) == 0
-    out = capsys.readouterr().out
-    assert out.splitlines()[-1].startswith("took ")
+    out, err = capsys.readouterr()
+    (estimate,) = [line for line in err.splitlines() if line.startswith("Estimated duration")]
+    assert "(rough: FLOPs at a share of this machine's GEMM peak" in estimate
+    assert out.splitlines()[-1].startswith("took ") and "; estimated " in out.splitlines()[-1]
     with ResultsStore(store) as stored:
         (row,) = stored.summaries()
     walls = row["provenance"]["pass_wall_s"]
@@ -241,9 +274,21 @@ def test_the_estimate_comes_from_history_scaled_to_the_epochs(tmp_path, capsys, 
     assert "skip (finished, --resume)" in lines[1] and lines[2] == "Nothing to run."
 
 
+def test_a_look_at_a_store_changes_nothing(tmp_path, capsys, two_cpus):
+    """Neither a dry run nor the hint for a mistyped argument writes to a store: an empty SQLite
+    file (which opening as a store would give the schema) stays empty."""
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    code, lines = dry_run(capsys, "ci", "--store", str(empty))
+    assert code == 0 and lines[0].startswith("Plan of suite ci")
+    assert main(["report", str(empty)]) == 2
+    assert "is a results store, not a suite" in capsys.readouterr().err
+    assert empty.stat().st_size == 0 and sorted(os.listdir(tmp_path)) == ["empty.sqlite"]
+
+
 @pytest.fixture
 def stored(tmp_path) -> Path:
-    """A results store holding a suite named "mlp" (a suite file may be called anything)."""
+    """An empty results store."""
     path = tmp_path / "results.sqlite"
     ResultsStore(path).close()
     return path
@@ -262,7 +307,13 @@ def stored(tmp_path) -> Path:
     (["compare", "quick", "{store}"], "'quick' is a suite, not a result set: give a results "
                                       "store and the suite in it, e.g. results/adh.sqlite#quick"),
     (["spec", "{store}"], "is a results store, not a model: type a model name"),
-    (["compare", "--against", "HEAD", "--suite", "{store}"], "is a results store, not a suite"),
+    (["compare", "--against", "HEAD", "--suite", "{store}"],
+     "is a results store, not a suite: to compare stored results, type `adh compare "
+     "{store}#SUITE OTHER.sqlite#SUITE`; --suite names the suite that --against runs on both "
+     "commits"),
+    (["compare", "--against", "HEAD", "--suite", "mlp"],
+     "'mlp' is a model, not a suite: --suite names the suite that --against runs on both commits "
+     "(e.g. ci, or a suite file whose models = [\"mlp\"])"),
 ])
 def test_an_argument_in_the_place_of_another_says_what_to_type(stored, capsys, argv, words):
     argv = [a.format(store=stored) for a in argv]

@@ -13,7 +13,14 @@ import pandas as pd
 import pytest
 
 from harness.records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord, Status
-from harness.store import CASE_COLUMNS, CHILD_TABLES, DEFAULT_PATH, ResultsStore, StoreError
+from harness.store import (
+    CASE_COLUMNS,
+    CHILD_TABLES,
+    DEFAULT_PATH,
+    INSTRUCTION_COLUMNS,
+    ResultsStore,
+    StoreError,
+)
 
 
 def make_result(model: str = "mlp", seed: int = 0, status: str = "ok", suite: str = "quick",
@@ -254,3 +261,45 @@ def test_schema_version(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="version 99") as err:
         ResultsStore(path)
     assert str(path) in str(err.value)
+
+
+def _version_2_store(path: Path) -> None:
+    """A store as schema version 2 left it: no instruction columns."""
+    ResultsStore(path).close()
+    with sqlite3.connect(path) as db:
+        for column in INSTRUCTION_COLUMNS:
+            db.execute(f"ALTER TABLE cases DROP COLUMN {column}")
+        db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    db.close()
+
+
+def _schema_version(path: Path) -> str:
+    with sqlite3.connect(path) as db:
+        (version,) = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    db.close()
+    return version
+
+
+def test_a_version_2_store_is_upgraded_when_opened(tmp_path: Path) -> None:
+    path = tmp_path / "adh.sqlite"
+    _version_2_store(path)
+    with ResultsStore(path) as store:
+        assert store.summaries() == []
+    assert _schema_version(path) == "3"
+
+
+def test_a_read_only_look_changes_nothing(tmp_path: Path) -> None:
+    """A plan, or a hint about a mistyped argument, looks at a store read-only: an empty SQLite
+    file stays empty, an older schema stays as it is."""
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    with ResultsStore(empty, read_only=True) as store:
+        assert store.summaries() == [] and store.suites() == []
+    assert empty.stat().st_size == 0
+    old = tmp_path / "old.sqlite"
+    _version_2_store(old)
+    with ResultsStore(old, read_only=True) as store:
+        assert store.summaries() == []
+    assert _schema_version(old) == "2"
+    with pytest.raises(StoreError, match="cannot open or create the store"):
+        ResultsStore(tmp_path / "missing.sqlite", read_only=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from importlib.metadata import Distribution, entry_points
 
@@ -188,15 +187,6 @@ def missing_packages(name: str) -> str | None:
     if not missing:
         return None
     return f"needs {', '.join(missing)}, not installed: {extra.hint}"
-
-
-def require_installed(names: Iterable[str]) -> None:
-    """Raise FrameworkError (`missing_packages`) for the first of the frameworks `names` that is
-    built in and lacks an optional dependency."""
-    for name in names:
-        reason = missing_packages(name)
-        if reason:
-            raise FrameworkError(registration(served_base(name) or name), reason)
 
 
 def get_framework(name: str) -> type[Framework]:

@@ -5,17 +5,22 @@ supports the model and dtype (`Framework.supports`, `Framework.dtypes`), but imp
 frameworks into the runner would load torch, jax and every plugin into the process that starts
 each measured worker (memory, threads, environment variables a framework sets on import). So
 `probe` asks a fresh process: `python -m harness.frameworks.probe` reads the cases' settings as
-JSON on stdin and writes the answers as JSON on stdout.
+JSON on stdin and writes the answers as JSON on stdout (what a framework prints on import goes
+to stderr). A framework that fails to load, or whose `supports` raises, is an answer about that
+framework, not a failure of the plan.
 """
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
 
 from ..errors import UsageError
 from ..records import Case
+
+TIMEOUT_S = 300  # loading torch, jax and plugins takes seconds; a plugin that hangs, forever
 
 
 @dataclass
@@ -32,12 +37,19 @@ def probe(cases: list[Case]) -> Support:
     if not cases:
         return Support({}, [])
     request = json.dumps([case.settings() for case in cases])
-    done = subprocess.run([sys.executable, "-m", "harness.frameworks.probe"], input=request,
-                          capture_output=True, text=True)
-    if done.returncode != 0:
+    try:
+        done = subprocess.run([sys.executable, "-m", "harness.frameworks.probe"], input=request,
+                              capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"the frameworks did not load within {TIMEOUT_S} s (a plugin that hangs "
+                         "on import?): try `adh list`, which loads each one") from None
+    try:
+        answer = json.loads(done.stdout) if done.returncode == 0 else None
+    except json.JSONDecodeError:
+        answer = None
+    if answer is None:
         tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
         raise UsageError(f"could not ask the frameworks which cases they support: {tail[0]}")
-    answer = json.loads(done.stdout)
     return Support(answer["broken"], answer["unsupported"])
 
 
@@ -57,10 +69,22 @@ def _answer(settings: list[dict]) -> dict:
                 loaded[name] = get_framework(name)
             except UsageError as error:
                 broken[name] = str(error)
-        unsupported.append(None if name in broken else
-                           why_unsupported(loaded[name], case_spec(case), case.dtype))
+            except Exception as error:  # a plugin's bug: its framework's problem, not the plan's
+                broken[name] = f"framework {name!r} failed to load ({type(error).__name__}: " \
+                               f"{error}); fix or uninstall the package that provides it"
+        reason = None
+        if name not in broken:
+            try:
+                reason = why_unsupported(loaded[name], case_spec(case), case.dtype)
+            except Exception as error:
+                broken[name] = f"framework {name!r} raised {type(error).__name__} when asked " \
+                               f"whether it supports {case.model} ({error}); fix its supports()"
+        unsupported.append(reason)
     return {"broken": broken, "unsupported": unsupported}
 
 
 if __name__ == "__main__":
-    json.dump(_answer(json.load(sys.stdin)), sys.stdout)
+    answer_fd = os.dup(1)
+    os.dup2(2, 1)  # what frameworks print, from Python or C, goes to stderr: stdout is the answer
+    with os.fdopen(answer_fd, "w") as out:
+        json.dump(_answer(json.load(sys.stdin)), out)
