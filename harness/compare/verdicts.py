@@ -60,9 +60,10 @@ class Thresholds:
     min_samples: int = 10  # time: fewer samples (or independent blocks) on a side: no verdict
     unstable_spread: float = 0.15  # time: IQR / median above this on a side is `unstable`
     memory_tolerance: float = 0.02  # memory: relative change allowed
-    # memory: bytes that never count. Python's small-object allocator takes memory in arenas of
-    # 1 MiB; whether a run needs one more moves a peak by 1 MiB with the same code (seen: an
-    # MLP's peak 2.61 MiB in one process, 3.61 MiB in the next), far beyond 2 % of a small peak.
+    # memory: bytes beyond the tolerance that never count. Python's small-object allocator takes
+    # memory in arenas of 1 MiB; whether a run needs one more moves a peak by 1 MiB and a few
+    # pages with the same code (seen: an MLP's peak 3.61 MiB in one process, 2.61 MiB in the
+    # next, past a floor of exactly 1 MiB), far beyond 2 % of a small peak.
     memory_floor_bytes: int = 2 ** 20
     # instructions per step: relative change allowed; runs of one commit agree to about 0.01 %
     instructions_tolerance: float = 0.01
@@ -315,15 +316,17 @@ def _beyond(ratio: float, th: Thresholds) -> bool:
 def _deterministic_row(row: NewRow, metric: str, base: pd.Series, new: pd.Series,
                        tolerance: float, floor: float = 0.0) -> ComparisonRow:
     """A metric that is the same in every run of the same code: its change against a relative
-    tolerance alone, and a difference of at most `floor` (in the metric's unit) never counts."""
+    tolerance, widened by `floor` (in the metric's unit) on each side: a change counts only
+    beyond both."""
     if base.empty or new.empty:
         return row(metric, None if base.empty else float(base.median()),
                    None if new.empty else float(new.median()), None, "~",
                    f"not measured in {'BASE' if base.empty else 'NEW'}")
     b, n = float(base.median()), float(new.median())
     change = n / b if b else (1.0 if n == b else math.inf)
-    verdict = ("unchanged" if abs(n - b) <= floor else "regressed" if change > 1 + tolerance
-               else "improved" if change < 1 - tolerance else "unchanged")
+    # the floor adds to the tolerance: one arena more, plus a few pages, is still the same code
+    verdict = ("regressed" if n > b * (1 + tolerance) + floor
+               else "improved" if n < b * (1 - tolerance) - floor else "unchanged")
     return row(metric, b, n, change if math.isfinite(change) else None, verdict)
 
 
