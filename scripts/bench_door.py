@@ -1,39 +1,34 @@
 """What does the process door cost a step? (issue: within 2 %, since the child times its steps)
 
-For each model, the project's engine in this process and the same engine through the door
-(`engine-static@process`: harness/frameworks/serve.py in a child process), built from the same
-weights and fed the same batches, alternate block by block in one run, so that the host's drift
-falls on both alike: BLOCK steps in-process (timed here around train_step, as the worker times
-them), then BLOCK steps through the door (timed by the child on its own clock), and so on. Each
-pair of blocks gives one ratio of medians (door / in-process); the table gives the median ratio
-over the pairs with its 95 % interval (harness.stats.paired_ratio, as `adh run` pairs rounds).
+For each model, the project's engine in a process and the same engine through the door
+(`engine-static@process`: harness/frameworks/serve.py in a child of that process), built from
+the same weights and fed the same batches, alternate block by block, so that the host's drift
+falls on both alike: BLOCK steps in-process (timed around train_step, as the worker times them),
+then BLOCK steps through the door (timed by the child on its own clock), PAIRS times.
 
-    python scripts/bench_door.py [--models cnn mlp rnn] [--pairs 20] [--block 50] [--threads 2]
+One such process pair is not enough: the same engine's MLP step differs by up to 15 % from one
+process to the next (where its arrays land in memory), more than the door's cost. So the bench
+runs ROUNDS fresh process pairs, each under the measured environment (threads and allocator
+policy, as `adh run` sets them for every worker and every door child), and each round gives one
+ratio of medians (door / in-process); the table gives their median with its 95 % interval
+(harness.stats.paired_ratio, as `adh run` pairs rounds).
+
+    python scripts/bench_door.py [--models cnn mlp rnn] [--rounds 10] [--pairs 5] [--block 50]
+                                 [--threads 2]
 """
 from __future__ import annotations
 
 import argparse
-import os
+import json
+import subprocess
 import sys
 import time
-
-THREADS = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 2
-for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[name] = str(THREADS)
-
-import numpy as np  # noqa: E402
-
-from harness.batches import batch_indices  # noqa: E402
-from harness.frameworks import get_framework  # noqa: E402
-from harness.records import Case  # noqa: E402
-from harness.stats import format_ratio, paired_ratio  # noqa: E402
-from harness.tables import markdown_table  # noqa: E402
-from harness.weights import initial_weights  # noqa: E402
-from harness.worker import prepare  # noqa: E402
 
 
 def block(framework, batches, in_process: bool) -> float:
     """The median step time of one block: timed here, or by the child (the door's clock)."""
+    import numpy as np
+
     times = []
     for x, y in batches:
         if in_process:
@@ -45,34 +40,68 @@ def block(framework, batches, in_process: bool) -> float:
     return float(np.median(times))
 
 
+def one_round(model: str, pairs: int, block_steps: int, threads: int) -> tuple[float, float]:
+    """In this process: the median in-process and door step times of `model` (seconds)."""
+    import numpy as np
+
+    from harness.batches import batch_indices
+    from harness.frameworks import get_framework
+    from harness.records import Case
+    from harness.weights import initial_weights
+    from harness.worker import prepare
+
+    case = Case(suite="bench", model=model, framework="engine-static", dataset="mnist-10k",
+                epochs=1, threads=threads)
+    spec, _, x_train, _, targets, _, _ = prepare(case, None)
+    weights = initial_weights(spec, case.seed)
+    here = get_framework("engine-static")(spec, weights, case.dtype, threads)
+    door = get_framework("engine-static@process")(spec, weights, case.dtype, threads)
+    order = list(batch_indices(len(x_train), spec.batch_size, case.seed, 1))
+    batches = [(x_train[i], targets[i]) for i in order[:block_steps]]
+    for framework, in_process in ((here, True), (door, False)):  # warm-up, uncounted
+        block(framework, batches[:5], in_process)
+    here_medians, door_medians = [], []
+    for _ in range(pairs):
+        here_medians.append(block(here, batches, True))
+        door_medians.append(block(door, batches, False))
+    door.close()
+    return float(np.median(here_medians)), float(np.median(door_medians))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["cnn", "mlp", "rnn"])
-    parser.add_argument("--pairs", type=int, default=20)
-    parser.add_argument("--block", type=int, default=50)
-    parser.add_argument("--threads", type=int, default=THREADS)
+    parser.add_argument("--rounds", type=int, default=10, help="fresh process pairs per model")
+    parser.add_argument("--pairs", type=int, default=5, help="block pairs per round")
+    parser.add_argument("--block", type=int, default=50, help="steps per block")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--one-round", metavar="MODEL", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one_round:  # a child of the bench: one round, its two medians as JSON
+        print(json.dumps(one_round(args.one_round, args.pairs, args.block, args.threads)))
+        return 0
+
+    import numpy as np
+
+    from harness.measure.environment import measured_environment
+    from harness.stats import format_ratio, paired_ratio
+    from harness.tables import markdown_table
+
     rows = []
     for model in args.models:
-        case = Case(suite="bench", model=model, framework="engine-static", dataset="mnist-10k",
-                    epochs=1, threads=args.threads)
-        spec, _, x_train, _, targets, _, _ = prepare(case, None)
-        weights = initial_weights(spec, case.seed)
-        here = get_framework("engine-static")(spec, weights, case.dtype, args.threads)
-        door = get_framework("engine-static@process")(spec, weights, case.dtype, args.threads)
-        order = list(batch_indices(len(x_train), spec.batch_size, case.seed, 1))
-        batches = [(x_train[i], targets[i]) for i in order[:args.block]]
-        for framework, in_process in ((here, True), (door, False)):  # warm-up, uncounted
-            block(framework, batches[:5], in_process)
-        here_medians, door_medians = [], []
-        for _ in range(args.pairs):
-            here_medians.append(block(here, batches, True))
-            door_medians.append(block(door, batches, False))
-        ratio = paired_ratio(door_medians, here_medians)
-        rows.append([model, f"{1e3 * np.median(here_medians):.3f}",
-                     f"{1e3 * np.median(door_medians):.3f}", format_ratio(ratio)])
+        here, door = [], []
+        for _ in range(args.rounds):
+            out = subprocess.run(
+                [sys.executable, __file__, "--one-round", model, "--pairs", str(args.pairs),
+                 "--block", str(args.block), "--threads", str(args.threads)],
+                env=measured_environment(args.threads), capture_output=True, text=True,
+                check=True).stdout
+            here_s, door_s = json.loads(out.splitlines()[-1])
+            here.append(here_s)
+            door.append(door_s)
+        rows.append([model, f"{1e3 * np.median(here):.3f}", f"{1e3 * np.median(door):.3f}",
+                     format_ratio(paired_ratio(door, here))])
         print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
-        door.close()
     print(markdown_table(["model", "in-process step (ms)", "door step (ms)",
                           "door / in-process"], rows))
     return 0
