@@ -84,7 +84,7 @@ def test_list_shows_models_frameworks_datasets_and_suites(toys, capsys):
     assert sections["suites"] == sorted(builtin_suites())
     assert sections["frameworks"][:3] == ["engine-static", "engine-dynamic", "torch"]
     assert set(NAMES) <= set(sections["frameworks"])  # third-party adapters are listed too
-    assert " 9 cases" in next(line for line in out.splitlines() if line.strip().startswith("quick"))
+    assert " 21 cases" in next(line for line in out.splitlines() if line.strip().startswith("quick"))
 
 
 # --- errors: one line, exit status 2 ------------------------------------------------------------

@@ -57,9 +57,9 @@ def test_builtin_suite_expands_to_its_cases(name):
 
 def test_known_case_counts():
     counts = {name: len(load_suite(name).cases) for name in BUILTIN}
-    assert counts["quick"] == 3 * 3  # models x frameworks
+    assert counts["quick"] == 3 * 7  # models x frameworks
     assert counts["ci"] == 3 * 2
-    assert counts["paper"] == 3 * 3 * 3  # x seeds
+    assert counts["paper"] == 3 * 7 * 3  # x seeds
     assert counts["circles"] == 6 * 3 * 2 * 5  # x seeds x folds
     assert counts["scaling"] == 3 * 3 * 7 + 3 * 6 + 3 * 5  # batch sizes, widths, sequence lengths
 
@@ -67,7 +67,8 @@ def test_known_case_counts():
 def test_quick_suite_cases():
     suite = load_suite("quick")
     assert {(c.model, c.framework) for c in suite.cases} == {
-        (m, f) for m in ("cnn", "mlp", "rnn") for f in ("engine-static", "engine-dynamic", "torch")}
+        (m, f) for m in ("cnn", "mlp", "rnn") for f in ("engine-static", "engine-dynamic", "torch",
+                                                  "torch-compile", "jax", "autograd", "tinygrad")}
     for case in suite.cases:
         spec = MODELS[case.model]
         assert (case.epochs, case.dataset, case.batch_size, case.lr, case.optimizer) == (
