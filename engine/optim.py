@@ -20,18 +20,25 @@ class Optimizer:
             state[key] = np.zeros_like(p.value) if zero else np.empty_like(p.value)
         return state[key]
 
+    def zero_grad(self) -> None:
+        """Forget every parameter's gradient, as torch's `zero_grad()` does (set to None): a
+        parameter the next loss does not use then gets no update, instead of its old gradient
+        again. A backward sweep overwrites the gradients it reaches, so a loop whose loss uses
+        every parameter (the models here) needs no call."""
+        for p in self.params:
+            p.grad = None
+
     def step(self) -> None:
         raise NotImplementedError
 
 
 class SGD(Optimizer):
-    """p -= lr * v, with v = momentum * v + grad (v = grad at the first step), as in
-    torch.optim.SGD."""
+    """p -= lr * v, with v = momentum * v + grad (v = grad at the parameter's first update), as
+    in torch.optim.SGD."""
 
     def __init__(self, params: Iterable[Variable], lr: float, momentum: float = 0.0) -> None:
         super().__init__(params)
         self.lr, self.momentum = lr, momentum
-        self.steps = 0
 
     def step(self) -> None:
         for p in self.params:
@@ -39,8 +46,10 @@ class SGD(Optimizer):
                 continue
             direction = p.grad
             if self.momentum:
+                # Per parameter, as torch: one first used late starts from its own gradient.
+                first = "velocity" not in self.state[id(p)]
                 velocity = self._buffer(p, "velocity")
-                if self.steps == 0:
+                if first:
                     np.copyto(velocity, p.grad)
                 else:
                     velocity *= self.momentum
@@ -48,7 +57,6 @@ class SGD(Optimizer):
                 direction = velocity
             update = np.multiply(direction, self.lr, out=self._buffer(p, "update"))
             p.value -= update
-        self.steps += 1
 
     def __repr__(self) -> str:
         return f"SGD(lr={self.lr}, momentum={self.momentum})"
@@ -61,16 +69,18 @@ class Adam(Optimizer):
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> None:
         super().__init__(params)
         self.lr, self.betas, self.eps = lr, betas, eps
-        self.steps = 0
+        self.steps: dict[int, int] = {}  # updates so far, per parameter
 
     def step(self) -> None:
-        self.steps += 1
         beta1, beta2 = self.betas
-        correction1 = 1 - beta1 ** self.steps
-        correction2_sqrt = (1 - beta2 ** self.steps) ** 0.5
         for p in self.params:
             if p.grad is None:
                 continue
+            # Steps are counted per parameter, as torch does: bias correction of a parameter
+            # first used late starts at its own first step.
+            steps = self.steps[id(p)] = self.steps.get(id(p), 0) + 1
+            correction1 = 1 - beta1 ** steps
+            correction2_sqrt = (1 - beta2 ** steps) ** 0.5
             m, v = self._buffer(p, "m", zero=True), self._buffer(p, "v", zero=True)
             work = self._buffer(p, "work")
             m *= beta1                                   # m = beta1 m + (1 - beta1) g

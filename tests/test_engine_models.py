@@ -306,6 +306,21 @@ def test_training_trajectory_matches_torch(name, opt):
 
 # --- optimizers on given gradients --------------------------------------------------------------
 
+def step_side_by_side(ours, theirs, variables, params, rng, unused=()) -> None:
+    """One step of the engine's optimizer and torch's on the same random gradients (none for the
+    parameters numbered in `unused`), then the same parameters."""
+    ours.zero_grad()
+    theirs.zero_grad()
+    for i, (v, p) in enumerate(zip(variables, params, strict=True)):
+        if i not in unused:
+            v.grad = rng.standard_normal(v.shape)
+            p.grad = torch.tensor(v.grad)
+    ours.step()
+    theirs.step()
+    for v, p in zip(variables, params, strict=True):
+        np.testing.assert_allclose(v.value, p.detach().numpy(), rtol=1e-13, atol=1e-15)
+
+
 @pytest.mark.parametrize("opt", OPTIMIZERS)
 def test_optimizer_matches_torch_optim(opt):
     rng = np.random.default_rng(5)
@@ -314,13 +329,7 @@ def test_optimizer_matches_torch_optim(opt):
     make_engine_opt, make_torch_opt = OPTIMIZERS[opt]
     ours, theirs = make_engine_opt(variables), make_torch_opt(params)
     for _ in range(5):
-        for v, p in zip(variables, params, strict=True):
-            v.grad = rng.standard_normal(v.shape)
-            p.grad = torch.tensor(v.grad)
-        ours.step()
-        theirs.step()
-        for v, p in zip(variables, params, strict=True):
-            np.testing.assert_allclose(v.value, p.detach().numpy(), rtol=1e-13, atol=1e-15)
+        step_side_by_side(ours, theirs, variables, params, rng)
 
 
 def test_sgd_is_p_minus_lr_grad():
@@ -470,3 +479,29 @@ def test_load_rejects_wrong_names_and_shapes():
 def test_rnn_layer_rejects_other_activations():
     with pytest.raises(ValueError):
         engine.RNN(3, 4, act=engine.exp)
+
+
+@pytest.mark.parametrize("opt", ["momentum", "adam"])
+def test_a_parameter_first_used_late_is_updated_as_torch_updates_it(opt):
+    # The second parameter gets its first gradient at step 3: its momentum starts from that
+    # gradient (not from whatever memory held) and Adam's bias correction from its own step 1.
+    rng = np.random.default_rng(7)
+    variables = [engine.Variable(rng.standard_normal(4)) for _ in range(2)]
+    params = [nn.Parameter(torch.tensor(v.value)) for v in variables]
+    make_engine_opt, make_torch_opt = OPTIMIZERS[opt]
+    ours, theirs = make_engine_opt(variables), make_torch_opt(params)
+    for step in range(6):
+        step_side_by_side(ours, theirs, variables, params, rng, unused=(1,) if step < 2 else ())
+
+
+def test_zero_grad_keeps_an_unused_parameter_from_its_old_gradient():
+    used, later_unused = engine.Variable(np.ones(3)), engine.Variable(np.ones(3))
+    optimizer = optim.SGD([used, later_unused], lr=0.1)
+    engine.sum(used * later_unused).backward()
+    optimizer.step()
+    after_first = later_unused.value.copy()
+    optimizer.zero_grad()
+    assert used.grad is None and later_unused.grad is None
+    engine.sum(used * used).backward()  # this loss does not use later_unused
+    optimizer.step()
+    np.testing.assert_array_equal(later_unused.value, after_first)

@@ -344,3 +344,32 @@ def test_sigmoid_saturates_without_nan():
 def test_rnn_rejects_an_unknown_activation():
     with pytest.raises(ValueError, match="activation"):
         RNN("gelu")
+
+
+@pytest.mark.parametrize("label", [-1, 3])
+def test_softmax_cross_entropy_refuses_a_label_that_is_not_a_class(label):
+    logits = engine.Variable(np.zeros((2, 3)))
+    with pytest.raises(ValueError, match=rf"label {label} is not a class of 3 \(0 to 2\)"):
+        engine.softmax_cross_entropy(logits, engine.Constant(np.array([0, label])))
+
+
+def test_power_of_zero_has_the_exponent_gradient_of_torch():
+    a = np.array([0.0, 0.0, 2.0])
+    b = np.array([2.0, 0.0, 3.0])
+    base, exponent = engine.Constant(a), engine.Variable(b)
+    (base ** exponent).sum().backward()
+    bt = torch.tensor(b, requires_grad=True)
+    (torch.tensor(a) ** bt).sum().backward()
+    assert np.all(np.isfinite(exponent.grad))
+    np.testing.assert_allclose(exponent.grad, bt.grad.numpy(), rtol=1e-15)
+
+
+def test_rnn_sigmoid_saturates_without_overflow_warnings():
+    # The recurrence uses the element-wise Sigmoid op, with its guard against exp overflow.
+    x = engine.Variable(np.full((1, 2, 1), -100.0, dtype=np.float32))
+    w_x, w_h = (engine.Variable(np.ones(s, dtype=np.float32)) for s in [(1, 1), (1, 1)])
+    b = engine.Variable(np.zeros(1, dtype=np.float32))
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        h = engine.rnn(x, w_x, w_h, b, "sigmoid")
+        h.sum().backward()
+    assert np.all(np.isfinite(h.value)) and np.all(np.isfinite(w_x.grad))

@@ -58,7 +58,10 @@ class Pow(Op):
         if ga is not None:
             unbroadcast(g * b * np.power(a, b - 1), ga)
         if gb is not None:
-            unbroadcast(g * y * np.log(a), gb)
+            # At a = 0 the term a^b ln(a) is 0 * -inf; its limit (b >= 0) is 0, as torch gives.
+            with np.errstate(divide="ignore", invalid="ignore"):
+                term = y * np.log(a)
+            unbroadcast(g * np.where((a == 0) & (b >= 0), 0, term), gb)
 
 
 class Neg(Op):

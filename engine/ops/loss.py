@@ -14,6 +14,10 @@ class SoftmaxCrossEntropy(Op):
         n = logits.shape[0]
         if logits.ndim != 2 or labels.shape != (n,) or labels.dtype.kind not in "iu":
             raise ValueError("expected logits (N, C) and integer labels (N,)")
+        classes = logits.shape[1]
+        if n and (labels.min() < 0 or labels.max() >= classes):  # -1 would index the last class
+            bad = labels[(labels < 0) | (labels >= classes)][0]
+            raise ValueError(f"label {bad} is not a class of {classes} (0 to {classes - 1})")
         # log-sum-exp with the row maximum taken out: exp never overflows, even for logits of 1e4.
         shifted = self.buffer("shifted", logits.shape, logits.dtype)
         np.subtract(logits, logits.max(axis=1, keepdims=True), out=shifted)

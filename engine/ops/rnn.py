@@ -11,14 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Op
+from .elementwise import ReLU, Sigmoid, Tanh
 
-# Each activation with its derivative written in terms of its output y.
-ACTIVATIONS = {
-    "tanh": (np.tanh, lambda y, out: np.subtract(1, np.multiply(y, y, out=out), out=out)),
-    "relu": (lambda a, out: np.maximum(a, 0, out=out), lambda y, out: np.greater(y, 0, out=out)),
-    "sigmoid": (lambda a, out: np.reciprocal(1 + np.exp(-a), out=out),
-                lambda y, out: np.multiply(y, np.subtract(1, y), out=out)),
-}
+# The activations are the element-wise ops themselves: one forward and backward for each,
+# whether it follows a dense layer or runs inside the recurrence.
+ACTIVATIONS: dict[str, type[Op]] = {"tanh": Tanh, "relu": ReLU, "sigmoid": Sigmoid}
 
 
 class RNN(Op):
@@ -27,37 +24,35 @@ class RNN(Op):
             raise ValueError(f"RNN activation must be one of {sorted(ACTIVATIONS)}, "
                              f"not {activation!r}")
         self.activation = activation
+        self.act = ACTIVATIONS[activation]()
 
     def forward(self, x, w_x, w_h, b, out):
         if x.ndim != 3 or w_x.shape[0] != x.shape[2] or w_h.shape != (w_x.shape[1],) * 2:
             raise ValueError("expected x (N, T, D), w_x (D, H), w_h (H, H), b (H,)")
         n, t, d = x.shape
         hidden = w_x.shape[1]
-        act, _ = ACTIVATIONS[self.activation]
         xs = self.buffer("xs", (t, n, d), x.dtype)
         np.copyto(xs, x.transpose(1, 0, 2))
         hs = self.buffer("hs", (t, n, hidden), x.dtype)  # all hidden states, kept for BPTT
         np.matmul(xs.reshape(t * n, d), w_x, out=hs.reshape(t * n, hidden))
         hs += b
-        act(hs[0], out=hs[0])
+        self.act.forward(hs[0], out=hs[0])
         recurrent = self.buffer("recurrent", (n, hidden), x.dtype)
         for step in range(1, t):
             hs[step] += np.matmul(hs[step - 1], w_h, out=recurrent)
-            act(hs[step], out=hs[step])
+            self.act.forward(hs[step], out=hs[step])
         return hs[t - 1]
 
     def backward(self, g, y, x, w_x, w_h, b, gx, gw_x, gw_h, gb):
         n, t, _ = x.shape
         hidden = w_x.shape[1]
         hs = self.buffer("hs", (t, n, hidden), x.dtype)
-        _, derivative = ACTIVATIONS[self.activation]
         # da[s] = dL/d(pre-activation at step s); the adjoint of h flows back through W_h.
         da = self.buffer("da", (t, n, hidden), x.dtype)
         dh = self.buffer("dh", (n, hidden), x.dtype)
         np.copyto(dh, g)
         for step in range(t - 1, -1, -1):
-            derivative(hs[step], out=da[step])
-            da[step] *= dh
+            self.act.backward(dh, hs[step], None, da[step])  # act'(pre-activation) * dh
             if step:
                 np.matmul(da[step], w_h.T, out=dh)
         da2d = da.reshape(t * n, hidden)
