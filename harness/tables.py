@@ -74,7 +74,8 @@ def step_ratios(runs: pd.DataFrame, reference: str = "torch") -> pd.DataFrame:
 def model_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFrame,
                   reference: str = "torch") -> pd.DataFrame:
     """Per model and framework over the finished cases (seeds): mean and std of total training
-    time, bytes allocated, peak live bytes and final test accuracy; the step time over all their
+    time, of the time to build the model and run its warm-up steps (`warmup_s`), of bytes
+    allocated, peak live bytes and final test accuracy; the step time over all their
     processes with its 95 % interval (`step`, `processes`, `flagged`, see `step_estimates`); and
     against the reference framework: the paired step-time ratio (`ratio`, see `step_ratios`),
     `<metric>_ratio` for memory and `test_pct_diff` (percentage points), NaN where the model has
@@ -108,11 +109,15 @@ def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFr
     ok = cases[cases["status"] == Status.OK].copy()
     ok["test_acc"] = ok["key"].map(final_test_accuracy(epochs))
     ok["time_s"] = ok["train_time_s"]
+    # Building the model and its warm-up steps: where a compiling framework compiles (jax ahead
+    # of the first step, torch.compile and tinygrad in it), reported apart from training time.
+    ok["warmup_s"] = ok["warmup_s"] + ok.get("prov_build_s", pd.Series(0.0, index=ok.index)
+                                              ).astype(float).fillna(0.0)
     ok["alloc_gib"] = ok["alloc_bytes"] / GIB
     ok["peak_mib"] = ok["peak_bytes"] / MIB
     ok["test_pct"] = 100 * ok["test_acc"]
     ok["instructions"] = ok.get("instructions_per_step", float("nan"))
-    metrics = ["time_s", "alloc_gib", "peak_mib", "test_pct", "instructions"]
+    metrics = ["time_s", "warmup_s", "alloc_gib", "peak_mib", "test_pct", "instructions"]
     ok[metrics] = ok[metrics].astype(float)  # numbers even when no case finished
     grouped = ok.groupby(["model", "framework"], sort=False)[metrics]
     summary = grouped.mean().join(grouped.std(ddof=1).add_suffix("_std"))
@@ -198,22 +203,24 @@ def _instructions_cell(row: pd.Series) -> str:
 
 
 def format_model_tables(summary: pd.DataFrame, reference: str = "torch") -> str:
-    """One table per model: Framework, Time (s), Allocations (GiB), Peak (MiB), Test accuracy (%),
-    step time with its 95 % CI, the paired step-time ratio to the reference framework with its
-    95 % CI, instructions per step where counted (adh run --count-instructions), and the
-    processes and seeds behind them; "n/a (reason)" for a framework that does not support the
-    model."""
+    """One table per model: Framework, Time (s), Build + warm-up (s), Allocations (GiB),
+    Peak (MiB), Test accuracy (%), step time with its 95 % CI, the paired step-time ratio to the
+    reference framework with its 95 % CI, instructions per step where counted (adh run
+    --count-instructions), and the processes and seeds behind them; "n/a (reason)" for a
+    framework that does not support the model."""
     out = []
     counted = "instructions" in summary and (
         summary["instructions"].notna().any()
         or summary["instructions_note"].fillna("").astype(bool).any())
-    headers = ["Framework", "Time (s)", "Allocations (GiB)", "Peak (MiB)", "Test accuracy (%)",
+    headers = ["Framework", "Time (s)", "Build + warm-up (s)", "Allocations (GiB)", "Peak (MiB)",
+               "Test accuracy (%)",
                "Step (ms)", f"Step vs {reference}",
                *(["Instructions/step"] if counted else []), "Processes", "Seeds"]
     for model, rows in summary.groupby("model", sort=False):
         table = [_unsupported_row(row, len(headers)) or
                  [row["framework"] + (" [forced]" if _forced(row) else ""),
-                  _mean_std(row, "time_s", 2), _mean_std(row, "alloc_gib", 3),
+                  _mean_std(row, "time_s", 2), _mean_std(row, "warmup_s", 2),
+                  _mean_std(row, "alloc_gib", 3),
                   _mean_std(row, "peak_mib", 1), _mean_std(row, "test_pct", 2), _step_cell(row),
                   _ratio_cell(row, reference),
                   *([_instructions_cell(row)] if counted else []),
@@ -262,14 +269,15 @@ def _relative_cell(row: pd.Series, column: str, words: tuple[str, str] | None,
 
 
 def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str], list[list[str]]]:
-    """One model's rows of `model_summary` as the papers' table: training time as mean ± std
-    over seeds; the step time and its paired ratio to the reference, each with its 95 % CI; the
-    memory and accuracy as mean ± std, each followed by its value against the reference when the
-    model has a reference row. A metric no row measured (no memory pass) is left out. A
-    framework that does not support the model shows "n/a (reason)"."""
+    """One model's rows of `model_summary` as the papers' table: training time, and the build
+    and warm-up time (compilation) apart, as mean ± std over seeds; the step time and its paired
+    ratio to the reference, each with its 95 % CI; the memory and accuracy as mean ± std, each
+    followed by its value against the reference when the model has a reference row. A metric no
+    row measured (no memory pass) is left out. A framework that does not support the model shows
+    "n/a (reason)"."""
     relative = bool((rows["framework"] == reference).any())
     columns = [c for c in PAPER_COLUMNS if rows[c[0]].notna().any()]
-    headers = ["Framework", "Time (s)", "Step (ms)"]
+    headers = ["Framework", "Time (s)", "Build + warm-up (s)", "Step (ms)"]
     headers += [f"Step vs {reference}"] if relative else []
     for _, header, _, words in columns:
         unit = "" if words else " (pp)"
@@ -281,7 +289,8 @@ def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str]
         if unsupported:
             body.append(unsupported)
             continue
-        cells = [row["framework"], _mean_std(row, "time_s", 2), _step_cell(row)]
+        cells = [row["framework"], _mean_std(row, "time_s", 2), _mean_std(row, "warmup_s", 2),
+                 _step_cell(row)]
         if relative:
             cells.append(_ratio_cell(row, reference))
         for column, _, digits, words in columns:

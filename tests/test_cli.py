@@ -24,7 +24,8 @@ from harness.suites import builtin_suites
 from toy_adapters import NAMES, activate, launches, write_suite
 
 ADH = str(Path(sys.executable).with_name("adh"))
-COLUMNS = ["Framework", "Time (s)", "Allocations (GiB)", "Peak (MiB)", "Test accuracy (%)"]
+COLUMNS = ["Framework", "Time (s)", "Build + warm-up (s)", "Allocations (GiB)", "Peak (MiB)",
+           "Test accuracy (%)"]
 
 
 def adh(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -84,7 +85,8 @@ def test_list_shows_models_frameworks_datasets_and_suites(toys, capsys):
     assert sections["suites"] == sorted(builtin_suites())
     assert sections["frameworks"][:3] == ["engine-static", "engine-dynamic", "torch"]
     assert set(NAMES) <= set(sections["frameworks"])  # third-party adapters are listed too
-    assert " 21 cases" in next(line for line in out.splitlines() if line.strip().startswith("quick"))
+    quick = next(line for line in out.splitlines() if line.strip().startswith("quick"))
+    assert " 21 cases" in quick
 
 
 # --- errors: one line, exit status 2 ------------------------------------------------------------
@@ -197,7 +199,7 @@ def test_run_end_to_end(finished_store):
     assert "Traceback" not in result.stderr
     headers = table_headers(result.stdout)
     assert len(headers) == 1  # one model, one table
-    assert headers[0][:5] == COLUMNS
+    assert headers[0][:6] == COLUMNS
     row = next(line for line in result.stdout.splitlines() if line.startswith("| toy-ok"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert all(cell != "-" for cell in cells[:5])  # time, allocations, peak, accuracy all measured
@@ -221,7 +223,7 @@ def test_results_shows_the_stored_tables(finished_store, capsys):
     assert main(["results", "--store", str(store_path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("# toycli")
-    assert table_headers(out)[0][:5] == COLUMNS
+    assert table_headers(out)[0][:6] == COLUMNS
     assert main(["results", "--store", str(store_path), "--suite", "nope"]) == 2
     assert "no results for suite 'nope'" in capsys.readouterr().err
 
@@ -309,7 +311,7 @@ def test_ctrl_c_then_resume(toys, tmp_path):
     assert proc.returncode == 130, err
     assert "Traceback" not in err, err
     assert "interrupted: finished cases are stored; run again with --resume to finish" in err
-    assert table_headers(out)[0][:5] == COLUMNS  # the finished case is still reported
+    assert table_headers(out)[0][:6] == COLUMNS  # the finished case is still reported
     (hanging,) = toys.glob("toy-hang.*.hanging")
     with pytest.raises(ProcessLookupError):  # the worker did not outlive the run
         os.kill(int(hanging.name.split(".")[1]), 0)

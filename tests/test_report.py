@@ -51,7 +51,7 @@ def make_result(suite: str, model: str, framework: str, seed: int, *, epochs: in
                     "torch": "2.13.0", "memray": "1.20.0", "cpu_model": "Test CPU",
                     "logical_cores": 2, "os": "Linux", "dataset": "mnist-10k",
                     "dataset_checksum": "f" * 64,
-                    "started_at": f"2026-01-0{1 + seed}T10:00:00+00:00",
+                    "started_at": f"2026-01-0{1 + seed}T10:00:00+00:00", "build_s": 0.2,
                     **({"policy": policy.record()} if policy else {})},
         runs=[RunRecord(round=r, step_times_s=step_times[r], warmup_steps=1, warmup_s=0.05,
                         train_time_s=train_time_s, eval_time_s=0.1,
@@ -161,21 +161,22 @@ def test_papers_table_against_torch(store: ResultsStore) -> None:
     assert cnn.at["torch", "n"] == 2  # the failed run is left out
 
     headers, rows = tables.paper_table(summary[summary["model"] == "cnn"])
-    assert headers == ["Framework", "Time (s)", "Step (ms)", "Step vs torch",
-                       "Allocations (GiB)", "vs torch", "Peak (MiB)", "vs torch",
+    assert headers == ["Framework", "Time (s)", "Build + warm-up (s)", "Step (ms)",
+                       "Step vs torch", "Allocations (GiB)", "vs torch", "Peak (MiB)", "vs torch",
                        "Test accuracy (%)", "vs torch (pp)", "Processes", "Seeds"]
     by_fw = {row[0]: row for row in rows}
     assert set(by_fw) == set(KNOWN)
     assert by_fw["engine-static"][1] == "2.05 ± 0.07"
+    assert by_fw["engine-static"][2] == "0.25 ± 0.00"  # the model's build (0.2) and warm-up steps
     step = cnn.at["engine-static", "step"]
-    assert by_fw["engine-static"][2] == (f"{1000 * step.value:.2f} "
+    assert by_fw["engine-static"][3] == (f"{1000 * step.value:.2f} "
                                          f"(95% CI {1000 * step.low:.2f}-{1000 * step.high:.2f})")
-    assert by_fw["engine-static"][3] == (f"{ratio.value:.2f}x "
+    assert by_fw["engine-static"][4] == (f"{ratio.value:.2f}x "
                                          f"(95% CI {ratio.low:.2f}-{ratio.high:.2f}) slower")
-    assert by_fw["acme-grad"][3].endswith("slower") and by_fw["torch"][3] == "reference"
-    assert by_fw["engine-static"][5] == "2.00× less"
-    assert by_fw["engine-static"][7] == "4.00× more"
-    assert by_fw["acme-grad"][5] == "1.50× more"
+    assert by_fw["acme-grad"][4].endswith("slower") and by_fw["torch"][4] == "reference"
+    assert by_fw["engine-static"][6] == "2.00× less"
+    assert by_fw["engine-static"][8] == "4.00× more"
+    assert by_fw["acme-grad"][6] == "1.50× more"
     assert by_fw["engine-static"][-2:] == ["4", "2"]
 
 
@@ -208,9 +209,9 @@ def test_papers_table_leaves_out_memory_not_measured(store: ResultsStore) -> Non
     # Without a torch row there is nothing to compare with: no "vs torch" columns.
     headers, rows = tables.paper_table(summary[(summary["model"] == "circles-tanh")
                                                & (summary["framework"] != "torch")])
-    assert headers == ["Framework", "Time (s)", "Step (ms)", "Test accuracy (%)", "Processes",
-                       "Seeds"]
-    assert len(rows[0]) == 6
+    assert headers == ["Framework", "Time (s)", "Build + warm-up (s)", "Step (ms)",
+                       "Test accuracy (%)", "Processes", "Seeds"]
+    assert len(rows[0]) == 7
 
 
 def test_accuracy_table_over_folds(store: ResultsStore) -> None:
@@ -238,7 +239,7 @@ def test_latex_table_is_booktabs_and_escaped() -> None:
 def test_model_tables_give_every_ratio_its_interval(store: ResultsStore) -> None:
     text = tables.format_model_tables(summary_of(store, "plain"))
     assert "Step vs torch" in text and "Step (ms)" in text
-    ratio_cells = [line.split("|")[7] for line in text.splitlines()
+    ratio_cells = [line.split("|")[8] for line in text.splitlines()
                    if line.startswith("| engine-static")]
     assert len(ratio_cells) == 2
     assert all("(95% CI " in c and c.strip().endswith("slower") for c in ratio_cells)

@@ -280,9 +280,12 @@ def method_section(data: frames.SuiteData) -> str:
         f"memory tracking never slows a timed step. The timing pass times every training step; the "
         f"leading steps until one runs within {warmup_rule.TOLERANCE:.0%} of the pass's steady "
         f"pace (the median of its second half), and the {warmup_rule.WINDOW} after it mostly do "
-        f"too, are warm-up (graph and buffer creation, caches, thread pools"
+        f"too, are warm-up (graph and buffer creation, caches, thread pools, compilation"
         + ("" if pd.isna(warmup) else f"; a median of {warmup:.0f} steps here")
-        + ") and are reported apart, and evaluation on the test set is timed apart from training.",
+        + "): the tables' Build + warm-up column is their time plus the time to build the model "
+        "from the weights (where jax compiles its step; torch.compile and tinygrad compile in "
+        "the warm-up steps), apart from Time, which is training alone; evaluation on the test "
+        "set is timed apart from both.",
         ("The memory pass runs once per case, memray around the training loop only (imports and "
          "data loading excluded): bytes allocated in total and the peak of live bytes."
          if data.has_memory else "This suite ran without the memory pass."),
