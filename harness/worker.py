@@ -11,6 +11,7 @@ as lines starting with PROGRESS_PREFIX.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import sys
@@ -92,19 +93,28 @@ def train(framework, spec, case, x_train, y_train, targets, on_step,
 
     from .batches import batch_indices
 
-    x_batch = np.empty((spec.batch_size,) + x_train.shape[1:], dtype=x_train.dtype)
-    t_batch = np.empty((spec.batch_size,) + targets.shape[1:], dtype=targets.dtype)
+    # The framework takes `steps_per_call` batches at a time (1 but for the process door), and
+    # each has arrays of its own, refilled each call.
+    buffers = [(np.empty((spec.batch_size,) + x_train.shape[1:], dtype=x_train.dtype),
+                np.empty((spec.batch_size,) + targets.shape[1:], dtype=targets.dtype))
+               for _ in range(framework.steps_per_call)]
     first_loss = None
     for epoch in range(1, case.epochs + 1):
-        for batch, idx in enumerate(batch_indices(len(x_train), spec.batch_size, case.seed, epoch)):
-            # Gathering into the same arrays every step allocates nothing (mode="clip" matters).
-            np.take(x_train, idx, axis=0, out=x_batch, mode="clip")
-            np.take(targets, idx, axis=0, out=t_batch, mode="clip")
-            loss, outputs, elapsed = framework.timed_train_step(x_batch, t_batch)
-            first_loss = loss if first_loss is None else first_loss
-            if not math.isfinite(loss) or loss > DIVERGED_FACTOR * max(first_loss, 1.0):
-                return Status.DIVERGED, f"loss {loss:.4g} at epoch {epoch}, batch {batch}"
-            on_step(epoch, batch, loss, outputs, y_train[idx], elapsed)
+        indices = list(batch_indices(len(x_train), spec.batch_size, case.seed, epoch))
+        for first in range(0, len(indices), len(buffers)):  # calls never span two epochs
+            chunk = indices[first:first + len(buffers)]
+            for (x_batch, t_batch), idx in zip(buffers, chunk, strict=False):
+                # Gathering into the same arrays every step allocates nothing (mode="clip"
+                # matters).
+                np.take(x_train, idx, axis=0, out=x_batch, mode="clip")
+                np.take(targets, idx, axis=0, out=t_batch, mode="clip")
+            steps = framework.timed_train_steps(buffers[:len(chunk)])
+            for batch, idx, (loss, outputs, elapsed) in zip(itertools.count(first), chunk, steps,
+                                                            strict=False):
+                first_loss = loss if first_loss is None else first_loss
+                if not math.isfinite(loss) or loss > DIVERGED_FACTOR * max(first_loss, 1.0):
+                    return Status.DIVERGED, f"loss {loss:.4g} at epoch {epoch}, batch {batch}"
+                on_step(epoch, batch, loss, outputs, y_train[idx], elapsed)
         if on_epoch:
             on_epoch(epoch)
     return Status.OK, ""
@@ -255,8 +265,6 @@ def instructions_pass(case, data_dir, callgrind_out: str, marks_library: str) ->
     """Under callgrind: `WARMUP_STEPS` steps, then the instructions of `COUNTED_STEPS` steps on
     the case's first batches, gathered beforehand so that only the steps are counted. A
     framework whose steps valgrind cannot count (`Framework.uncountable`) says why instead."""
-    import itertools
-
     import numpy as np
 
     from .batches import batch_indices

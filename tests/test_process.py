@@ -41,6 +41,15 @@ SCRIPTED_CHILD = textwrap.dedent('''
             np.save(message["outputs"], np.zeros((n, 10), np.float32))
             reply = {"loss": 2.5, "seconds": 0.25, "allocated_bytes": 1000, "allocations": 2,
                      "peak_bytes": 4096}
+        elif how == "batched" and op == "start":
+            reply = {"train_steps": True}
+        elif how == "batched" and op == "train_steps":
+            # each step's loss: how many steps came in its message; its outputs: its place there
+            steps = message["steps"]
+            for i, step in enumerate(steps):
+                n = len(np.load(step["y"]))
+                np.save(step["outputs"], np.full((n, 10), i, np.float32))
+            reply = {"steps": [{"loss": len(steps), "seconds": 0.25} for _ in steps]}
         else:
             reply = {}
         print(json.dumps(reply), flush=True)
@@ -98,6 +107,47 @@ def test_steps_are_timed_by_the_childs_clock(child):
                              on_step=lambda *args: seen.append(args[-1]))
     assert status == Status.OK and seen == [0.25, 0.25, 0.25]
     framework.close()
+
+
+def test_a_child_that_takes_several_steps_gets_them_in_messages_within_an_epoch(child):
+    framework = build(child("batched"))
+    assert framework.steps_per_call == 10
+    spec = get_model("mlp")
+    case = Case("s", "mlp", framework.name, "mnist-10k", epochs=2)
+    x, labels = np.zeros((2500, 784), np.float32), np.zeros(2500, np.int64)
+    seen = []
+    status, _ = worker.train(framework, spec, case, x, labels, labels,
+                             on_step=lambda *args: seen.append(args))
+    assert status == Status.OK
+    # 25 batches an epoch: messages of 10, 10 and 5 steps, never one across the two epochs
+    per_epoch = [10] * 20 + [5] * 5
+    assert [loss for _, _, loss, _, _, _ in seen] == per_epoch * 2
+    assert [(epoch, batch) for epoch, batch, *_ in seen] == [
+        (e, b) for e in (1, 2) for b in range(25)]
+    # every step keeps its own outputs and its own time on the child's clock
+    assert [outputs[0, 0] for *_, outputs, _, _ in seen] == (list(range(10)) * 2 +
+                                                            list(range(5))) * 2
+    assert {elapsed for *_, elapsed in seen} == {0.25}
+    framework.close()
+
+
+def test_a_door_with_several_steps_a_message_trains_as_the_engine_in_process():
+    spec = get_model("mlp")
+    case = Case("s", "mlp", "engine-static", "mnist-10k", epochs=2)
+    rng = np.random.default_rng(0)
+    x, labels = rng.random((1200, 784), np.float32), rng.integers(0, 10, 1200)
+    losses = {}
+    for name in ("engine-static", "engine-static@process"):
+        framework = get_framework(name)(spec, initial_weights(spec, 0, "float32"), "float32", 1)
+        losses[name] = []
+        worker.train(framework, spec, case, x, labels, labels,
+                     on_step=lambda *args, name=name: losses[name].append(args[2]))
+        if name.endswith("@process"):
+            assert framework.steps_per_call > 1
+            framework.close()
+    assert len(losses["engine-static"]) == 24
+    np.testing.assert_allclose(losses["engine-static@process"], losses["engine-static"],
+                               rtol=1e-5)
 
 
 def test_memory_is_the_childs(child, monkeypatch):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -38,6 +39,8 @@ class Framework(ABC):
     # Why valgrind cannot count the instructions of its steps (adh run --count-instructions),
     # or "" when it can: the table then says "not measurable" and why.
     uncountable: str = ""
+    # How many batches the training loop hands to timed_train_steps at once (see there).
+    steps_per_call: int = 1
 
     @classmethod
     def supports(cls, spec: ModelSpec) -> str | None:
@@ -69,6 +72,14 @@ class Framework(ABC):
         start = time.perf_counter()
         loss, outputs = self.train_step(x, y)
         return loss, outputs, time.perf_counter() - start
+
+    def timed_train_steps(self, batches: Sequence[tuple[np.ndarray, np.ndarray]]
+                          ) -> list[tuple[float, np.ndarray, float]]:
+        """`timed_train_step` for each batch in turn. The training loop hands over
+        `steps_per_call` batches at a time; a framework that sets it above 1 (the process door,
+        whose child then runs them back to back) overrides this and returns outputs that stay
+        valid after the later steps."""
+        return [self.timed_train_step(x, y) for x, y in batches]
 
     @abstractmethod
     def predict(self, x: np.ndarray) -> np.ndarray:

@@ -5,8 +5,9 @@ docs/process-protocol.md over its stdin and stdout (one JSON object per line), w
 A plugin subclasses `ProcessFramework`, sets `command` (or overrides `start_command`), and
 declares `supports` and `dtypes` as any adapter does. The child times each training step with
 its own clock (`timed_train_step` returns it, so that the door's writing and reading of files
-stays off the clock), and the door measures the child's
-memory, which memray in the harness's process cannot see (`memory_stats`).
+stays off the clock), runs several steps per message where it can (`timed_train_steps`), and
+the door measures the child's memory, which memray in the harness's process cannot see
+(`memory_stats`).
 """
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ from ..measure.environment import measured_environment
 from .base import Framework
 
 PROTOCOL_VERSION = 1
+# Steps per `train_steps` message, for a child that takes them: one pipe round trip (and the
+# child's sleep while the harness does its bookkeeping) per this many steps instead of per step.
+STEPS_PER_MESSAGE = 10
 STOP_GRACE_S = 5.0  # how long a child may take to exit after "stop" before it is killed
 
 
@@ -84,10 +88,12 @@ class ProcessFramework(Framework):
         self._allocated_bytes: int | None = None
         self._allocations: int | None = None
         self._peak_bytes: int | None = None
-        self._ask({"op": "start", "protocol": PROTOCOL_VERSION, "spec": spec.as_dict(),
-                   "dtype": self.dtype.name, "threads": threads,
-                   "weights": {name: self._put(f"init.{name}", array)
-                               for name, array in weights.items()}})
+        started = self._ask({"op": "start", "protocol": PROTOCOL_VERSION, "spec": spec.as_dict(),
+                             "dtype": self.dtype.name, "threads": threads,
+                             "weights": {name: self._put(f"init.{name}", array)
+                                         for name, array in weights.items()}})
+        if started.get("train_steps") is True:  # the child runs several steps per message
+            self.steps_per_call = STEPS_PER_MESSAGE
 
     def close(self) -> None:
         """Stop the child now (otherwise it stops when this instance is collected)."""
@@ -134,10 +140,30 @@ class ProcessFramework(Framework):
     def timed_train_step(self, x, y):
         """The step, and its time on the child's clock: the door's writing and reading of files
         stays off it."""
-        reply = self._ask({"op": "train_step", "x": self._put("x", x), "y": self._put("y", y),
-                           "outputs": self._path("outputs")})
+        reply = self._ask({"op": "train_step", **self._step_files(0, x, y)})
+        return self._step_result(0, reply)
+
+    def timed_train_steps(self, batches):
+        """The steps, in one `train_steps` message where the child takes it (it said so in its
+        answer to `start`), so that it runs them back to back as an in-process engine does;
+        else one `train_step` message each."""
+        if self.steps_per_call == 1:
+            return super().timed_train_steps(batches)
+        files = [self._step_files(i, x, y) for i, (x, y) in enumerate(batches)]
+        reply = self._ask({"op": "train_steps", "steps": files})
+        steps = reply.get("steps")
+        if not isinstance(steps, list) or len(steps) != len(batches):
+            raise ProcessError(f"{self.name}: answer to 'train_steps' has no list of "
+                               f"{len(batches)} 'steps': {str(reply)[:200]}")
+        return [self._step_result(i, step) for i, step in enumerate(steps)]
+
+    def _step_files(self, i: int, x: np.ndarray, y: np.ndarray) -> dict[str, str]:
+        return {"x": self._put(f"x{i}", x), "y": self._put(f"y{i}", y),
+                "outputs": self._path(f"outputs{i}")}
+
+    def _step_result(self, i: int, reply: dict[str, Any]) -> tuple[float, np.ndarray, float]:
         self._count_memory(reply)
-        return float(reply["loss"]), np.load(self._path("outputs")), float(reply["seconds"])
+        return float(reply["loss"]), np.load(self._path(f"outputs{i}")), float(reply["seconds"])
 
     def _count_memory(self, reply: dict[str, Any]) -> None:
         if "allocated_bytes" in reply:

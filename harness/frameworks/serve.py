@@ -36,6 +36,19 @@ def served(framework: type[Framework], name: str) -> type[ProcessFramework]:
     return Served
 
 
+def train_step(model: Framework, message: dict[str, Any]) -> dict[str, Any]:
+    """One step of the protocol: read the batch, time the step as the worker times an
+    in-process one (around the same call), write the outputs."""
+    import numpy as np
+
+    x, y = np.load(message["x"]), np.load(message["y"])
+    start = time.perf_counter()
+    loss, outputs = model.train_step(x, y)
+    seconds = time.perf_counter() - start
+    np.save(message["outputs"], outputs)
+    return {"loss": loss, "seconds": seconds}
+
+
 def serve(framework: type[Framework], stdin: TextIO, stdout: TextIO) -> None:
     """Answer the protocol's messages from `stdin` on `stdout` with `framework` until "stop"
     or the end of input."""
@@ -54,16 +67,13 @@ def serve(framework: type[Framework], stdin: TextIO, stdout: TextIO) -> None:
             spec = ModelSpec.from_dict(message["spec"])
             weights = {name: np.load(path) for name, path in message["weights"].items()}
             model = framework(spec, weights, message["dtype"], message["threads"])
-            return {}
+            return {"train_steps": True}
         if model is None:
             return {"error": f"{op!r} before 'start'"}
         if op == "train_step":
-            x, y = np.load(message["x"]), np.load(message["y"])
-            start = time.perf_counter()  # the worker's clock, around the same call
-            loss, outputs = model.train_step(x, y)
-            seconds = time.perf_counter() - start
-            np.save(message["outputs"], outputs)
-            return {"loss": loss, "seconds": seconds}
+            return train_step(model, message)
+        if op == "train_steps":
+            return {"steps": [train_step(model, step) for step in message["steps"]]}
         if op == "predict":
             np.save(message["outputs"], model.predict(np.load(message["x"])))
             return {}
