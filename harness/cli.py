@@ -180,6 +180,45 @@ def _parser() -> argparse.ArgumentParser:
     system.add_argument("--threads", type=_positive_int, default=2,
                         help="the thread count you will measure with (default: %(default)s)")
 
+    profile = sub.add_parser(
+        "profile", help="where a training step's time goes: per op, forward and backward apart",
+        description="For each framework, one table of a training step of MODEL by op and "
+                    "phase (forward, backward, update): calls per step, time per step (median "
+                    "over the profiled steps) and its share of the step measured without the "
+                    "profiler, FLOPs and bytes touched where known, achieved GFLOP/s and %% of "
+                    "this machine's GEMM peak; the last row is the time no op accounts for. "
+                    "The engine is profiled from its graph (every op's forward and backward "
+                    "timed; nothing is wrapped when not profiling), torch and torch-compile "
+                    "with torch.profiler; a framework without a profiler shows its step as one "
+                    "row. Each profile is also written as a Chrome trace (open it in "
+                    "ui.perfetto.dev or speedscope; every framework's in the same format). The "
+                    "framework runs in this process, after --warmup steps; plain and profiled "
+                    "steps alternate in blocks of 10.",
+        epilog="examples:\n  adh profile cnn                           engine-static and torch\n"
+               "  adh profile rnn --frameworks engine-static engine-dynamic jax\n"
+               "  adh profile mlp --batch-size 1000 --dtype float64",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    profile.add_argument("model", help="model name (see adh list)")
+    profile.add_argument("--frameworks", nargs="+", metavar="F",
+                         default=["engine-static", "torch"],
+                         help="frameworks to profile (default: %(default)s)")
+    profile.add_argument("--dataset", help="dataset (default: the model's)")
+    profile.add_argument("--data-dir",
+                         help="folder holding IDX files, for models on mnist / fashion-mnist")
+    profile.add_argument("--batch-size", type=_positive_int, help="batch size (default: the "
+                         "model's)")
+    profile.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    profile.add_argument("--threads", type=_positive_int, default=2)
+    profile.add_argument("--seed", type=int, default=0)
+    profile.add_argument("--steps", type=_positive_int, default=50,
+                         help="steps measured each way, plain and profiled (default: "
+                              "%(default)s)")
+    profile.add_argument("--warmup", type=_positive_int, default=10,
+                         help="steps run first, measured neither way (default: %(default)s)")
+    profile.add_argument("--trace-dir", type=Path, default=Path("profiles"),
+                         help="where the Chrome traces go (default: %(default)s)")
+    _no_wait(profile)
+
     spec = sub.add_parser(
         "spec", help="a model's spec: layers, loss, optimizer, every parameter's name and shape",
         description="What an adapter builds for MODEL: the input shape, each layer with its "
@@ -211,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
         # A terminated run stops like one on Ctrl-C: nothing finished is lost.
         signal.signal(signal.SIGTERM, _interrupt)
         commands = {"run": _run, "check": _check, "list": _list, "results": _results,
-                    "report": _report, "compare": _compare, "system": _system, "spec": _spec}
+                    "report": _report, "compare": _compare, "system": _system, "spec": _spec,
+                    "profile": _profile}
         return commands[args.command](args)
     except AdhError as error:  # anything else is a bug, and shows its traceback
         print(f"adh: error: {error}", file=sys.stderr)
@@ -489,6 +529,34 @@ def _system(args) -> int:
     facts = system_facts(args.threads)
     print(format_facts(facts))
     return 1 if any(f.verdict == "warning" for f in facts) else 0
+
+
+def _profile(args) -> int:
+    from .frameworks import get_framework
+    from .measure import gemm_peak_gflops
+    from .profile import format_profile, profile_case, write_trace
+    from .records import Case
+    from .specs import get_model
+
+    _refuse_misplaced(args.model, "model", "profile")
+    spec = get_model(args.model)
+    for name in args.frameworks:
+        get_framework(name)  # an unknown or uninstalled one: one line, before anything runs
+    with _measuring(args):
+        peak = gemm_peak_gflops(args.threads)
+        for name in args.frameworks:
+            case = Case("profile", spec.name, name, args.dataset or spec.dataset,
+                        seed=args.seed, batch_size=args.batch_size or spec.batch_size,
+                        optimizer=spec.optimizer, lr=spec.lr, threads=args.threads,
+                        dtype=args.dtype)
+            result = profile_case(case, args.data_dir, steps=args.steps, warmup=args.warmup)
+            trace = args.trace_dir / f"{spec.name}-{name}.trace.json"
+            write_trace(trace, result.steps, name)
+            print(f"{name} on {spec.name} ({case.dataset}, batch {case.batch_size}, "
+                  f"{args.dtype}, {args.threads} threads; GEMM peak {peak:.0f} GFLOP/s)\n")
+            print(format_profile(result.rows, result.step_s, result.profiled_s, peak))
+            print(f"Trace: {trace}\n")
+    return 0
 
 
 def _spec(args) -> int:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..profile import ProfiledStep
 from ..specs import DTYPES, ModelSpec
 from ..weights import check_weights
 
@@ -95,6 +96,13 @@ class Framework(ABC):
     @abstractmethod
     def weights(self) -> dict[str, np.ndarray]:
         """Current parameter values, canonical names and layout, as copies."""
+
+    def profile_steps(self, batches: Sequence[tuple[np.ndarray, np.ndarray]]
+                      ) -> list[ProfiledStep] | None:
+        """`train_step` on each batch with the framework's own profiler on, for `adh profile`:
+        one harness.profile.ProfiledStep per batch, each with its op calls. None, the default:
+        the framework has no profiler, and `adh profile` shows its step as one row."""
+        return None
 
     def memory_stats(self) -> dict[str, int | None] | None:
         """The memory of the train_steps so far, for a framework that measures it where memray,

@@ -2,11 +2,15 @@
 every batch (dynamic). Both run the same ops; they differ in graph construction and allocation."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 import engine as ad
 from engine import init as initializers
+from engine.profile import profiled
 
+from ..profile import OpCall, ProfiledStep
 from ..specs import Layer, ModelSpec
 from .base import Framework
 
@@ -72,6 +76,19 @@ class EngineDynamic(Framework):
     def gradients(self, x, y):
         self._forward_backward(x, y)
         return {name: p.grad.copy() for name, p in self.model.named_parameters()}
+
+    def profile_steps(self, batches):
+        """Every op's forward and backward and the optimizer's update timed (engine/profile.py;
+        nothing is wrapped outside these steps)."""
+        steps = []
+        for x, y in batches:
+            with profiled() as events:
+                start = time.perf_counter()
+                self.train_step(x, y)
+                seconds = time.perf_counter() - start
+            steps.append(ProfiledStep(start, seconds, [
+                OpCall(e.name, e.phase, e.start, e.seconds, e.flops(), e.nbytes) for e in events]))
+        return steps
 
     def predict(self, x):
         return self.model(ad.Constant(x)).value

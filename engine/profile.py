@@ -1,0 +1,145 @@
+"""Where a step's time goes: every op's forward and backward, and the optimizer's update, timed.
+
+    with profiled() as events:
+        graph.forward(); graph.backward(); optimizer.step()
+    # events: one OpEvent per call, in order
+
+Inside the block the `forward` and `backward` of every `Op` class and the `step` of every
+optimizer class are wrapped in a timer; leaving it puts the originals back. Outside the block
+nothing is wrapped, so profiling that is off costs nothing at all. An op that runs another op
+inside its own work (the RNN runs Tanh's forward and backward at every time step) counts it as
+its own time: only the outermost call is an event.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .ops.base import Op
+from .optim import Optimizer
+
+Shapes = tuple[tuple[int, ...] | None, ...]
+
+
+@dataclass(frozen=True)
+class OpEvent:
+    """One timed call: the op's name ("MatMul", or the optimizer's: "SGD"), its phase
+    ("forward", "backward" or "update"), when it started and how long it took (perf_counter
+    seconds), the shapes of its arguments in order (forward: the inputs; backward: the output's
+    gradient, the output, the inputs, then the inputs' gradients, None for those not wanted),
+    and the bytes of every array it was given or returned."""
+
+    name: str
+    phase: str
+    start: float
+    seconds: float
+    shapes: Shapes
+    nbytes: int
+    result_shape: tuple[int, ...] | None = None  # forward's output
+
+    def flops(self) -> float | None:
+        """Floating-point operations of the call, for the ops whose work is products of
+        matrices (MatMul, Conv2d, RNN: 2 per multiply-add); None for the others."""
+        counter = FLOPS.get(self.name)
+        if counter is None:
+            return None
+        return counter(self.phase, self.shapes + (self.result_shape,))
+
+
+def _matmul_flops(phase: str, shapes: Shapes) -> float | None:
+    if phase == "forward":
+        a, b = shapes[:2]
+        assert a is not None and b is not None
+        return 2.0 * math.prod(a) * b[-1]
+    _, _, a, b, ga, gb, _ = shapes
+    assert a is not None and b is not None
+    per_product = 2.0 * math.prod(a) * b[-1]  # g b^T and a^T g: as many multiply-adds as a b
+    return per_product * ((ga is not None) + (gb is not None))
+
+
+def _conv_flops(phase: str, shapes: Shapes) -> float | None:
+    # forward: x, weight, bias, output; backward: g, y, x, weight, bias, gx, gweight, gbias
+    x, w, y = (shapes[0], shapes[1], shapes[3]) if phase == "forward" else shapes[2:4] + shapes[1:2]
+    assert x is not None and w is not None and y is not None
+    n, c = x[:2]
+    o, _, kh, kw = w
+    per_product = 2.0 * n * y[2] * y[3] * o * c * kh * kw  # as one im2col product
+    if phase == "forward":
+        return per_product
+    gx, gw = shapes[5], shapes[6]
+    return per_product * ((gx is not None) + (gw is not None))
+
+
+def _rnn_flops(phase: str, shapes: Shapes) -> float | None:
+    x, w_x = (shapes[0], shapes[1]) if phase == "forward" else (shapes[2], shapes[3])
+    assert x is not None and w_x is not None
+    n, t, d = x
+    hidden = w_x[1]
+    projection, recurrence = 2.0 * n * t * d * hidden, 2.0 * n * (t - 1) * hidden * hidden
+    if phase == "forward":
+        return projection + recurrence
+    gx, gw_x, gw_h = shapes[6], shapes[7], shapes[8]
+    # the adjoint through W_h always; then each wanted gradient: x's, W_x's, W_h's
+    return (recurrence + projection * ((gx is not None) + (gw_x is not None))
+            + recurrence * (gw_h is not None))
+
+
+FLOPS = {"MatMul": _matmul_flops, "Conv2d": _conv_flops, "RNN": _rnn_flops}
+
+
+def _subclasses(cls: type) -> Iterator[type]:
+    sub: type
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+@contextmanager
+def profiled() -> Iterator[list[OpEvent]]:
+    """Time every op and optimizer call made inside the block; yields the list of events,
+    filled as they happen."""
+    events: list[OpEvent] = []
+    depth = [0]  # calls under way: only the outermost is recorded
+
+    def timed(method: Callable[..., Any], phase: str) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            depth[0] += 1
+            result = None
+            start = time.perf_counter()
+            try:
+                result = method(self, *args, **kwargs)
+                return result
+            finally:
+                seconds = time.perf_counter() - start
+                depth[0] -= 1
+                if depth[0] == 0:
+                    name = self.name if isinstance(self, Op) else type(self).__name__
+                    arrays = [a for a in (*args, result) if isinstance(a, np.ndarray)]
+                    shapes = tuple(a.shape if isinstance(a, np.ndarray) else None for a in args)
+                    events.append(OpEvent(
+                        name, phase, start, seconds, shapes, sum(a.nbytes for a in arrays),
+                        result.shape if isinstance(result, np.ndarray) else None))
+        return wrapper
+
+    wrapped: list[tuple[type, str, Callable[..., Any]]] = []
+    targets = [(cls, "forward", "forward") for cls in _subclasses(Op)]
+    targets += [(cls, "backward", "backward") for cls in _subclasses(Op)]
+    targets += [(cls, "step", "update") for cls in _subclasses(Optimizer)]
+    for cls, attribute, phase in targets:
+        if attribute in vars(cls):  # the class's own method; inherited ones are wrapped once
+            original = vars(cls)[attribute]
+            wrapped.append((cls, attribute, original))
+            setattr(cls, attribute, timed(original, phase))
+    try:
+        yield events
+    finally:
+        for cls, attribute, original in wrapped:
+            setattr(cls, attribute, original)

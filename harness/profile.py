@@ -1,0 +1,242 @@
+"""Where a framework's training step spends its time: `adh profile`.
+
+A framework that can record its op calls implements `Framework.profile_steps` (the engine
+from its graph: engine/profile.py; torch and torch-compile with torch.profiler); it returns one
+`ProfiledStep` per batch: the step's time and its calls, each an `OpCall` with its phase
+(forward, backward, update) and, where known, its FLOPs and the bytes its arrays hold. Any
+other framework's step is one row. `profile_table` turns the steps into one row per op and
+phase: calls per step, time per step (median over the profiled steps) and share of the step
+measured without the profiler, FLOPs, achieved GFLOP/s and % of the machine's GEMM peak, and
+a last row for the time no op accounts for (the framework's own bookkeeping, Python between
+ops). `chrome_trace` writes the calls in Chrome's trace format, which Perfetto
+(ui.perfetto.dev) and speedscope open: every framework's in the same format, to load side by
+side.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import statistics
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .records import Case
+
+PHASES = ("forward", "backward", "update", "step")
+
+
+@dataclass(frozen=True)
+class OpCall:
+    """One op call in a profiled step: its name, phase (one of PHASES: "step" for a framework
+    that cannot split its step), start (seconds, on any clock shared by the step's calls),
+    duration in seconds, FLOPs and bytes of the arrays it read and wrote (None where unknown)."""
+
+    name: str
+    phase: str
+    start_s: float
+    seconds: float
+    flops: float | None = None
+    bytes: float | None = None
+
+
+@dataclass
+class ProfiledStep:
+    """One training step under the profiler: its start (on its calls' clock), its duration
+    (profiler on) and its calls."""
+
+    start_s: float
+    seconds: float
+    calls: list[OpCall] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ProfileRow:
+    name: str
+    phase: str
+    calls_per_step: float
+    seconds: float  # per step: the median over profiled steps of the op's total in the step
+    share: float  # of the step measured without the profiler
+    flops: float | None  # per step
+    bytes: float | None  # per step
+
+    def gflops_per_s(self) -> float | None:
+        return self.flops / self.seconds / 1e9 if self.flops and self.seconds > 0 else None
+
+
+UNACCOUNTED = "(not in any op)"
+
+
+# torch.profiler: the record_function around each step, and the prefixes of the events that are
+# backward (autograd's evaluation of a node) and update (torch.optim's step and zero_grad).
+TORCH_STEP_EVENT = "adh::train_step"
+TORCH_BACKWARD = "autograd::engine::evaluate_function: "
+TORCH_UPDATE = "Optimizer."
+
+
+def torch_profiled_steps(events: Any, step_name: str = TORCH_STEP_EVENT) -> list[ProfiledStep]:
+    """ProfiledSteps from torch.profiler's events (`profile.events()`): one per event named
+    `step_name`, its calls the events directly under it: autograd's evaluation of a node
+    ("ConvolutionBackward0") is backward, torch.optim's step and zero_grad ("SGD.step") are
+    update, every other op forward (the loss, and `.item()` and `.detach()` of the results
+    with it). FLOPs are torch's counts summed over each call's sub-events (matrix products and
+    convolutions; None where torch counts none)."""
+    steps = []
+    for event in events:
+        if event.name != step_name:
+            continue
+        calls = []
+        for child in event.cpu_children:
+            name, phase = child.name, "forward"
+            if name.startswith(TORCH_BACKWARD):
+                name, phase = name[len(TORCH_BACKWARD):], "backward"
+            elif name.startswith(TORCH_UPDATE):
+                name, phase = name.split("#")[-1], "update"
+            calls.append(OpCall(name, phase, child.time_range.start / 1e6,
+                                child.time_range.elapsed_us() / 1e6, _torch_flops(child) or None))
+        steps.append(ProfiledStep(event.time_range.start / 1e6,
+                                  event.time_range.elapsed_us() / 1e6, calls))
+    return steps
+
+
+def _torch_flops(event: Any) -> float:
+    return float(getattr(event, "flops", 0) or 0) + sum(_torch_flops(c) for c in event.cpu_children)
+
+
+def profile_table(steps: list[ProfiledStep], step_s: float) -> list[ProfileRow]:
+    """One row per op and phase, most expensive first, and the unaccounted time last; `step_s`
+    is the step time measured without the profiler (the shares' denominator)."""
+    if not steps:
+        raise ValueError("no profiled steps")
+    per_step: dict[tuple[str, str], list[list[OpCall]]] = defaultdict(
+        lambda: [[] for _ in steps])
+    for i, step in enumerate(steps):
+        for call in step.calls:
+            per_step[call.name, call.phase][i].append(call)
+    rows = []
+    for (name, phase), calls in per_step.items():
+        seconds = statistics.median(sum(c.seconds for c in in_step) for in_step in calls)
+        rows.append(ProfileRow(
+            name, phase, sum(len(c) for c in calls) / len(steps), seconds, seconds / step_s,
+            _median_known([c.flops for c in in_step] for in_step in calls),
+            _median_known([c.bytes for c in in_step] for in_step in calls)))
+    rows.sort(key=lambda r: (-r.seconds, r.name))
+    rest = statistics.median(s.seconds - sum(c.seconds for c in s.calls) for s in steps)
+    rows.append(ProfileRow(UNACCOUNTED, "", 0.0, rest, rest / step_s, None, None))
+    return rows
+
+
+def _median_known(per_step: Any) -> float | None:
+    """The median over steps of a per-call quantity summed in each step; None if any call of
+    the op does not know it."""
+    totals = []
+    for values in per_step:
+        if not values or any(v is None for v in values):
+            return None
+        totals.append(sum(values))
+    return statistics.median(totals)
+
+
+def format_profile(rows: list[ProfileRow], step_s: float, profiled_s: float,
+                   peak_gflops: float | None) -> str:
+    """The profile as a Markdown table, with a closing line comparing the sum of the rows with
+    the step measured without the profiler."""
+    from .tables import markdown_table
+
+    def number(value: float | None, fmt: str) -> str:
+        return "-" if value is None or not math.isfinite(value) else format(value, fmt)
+
+    body = []
+    for r in rows:
+        rate = r.gflops_per_s()
+        body.append([r.name, r.phase, number(r.calls_per_step, ".0f") if r.phase else "-",
+                     f"{1e3 * r.seconds:.3f}", f"{100 * r.share:.1f} %",
+                     number(r.flops and r.flops / 1e6, ".1f"),
+                     number(r.bytes and r.bytes / 1e6, ".2f"), number(rate, ".1f"),
+                     number(rate and peak_gflops and 100 * rate / peak_gflops, ".0f")])
+    table = markdown_table(["op", "phase", "calls / step", "ms / step", "share",
+                            "MFLOP / step", "MB touched / step", "GFLOP/s", "% of GEMM peak"],
+                           body)
+    total = sum(r.seconds for r in rows)
+    return (f"{table}\n\nRows sum to {1e3 * total:.3f} ms per step, {100 * total / step_s:.1f} % "
+            f"of the step measured without the profiler ({1e3 * step_s:.3f} ms; "
+            f"{1e3 * profiled_s:.3f} ms with it)")
+
+
+def chrome_trace(steps: list[ProfiledStep], framework: str) -> dict[str, Any]:
+    """The calls as Chrome trace events ("X": complete events, microseconds), one process per
+    framework, the steps as enclosing events."""
+    events: list[dict[str, Any]] = [{"name": "process_name", "ph": "M", "pid": framework,
+                                     "args": {"name": framework}}]
+    origin = steps[0].start_s if steps else 0.0  # the trace starts at 0
+    for i, step in enumerate(steps):
+        events.append({"name": f"step {i}", "cat": "step", "ph": "X", "pid": framework,
+                       "tid": 0, "ts": 1e6 * (step.start_s - origin), "dur": 1e6 * step.seconds})
+        for call in step.calls:
+            args = {k: v for k, v in (("flops", call.flops), ("bytes", call.bytes)) if v}
+            events.append({"name": call.name, "cat": call.phase, "ph": "X", "pid": framework,
+                           "tid": 0, "ts": 1e6 * (call.start_s - origin),
+                           "dur": 1e6 * call.seconds,
+                           "args": args})
+    return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+
+def write_trace(path: Path, steps: list[ProfiledStep], framework: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(chrome_trace(steps, framework)))
+
+
+@dataclass
+class Profile:
+    """A framework's profile on one case: the median step without the profiler (`step_s`) and
+    with it (`profiled_s`), the profiled steps, and their table."""
+
+    case: Case
+    step_s: float
+    profiled_s: float
+    steps: list[ProfiledStep]
+    rows: list[ProfileRow]
+
+
+def profile_case(case: Case, data_dir: str | None = None, steps: int = 50,
+                 warmup: int = 10, block: int = 10) -> Profile:
+    """Build `case`'s framework in this process, run `warmup` steps, then `steps` steps timed
+    as the timing pass times them and `steps` under the framework's profiler, alternating in
+    blocks of `block` so that the host's drift falls on both alike. A framework without a
+    profiler (`Framework.profile_steps` returns None) gets one row, its whole step."""
+    from .batches import batch_indices
+    from .frameworks import get_framework
+    from .weights import initial_weights
+    from .worker import prepare
+
+    spec, _, x_train, _, targets, _, _ = prepare(case, data_dir)
+    framework = get_framework(case.framework)(
+        spec, initial_weights(spec, case.seed, case.dtype), case.dtype, case.threads)
+    order = (idx for epoch in itertools.count(1)
+             for idx in batch_indices(len(x_train), spec.batch_size, case.seed, epoch))
+    batches = [(x_train[idx], targets[idx])
+               for idx in itertools.islice(order, max(warmup, 2 * block))]
+    for x, y in batches[:warmup]:
+        framework.train_step(x, y)
+    plain: list[float] = []
+    profiled: list[ProfiledStep] = []
+    while len(plain) < steps:
+        plain += [framework.timed_train_step(x, y)[2] for x, y in batches[:block]]
+        recorded = framework.profile_steps(batches[block:])
+        if recorded is None:  # no profiler: the step is one call, timed as the plain ones
+            recorded = []
+            for x, y in batches[block:]:
+                start = time.perf_counter()
+                seconds = framework.timed_train_step(x, y)[2]
+                recorded.append(ProfiledStep(start, seconds,
+                                             [OpCall("train_step", "step", start, seconds)]))
+        profiled += recorded
+    close = getattr(framework, "close", None)
+    if close is not None:
+        close()
+    step_s = statistics.median(plain)
+    return Profile(case, step_s, statistics.median(s.seconds for s in profiled), profiled,
+                   profile_table(profiled, step_s))

@@ -1,0 +1,183 @@
+"""adh profile: the engine's op timer, torch.profiler's events, the table, the trace, FLOPs."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+import engine as ad
+from engine.ops.base import Op
+from engine.ops.elementwise import Tanh
+from engine.optim import SGD
+from engine.profile import profiled
+from harness.cli import main
+from harness.flops import train_step_flops
+from harness.profile import (
+    UNACCOUNTED,
+    OpCall,
+    ProfiledStep,
+    chrome_trace,
+    profile_case,
+    profile_table,
+)
+from harness.records import Case
+from harness.specs import MODELS, get_model
+from harness.weights import initial_weights
+from references.pytorch import TorchFramework
+
+
+def test_the_engine_times_each_op_forward_and_backward_and_the_update():
+    w = ad.Variable(np.ones((3, 4), np.float32))
+    x = ad.Constant(np.ones((5, 3), np.float32))
+    with profiled() as events:
+        loss = ad.tanh(x @ w).sum()
+        loss.backward()
+        SGD([w], 0.1).step()
+    assert [(e.name, e.phase) for e in events] == [
+        ("MatMul", "forward"), ("Tanh", "forward"), ("Sum", "forward"),
+        ("Sum", "backward"), ("Tanh", "backward"), ("MatMul", "backward"), ("SGD", "update")]
+    matmul_forward, matmul_backward = events[0], events[5]
+    assert matmul_forward.flops() == 2 * 5 * 3 * 4
+    assert matmul_backward.flops() == 2 * 5 * 3 * 4  # x is a constant: w's gradient only
+    assert events[1].flops() is None  # element-wise: not counted
+    assert matmul_forward.nbytes == (5 * 3 + 3 * 4 + 5 * 4) * 4  # inputs and output
+    assert all(e.seconds >= 0 for e in events)
+
+
+def test_profiling_off_leaves_every_op_as_it_was():
+    originals = {cls: (vars(cls).get("forward"), vars(cls).get("backward"))
+                 for cls in (Tanh, *Op.__subclasses__())}
+    step = vars(SGD)["step"]
+    with profiled():
+        assert vars(Tanh)["forward"] is not originals[Tanh][0]  # wrapped inside
+    assert {cls: (vars(cls).get("forward"), vars(cls).get("backward"))
+            for cls in originals} == originals
+    assert vars(SGD)["step"] is step
+
+
+def test_an_op_run_inside_another_is_the_outer_ops_time():
+    x = ad.Constant(np.ones((2, 5, 3), np.float32))
+    w_x, w_h = ad.Variable(np.ones((3, 4), np.float32)), ad.Variable(np.ones((4, 4), np.float32))
+    b = ad.Variable(np.zeros(4, np.float32))
+    with profiled() as events:
+        ad.rnn(x, w_x, w_h, b).sum().backward()
+    assert [(e.name, e.phase) for e in events] == [
+        ("RNN", "forward"), ("Sum", "forward"), ("Sum", "backward"), ("RNN", "backward")]
+    # forward: the input projection (5 steps) and 4 recurrences; backward: the adjoint through
+    # W_h, W_x's gradient and W_h's (x needs none)
+    projection, recurrence = 2 * 2 * 5 * 3 * 4, 2 * 2 * 4 * 4 * 4
+    assert events[0].flops() == projection + recurrence
+    assert events[3].flops() == 2 * recurrence + projection
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_the_engines_flops_in_a_step_are_the_specs(model):
+    spec = get_model(model)
+    framework = _engine(spec)
+    x, y = _batch(spec)
+    framework.train_step(x, y)  # the first builds the graph, which computes its forward too
+    (step,) = framework.profile_steps([(x, y)])
+    assert sum(c.flops or 0 for c in step.calls) == train_step_flops(spec)
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_the_specs_flops_are_torchs(model):
+    """harness/flops.py against torch's FlopCounterMode on a forward and backward pass."""
+    spec = get_model(model)
+    framework = TorchFramework(spec, initial_weights(spec, 0), "float32", 1)
+    x, y = _batch(spec)
+    with FlopCounterMode(display=False) as counter:
+        loss, _ = framework._loss_and_outputs(torch.from_numpy(x), torch.from_numpy(y))
+        loss.backward()
+    assert counter.get_total_flops() == pytest.approx(train_step_flops(spec), rel=0.01)
+
+
+def test_torch_steps_split_into_forward_backward_and_update():
+    spec = get_model("cnn")
+    framework = TorchFramework(spec, initial_weights(spec, 0), "float32", 1)
+    steps = framework.profile_steps([_batch(spec)] * 2)
+    assert len(steps) == 2
+    phases = {(c.name, c.phase) for c in steps[1].calls}
+    assert ("aten::conv2d", "forward") in phases
+    assert ("ConvolutionBackward0", "backward") in phases
+    assert ("SGD.step", "update") in phases
+    conv = [c for c in steps[1].calls if c.name == "aten::conv2d"]
+    assert len(conv) == 2 and all(c.flops for c in conv)
+    assert sum(c.seconds for c in steps[1].calls) <= steps[1].seconds
+
+
+def test_the_table_gives_each_op_per_step_and_what_no_op_accounts_for():
+    steps = [ProfiledStep(0.0, 0.010, [OpCall("MatMul", "forward", 0.0, 0.004, 4e6),
+                                       OpCall("MatMul", "forward", 0.004, 0.002, 2e6),
+                                       OpCall("ReLU", "backward", 0.006, 0.001)]),
+             ProfiledStep(1.0, 0.012, [OpCall("MatMul", "forward", 1.0, 0.006, 6e6),
+                                       OpCall("ReLU", "backward", 1.006, 0.003)])]
+    rows = profile_table(steps, step_s=0.008)
+    assert [(r.name, r.phase) for r in rows] == [("MatMul", "forward"), ("ReLU", "backward"),
+                                                 (UNACCOUNTED, "")]
+    matmul, relu, rest = rows
+    assert matmul.calls_per_step == 1.5 and matmul.seconds == pytest.approx(0.006)
+    assert matmul.flops == 6e6 and matmul.gflops_per_s() == pytest.approx(1.0)
+    assert matmul.share == pytest.approx(0.75)
+    assert relu.seconds == pytest.approx(0.002) and relu.flops is None
+    assert rest.seconds == pytest.approx(0.003)  # 10 - 7 ms and 12 - 9 ms
+
+
+def test_the_trace_is_chrome_trace_json():
+    steps = [ProfiledStep(5.0, 0.01, [OpCall("MatMul", "forward", 5.001, 0.004, 4e6, 1000)])]
+    trace = json.loads(json.dumps(chrome_trace(steps, "engine-static")))
+    complete = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert complete[0]["name"] == "step 0" and complete[0]["ts"] == 0
+    assert complete[1] == {"name": "MatMul", "cat": "forward", "ph": "X",
+                           "pid": "engine-static", "tid": 0, "ts": pytest.approx(1000),
+                           "dur": pytest.approx(4000), "args": {"flops": 4e6, "bytes": 1000}}
+
+
+def test_a_case_profile_accounts_for_the_step():
+    case = Case("profile", "mlp", "engine-static", "mnist-10k", threads=1)
+    result = profile_case(case, steps=10, warmup=2, block=5)
+    assert len(result.steps) == 10
+    names = {r.name for r in result.rows}
+    assert {"MatMul", "SoftmaxCrossEntropy", "SGD", UNACCOUNTED} <= names
+    # the rows, unaccounted included, are the profiled step; each row's share is of the plain
+    assert sum(r.seconds for r in result.rows) == pytest.approx(result.profiled_s, rel=0.2)
+
+
+def test_a_framework_without_a_profiler_is_one_row():
+    case = Case("profile", "mlp", "engine-static@process", "mnist-10k", threads=1)
+    result = profile_case(case, steps=4, warmup=1, block=2)
+    assert [(r.name, r.phase) for r in result.rows] == [("train_step", "step"),
+                                                        (UNACCOUNTED, "")]
+
+
+def test_adh_profile_prints_a_table_per_framework_and_writes_traces(tmp_path, capsys):
+    assert main(["profile", "mlp", "--frameworks", "engine-static", "torch", "--steps", "4",
+                 "--warmup", "1", "--threads", "1", "--trace-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("| op ") == 2 and "% of GEMM peak" in out
+    assert "engine-static on mlp (mnist-10k, batch 100, float32, 1 threads" in out
+    for name in ("engine-static", "torch"):
+        trace = json.loads((tmp_path / f"mlp-{name}.trace.json").read_text())
+        assert any(e.get("cat") == "backward" for e in trace["traceEvents"])
+
+
+def test_adh_profile_names_an_unknown_framework(capsys):
+    assert main(["profile", "mlp", "--frameworks", "caffe"]) == 2
+    assert "unknown framework 'caffe'" in capsys.readouterr().err
+
+
+def _engine(spec):
+    from harness.frameworks.engine import EngineStatic
+
+    return EngineStatic(spec, initial_weights(spec, 0), "float32", 1)
+
+
+def _batch(spec):
+    rng = np.random.default_rng(0)
+    x = rng.random((spec.batch_size, *spec.input_shape), np.float32)
+    if spec.loss == "mse":
+        return x, rng.random((spec.batch_size, 1), np.float32)
+    return x, rng.integers(0, spec.layers[-1].n_out, spec.batch_size)
