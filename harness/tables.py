@@ -117,7 +117,11 @@ def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFr
     ok["peak_mib"] = ok["peak_bytes"] / MIB
     ok["test_pct"] = 100 * ok["test_acc"]
     ok["instructions"] = ok.get("instructions_per_step", float("nan"))
-    metrics = ["time_s", "warmup_s", "alloc_gib", "peak_mib", "test_pct", "instructions"]
+    # FLOPs per step (harness/flops.py) and the GEMM peak measured on the machine, for GFLOP/s
+    ok["gflop"] = ok.get("flops_per_step", pd.Series(float("nan"), index=ok.index)) / 1e9
+    ok["peak_gflops"] = ok.get("gemm_peak_gflops", float("nan"))
+    metrics = ["time_s", "warmup_s", "alloc_gib", "peak_mib", "test_pct", "instructions",
+               "gflop", "peak_gflops"]
     ok[metrics] = ok[metrics].astype(float)  # numbers even when no case finished
     grouped = ok.groupby(["model", "framework"], sort=False)[metrics]
     summary = grouped.mean().join(grouped.std(ddof=1).add_suffix("_std"))
@@ -131,6 +135,9 @@ def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFr
     runs = runs[runs["key"].isin(ok["key"])]
     summary = (summary.merge(step_estimates(runs), on=["model", "framework"], how="left")
                .merge(step_ratios(runs, reference), on=["model", "framework"], how="left"))
+    seconds = summary["step"].map(lambda e: e.value if isinstance(e, Estimate) else float("nan"))
+    summary["gflops"] = summary["gflop"] / seconds.astype(float)
+    summary["peak_pct"] = 100 * summary["gflops"] / summary["peak_gflops"]
     ref = summary[summary["framework"] == reference].drop_duplicates("model").set_index("model")
     for column in ("alloc_gib", "peak_mib"):
         summary[f"{column}_ratio"] = summary[column] / summary["model"].map(ref[column])
@@ -166,6 +173,23 @@ def _step_cell(row: pd.Series) -> str:
         return "-"
     mark = " [flagged]" if row["flagged"] and row["flagged"] == row["processes"] else ""
     return format_value(step, 1000, 2) + mark
+
+
+RATE_HEADER = "GFLOP/s (% of GEMM peak)"
+
+
+def _rated(summary: pd.DataFrame) -> bool:
+    """Whether any row has an achieved GFLOP/s (cases that recorded their FLOPs per step)."""
+    return "gflops" in summary and bool(summary["gflops"].notna().any())
+
+
+def _rate_cell(row: pd.Series) -> str:
+    """Achieved GFLOP/s (the spec's FLOPs per step over the median step) and its share of the
+    machine's measured GEMM peak."""
+    rate, share = row.get("gflops"), row.get("peak_pct")
+    if rate is None or pd.isna(rate):
+        return "-"
+    return f"{rate:.1f}" + ("" if share is None or pd.isna(share) else f" ({share:.0f} %)")
 
 
 def _ratio_cell(row: pd.Series, reference: str) -> str:
@@ -205,16 +229,18 @@ def _instructions_cell(row: pd.Series) -> str:
 def format_model_tables(summary: pd.DataFrame, reference: str = "torch") -> str:
     """One table per model: Framework, Time (s), Build + warm-up (s), Allocations (GiB),
     Peak (MiB), Test accuracy (%), step time with its 95 % CI, the paired step-time ratio to the
-    reference framework with its 95 % CI, instructions per step where counted (adh run
+    reference framework with its 95 % CI, the achieved GFLOP/s and its share of the GEMM peak
+    where the cases recorded their FLOPs, instructions per step where counted (adh run
     --count-instructions), and the processes and seeds behind them; "n/a (reason)" for a
     framework that does not support the model."""
     out = []
     counted = "instructions" in summary and (
         summary["instructions"].notna().any()
         or summary["instructions_note"].fillna("").astype(bool).any())
+    rated = _rated(summary)
     headers = ["Framework", "Time (s)", "Build + warm-up (s)", "Allocations (GiB)", "Peak (MiB)",
                "Test accuracy (%)",
-               "Step (ms)", f"Step vs {reference}",
+               "Step (ms)", f"Step vs {reference}", *([RATE_HEADER] if rated else []),
                *(["Instructions/step"] if counted else []), "Processes", "Seeds"]
     for model, rows in summary.groupby("model", sort=False):
         table = [_unsupported_row(row, len(headers)) or
@@ -222,7 +248,7 @@ def format_model_tables(summary: pd.DataFrame, reference: str = "torch") -> str:
                   _mean_std(row, "time_s", 2), _mean_std(row, "warmup_s", 2),
                   _mean_std(row, "alloc_gib", 3),
                   _mean_std(row, "peak_mib", 1), _mean_std(row, "test_pct", 2), _step_cell(row),
-                  _ratio_cell(row, reference),
+                  _ratio_cell(row, reference), *([_rate_cell(row)] if rated else []),
                   *([_instructions_cell(row)] if counted else []),
                   _processes_cell(row), str(int(row["n"]))]
                  for _, row in rows.iterrows()]
@@ -271,14 +297,17 @@ def _relative_cell(row: pd.Series, column: str, words: tuple[str, str] | None,
 def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str], list[list[str]]]:
     """One model's rows of `model_summary` as the papers' table: training time, and the build
     and warm-up time (compilation) apart, as mean ± std over seeds; the step time and its paired
-    ratio to the reference, each with its 95 % CI; the memory and accuracy as mean ± std, each
+    ratio to the reference, each with its 95 % CI; the achieved GFLOP/s and % of the GEMM peak
+    where the cases recorded their FLOPs; the memory and accuracy as mean ± std, each
     followed by its value against the reference when the model has a reference row. A metric no
     row measured (no memory pass) is left out. A framework that does not support the model shows
     "n/a (reason)"."""
     relative = bool((rows["framework"] == reference).any())
     columns = [c for c in PAPER_COLUMNS if rows[c[0]].notna().any()]
+    rated = _rated(rows)
     headers = ["Framework", "Time (s)", "Build + warm-up (s)", "Step (ms)"]
     headers += [f"Step vs {reference}"] if relative else []
+    headers += [RATE_HEADER] if rated else []
     for _, header, _, words in columns:
         unit = "" if words else " (pp)"
         headers += [header, f"vs {reference}{unit}"] if relative else [header]
@@ -293,6 +322,8 @@ def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str]
                  _step_cell(row)]
         if relative:
             cells.append(_ratio_cell(row, reference))
+        if rated:
+            cells.append(_rate_cell(row))
         for column, _, digits, words in columns:
             cells.append(_mean_std(row, column, digits))
             if relative:

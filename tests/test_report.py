@@ -180,6 +180,23 @@ def test_papers_table_against_torch(store: ResultsStore) -> None:
     assert by_fw["engine-static"][-2:] == ["4", "2"]
 
 
+def test_tables_give_the_achieved_gflops_where_the_cases_recorded_their_flops(
+        store: ResultsStore) -> None:
+    cases = store.cases("plain").assign(flops_per_step=2e8, gemm_peak_gflops=100.0)
+    summary = tables.model_summary(cases, store.epochs("plain"), store.runs("plain"))
+    cnn = summary[summary["model"] == "cnn"]
+    headers, rows = tables.paper_table(cnn)
+    assert headers[5] == "GFLOP/s (% of GEMM peak)" == tables.RATE_HEADER
+    step = cnn.set_index("framework").at["engine-static", "step"].value
+    rate = 0.2 / step
+    by_fw = {row[0]: row for row in rows}
+    assert by_fw["engine-static"][5] == f"{rate:.1f} ({rate:.0f} %)"  # of a 100 GFLOP/s peak
+    assert tables.RATE_HEADER in tables.format_model_tables(cnn)
+    # cases that recorded no FLOPs (older stores): no column
+    assert tables.RATE_HEADER not in tables.paper_table(
+        summary_of(store, "plain").query("model == 'cnn'"))[0]
+
+
 def test_contended_runs_are_left_out_and_marked(store: ResultsStore) -> None:
     # mlp/torch seed 1: its first round was contended.
     # Its pairs are left out while clean ones exist.

@@ -265,7 +265,11 @@ def method_section(data: frames.SuiteData) -> str:
                   f"below); the ratio to {REFERENCE} is paired: each process is divided by "
                   f"{REFERENCE}'s process of the same round and seed, and the interval is that of "
                   f"the ratios. A ratio whose interval holds 1 is marked ≈: no difference was "
-                  f"shown, whatever its point estimate.")
+                  f"shown, whatever its point estimate. GFLOP/s is the model's floating-point "
+                  f"operations per training step (the matrix products of its dense, "
+                  f"convolutional and recurrent layers, forward and backward; element-wise work "
+                  f"not counted) over that median step, and its share of this machine's float32 "
+                  f"GEMM peak, measured with the same thread count.")
     text = [
         f"Every case ran {rounds} timing pass{'' if rounds == '1' else 'es'}, each in a fresh "
         f"process, in rounds: every case once per round, the order rotated from round to round, so "
