@@ -100,9 +100,11 @@ def train(framework, spec, case, x_train, y_train, targets, on_step,
                for _ in range(framework.steps_per_call)]
     first_loss = None
     for epoch in range(1, case.epochs + 1):
-        indices = list(batch_indices(len(x_train), spec.batch_size, case.seed, epoch))
-        for first in range(0, len(indices), len(buffers)):  # calls never span two epochs
-            chunk = indices[first:first + len(buffers)]
+        # One call's batches at a time (a list of the epoch's index arrays would cost numpy an
+        # allocation for each, which the memory pass would count), never spanning two epochs.
+        indices = batch_indices(len(x_train), spec.batch_size, case.seed, epoch)
+        first = 0
+        while chunk := list(itertools.islice(indices, len(buffers))):
             for (x_batch, t_batch), idx in zip(buffers, chunk, strict=False):
                 # Gathering into the same arrays every step allocates nothing (mode="clip"
                 # matters).
@@ -115,6 +117,7 @@ def train(framework, spec, case, x_train, y_train, targets, on_step,
                 if not math.isfinite(loss) or loss > DIVERGED_FACTOR * max(first_loss, 1.0):
                     return Status.DIVERGED, f"loss {loss:.4g} at epoch {epoch}, batch {batch}"
                 on_step(epoch, batch, loss, outputs, y_train[idx], elapsed)
+            first += len(chunk)
         if on_epoch:
             on_epoch(epoch)
     return Status.OK, ""
