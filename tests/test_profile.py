@@ -142,6 +142,8 @@ def test_a_case_profile_accounts_for_the_step():
     assert len(result.steps) == 10
     names = {r.name for r in result.rows}
     assert {"MatMul", "SoftmaxCrossEntropy", "SGD", UNACCOUNTED} <= names
+    (update,) = [r for r in result.rows if r.phase == "update"]
+    assert update.bytes is None  # its step takes no arrays: unknown, not 0
     # the rows, unaccounted included, are the profiled step; each row's share is of the plain
     assert sum(r.seconds for r in result.rows) == pytest.approx(result.profiled_s, rel=0.2)
 

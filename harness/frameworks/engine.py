@@ -87,7 +87,9 @@ class EngineDynamic(Framework):
                 self.train_step(x, y)
                 seconds = time.perf_counter() - start
             steps.append(ProfiledStep(start, seconds, [
-                OpCall(e.name, e.phase, e.start, e.seconds, e.flops(), e.nbytes) for e in events]))
+                # the optimizer's step takes no arrays as arguments: its bytes are unknown here
+                OpCall(e.name, e.phase, e.start, e.seconds, e.flops(), e.nbytes or None)
+                for e in events]))
         return steps
 
     def predict(self, x):
