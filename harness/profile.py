@@ -26,14 +26,13 @@ from typing import Any
 
 from .records import Case
 
-PHASES = ("forward", "backward", "update", "step")
-
 
 @dataclass(frozen=True)
 class OpCall:
-    """One op call in a profiled step: its name, phase (one of PHASES: "step" for a framework
-    that cannot split its step), start (seconds, on any clock shared by the step's calls),
-    duration in seconds, FLOPs and bytes of the arrays it read and wrote (None where unknown)."""
+    """One op call in a profiled step: its name, phase ("forward", "backward", "update", or
+    "step" for a framework that cannot split its step), start (seconds, on any clock shared by
+    the step's calls), duration in seconds, FLOPs and bytes of the arrays it read and wrote
+    (None where unknown)."""
 
     name: str
     phase: str
@@ -207,12 +206,17 @@ def profile_case(case: Case, data_dir: str | None = None, steps: int = 50,
     as the timing pass times them and `steps` under the framework's profiler, alternating in
     blocks of `block` so that the host's drift falls on both alike. A framework without a
     profiler (`Framework.profile_steps` returns None) gets one row, its whole step."""
+    from . import UsageError
     from .batches import batch_indices
     from .frameworks import get_framework
     from .weights import initial_weights
     from .worker import prepare
 
-    spec, _, x_train, _, targets, _, _ = prepare(case, data_dir)
+    try:
+        spec, _, x_train, _, targets, _, _ = prepare(case, data_dir)
+    except ValueError as error:  # adh run's plan says this before running; here, the same
+        raise UsageError(f"dataset {case.dataset!r} does not fit model {case.model!r} "
+                         f"({error}); pick another with --dataset") from None
     framework = get_framework(case.framework)(
         spec, initial_weights(spec, case.seed, case.dtype), case.dtype, case.threads)
     order = (idx for epoch in itertools.count(1)

@@ -183,3 +183,8 @@ def _batch(spec):
     if spec.loss == "mse":
         return x, rng.random((spec.batch_size, 1), np.float32)
     return x, rng.integers(0, spec.layers[-1].n_out, spec.batch_size)
+
+
+def test_adh_profile_names_a_dataset_that_does_not_fit_the_model(capsys):
+    assert main(["profile", "cnn", "--frameworks", "engine-static", "--dataset", "circles"]) == 2
+    assert "dataset 'circles' does not fit model 'cnn'" in capsys.readouterr().err
