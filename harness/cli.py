@@ -298,6 +298,7 @@ def _run(args) -> int:
     import time
 
     from .measure import code_version
+    from .measure.roofs import calibrate
     from .plan import estimate_line, format_duration, format_plan, format_problems, make_plan
     from .records import FINISHED, Status
     from .runner import RunOptions, run_suite
@@ -320,7 +321,7 @@ def _run(args) -> int:
         print(format_plan(plan))
         return 2 if plan.blocking else 0
     with _measuring(args):
-        _calibrate({case.threads for case in suite.cases})
+        calibrate({case.threads for case in suite.cases})
         start = time.perf_counter()  # the estimate covers the plan and the passes
         plan = make_plan(suite, args.store, options, args.force)
         if plan.blocking:
@@ -370,22 +371,6 @@ def _refuse_misplaced(text: str, expected: str, command: str) -> None:
     problem = misplaced(text, expected, command)
     if problem:
         raise UsageError(problem)
-
-
-def _calibrate(threads: set[int]) -> None:
-    """Measure the GEMM peak at each thread count where this machine has none yet (a second or
-    two each, once: it is cached), in a fresh process started with that count, for the plan's
-    rough estimates."""
-    import subprocess
-
-    from .measure.environment import measured_environment
-    from .measure.gemm_peak import cached_gemm_peak_gflops
-    from .threads import usable_cpus
-
-    for count in sorted(threads):  # more threads than CPUs: refused by the plan, or forced
-        if count <= len(usable_cpus()) and cached_gemm_peak_gflops(count) is None:
-            subprocess.run([sys.executable, "-m", "harness.measure.gemm_peak", str(count)],
-                           env=measured_environment(count), capture_output=True)
 
 
 def _check(args) -> int:
@@ -524,9 +509,11 @@ def _compare(args) -> int:
 
 
 def _system(args) -> int:
-    from .system import format_facts, system_facts
+    from .measure.roofs import calibrate
+    from .system import format_facts, roofs_facts, system_facts
 
-    facts = system_facts(args.threads)
+    calibrate({args.threads})
+    facts = system_facts(args.threads) + roofs_facts(args.threads)
     print(format_facts(facts))
     return 1 if any(f.verdict == "warning" for f in facts) else 0
 

@@ -358,7 +358,7 @@ def _estimate(case: Case, data: Dataset, past: dict | None,
         return (passes * timing + options.memory * memory
                 + options.count_instructions * counting), True
     from .flops import train_step_flops
-    from .measure.gemm_peak import cached_gemm_peak_gflops
+    from .measure.roofs import cached_gemm_peak_gflops
     from .worker import case_spec, case_split
 
     spec = case_spec(case)
@@ -427,7 +427,7 @@ def estimate_line(plan: Plan) -> str:
               "rough: FLOPs at a share of this machine's GEMM peak, no history of these cases"
               if not known else f"{known} of {len(todo)} cases from the store's history, "
                                "the others rough")
-    from .measure.gemm_peak import cached_gemm_peak_gflops
+    from .measure.roofs import cached_gemm_peak_gflops
 
     if any(cached_gemm_peak_gflops(c.case.threads) is None for c in todo if not c.from_history):
         source += f"; this machine's GEMM peak is not measured yet: {ROUGH_PEAK_GFLOPS:.0f} " \

@@ -230,6 +230,22 @@ def provenance_facts(sample_s: float = SAMPLE_S) -> dict[str, str]:
     return {f.name: f.value for f in _facts(None, sample_s, blas=False)}
 
 
+def roofs_facts(threads: int) -> list[Fact]:
+    """The machine's roofs at `threads` threads (harness.measure.roofs), from its cache: what
+    achieved GFLOP/s and bytes per second are measured against."""
+    from .measure.roofs import cached_bandwidth_gbs, cached_gemm_peak_gflops
+
+    advice = "not measured: the machine was busy (a contended measurement is not kept); run again"
+    peak, bandwidth = cached_gemm_peak_gflops(threads), cached_bandwidth_gbs(threads)
+    return [
+        Fact("GEMM peak", f"{peak:.0f} GFLOP/s (float32, {threads} threads)" if peak else "unknown",
+             "info", "" if peak else advice),
+        Fact("memory bandwidth",
+             f"{bandwidth:.1f} GB/s (triad, float32, {threads} threads)" if bandwidth else
+             "unknown", "info", "" if bandwidth else advice),
+    ]
+
+
 def format_facts(facts: list[Fact]) -> str:
     """An aligned plain-text table of name, value and verdict, each advice on the line below."""
     if not facts:

@@ -175,6 +175,7 @@ def time_pass(case, data_dir) -> dict:
     from .frameworks.base import Framework, why_unsupported
     from .measure import gemm_peak_gflops, provenance, watch_contention
     from .measure.environment import recorded_environment
+    from .measure.roofs import cached_bandwidth_gbs
     from .measure.warmup import warmup_steps
     from .system import provenance_facts
     from .weights import initial_weights
@@ -183,7 +184,9 @@ def time_pass(case, data_dir) -> dict:
     adapter = get_framework(case.framework)
     origin = provenance(case.threads, case.dtype, data.name, data.checksum, case.seed)
     record = {**origin, "framework": framework_origin(case.framework).record(),
-              "environment": recorded_environment(), "system": provenance_facts(sample_s=0)}
+              "environment": recorded_environment(), "system": provenance_facts(sample_s=0),
+              # the memory roof beside the GEMM peak, as the runner's calibration measured it
+              "memory_bandwidth_gbs": cached_bandwidth_gbs(case.threads)}
     refusal = why_unsupported(adapter, spec, case.dtype)
     if refusal is not None:
         return {"status": Status.UNSUPPORTED, "reason": refusal, "provenance": record}

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from toy_adapters import build_distribution, write_gemm_cache
+from toy_adapters import build_distribution, write_roofs_cache
 
 
 @pytest.fixture(scope="module")
@@ -23,16 +23,16 @@ def torch_one_thread():
 def private_measurement_lock(tmp_path_factory):
     """The tests' measuring commands take a lock of their own, not the machine's: a benchmark
     running beside the tests must not make them wait (nor they it). And a cache of their own:
-    they never measure the GEMM peak, nor write to the user's cache."""
+    they never measure the roofs (GEMM peak, bandwidth), nor write to the user's cache."""
     mp = pytest.MonkeyPatch()
     mp.setenv("ADH_LOCK_FILE", str(tmp_path_factory.mktemp("lock") / "measure.lock"))
-    mp.setenv("ADH_CACHE_DIR", str(write_gemm_cache(tmp_path_factory.mktemp("cache"))))
+    mp.setenv("ADH_CACHE_DIR", str(write_roofs_cache(tmp_path_factory.mktemp("cache"))))
     yield
     mp.undo()
 
 
 @pytest.fixture(scope="session")
 def toy_dist(tmp_path_factory) -> tuple[Path, Path]:
-    """(folder of the toy distribution, GEMM-peak cache folder) of tests/toy_adapters."""
+    """(folder of the toy distribution, roofs cache folder) of tests/toy_adapters."""
     root = tmp_path_factory.mktemp("toy")
-    return build_distribution(root / "site"), write_gemm_cache(root / "cache")
+    return build_distribution(root / "site"), write_roofs_cache(root / "cache")

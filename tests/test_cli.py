@@ -21,7 +21,7 @@ from harness.measure.lock import LockBusy
 from harness.specs import MODELS
 from harness.store import ResultsStore, StoreError
 from harness.suites import builtin_suites
-from toy_adapters import NAMES, activate, launches, write_suite
+from toy_adapters import BANDWIDTH, GEMM_PEAK, NAMES, activate, launches, write_suite
 
 ADH = str(Path(sys.executable).with_name("adh"))
 COLUMNS = ["Framework", "Time (s)", "Build + warm-up (s)", "Allocations (GiB)", "Peak (MiB)",
@@ -467,6 +467,9 @@ def test_system_says_what_the_measurement_depends_on():
     for name in ("CPU model", "CPU affinity", "foreign CPU use", "steal time", "BLAS", "ASLR",
                  "valgrind"):
         assert name in out.stdout
+    # the roofs, from the cache the tests prepare (conftest): measured nowhere in the tests
+    assert f"{GEMM_PEAK:.0f} GFLOP/s (float32, 2 threads)" in out.stdout
+    assert f"{BANDWIDTH:.1f} GB/s (triad, float32, 2 threads)" in out.stdout
     warnings = out.stdout.count("WARNING")
     assert out.stdout.rstrip().endswith(f"{warnings} warning{'s' * (warnings != 1)}")
     assert out.returncode == int(warnings > 0)

@@ -17,11 +17,11 @@ import pytest
 from harness.measure import (
     code_version,
     contention,
-    gemm_peak,
     gemm_peak_gflops,
     git_state,
     memory,
     provenance,
+    roofs,
     track_memory,
     watch_contention,
 )
@@ -174,38 +174,53 @@ def test_the_flag_policy_judges_contention_and_reads_back_its_record():
     assert FlagPolicy.from_record({**strict.record(), "retries": math.nan}) is None
 
 
-# --- GEMM peak ------------------------------------------------------------------------------
+# --- the roofs: GEMM peak and bandwidth -----------------------------------------------------
 
 
 def test_gemm_measure_small():
-    gflops, contended = gemm_peak._measure_gflops(64, warmups=1, repeats=3)
+    gflops, contended = roofs._measure_gflops(64, warmups=1, repeats=3)
     assert gflops > 0 and math.isfinite(gflops) and isinstance(contended, bool)
 
 
+def test_triad_measure_small():
+    gbs, contended = roofs._measure_triad_gbs(1 << 16, threads=2, warmups=1, repeats=3)
+    assert gbs > 0 and math.isfinite(gbs) and isinstance(contended, bool)
+
+
+def test_bandwidth_is_cached_apart_from_the_gemm_peak(monkeypatch, tmp_path):
+    monkeypatch.setattr(roofs, "_measure_gflops", lambda *a: (123.0, False))
+    monkeypatch.setattr(roofs, "_measure_triad_gbs", lambda *a: (9.5, False))
+    assert roofs.cached_bandwidth_gbs(2, tmp_path) is None
+    assert roofs.bandwidth_gbs(2, tmp_path) == 9.5
+    assert gemm_peak_gflops(2, tmp_path) == 123.0
+    assert roofs.cached_bandwidth_gbs(2, tmp_path) == 9.5
+    assert roofs.cached_gemm_peak_gflops(2, tmp_path) == 123.0
+
+
 def test_gemm_peak_is_cached(monkeypatch, tmp_path):
-    monkeypatch.setattr(gemm_peak, "_measure_gflops", lambda *a: (123.0, False))
+    monkeypatch.setattr(roofs, "_measure_gflops", lambda *a: (123.0, False))
     assert gemm_peak_gflops(2, tmp_path, size=64) == 123.0
-    (entry,) = json.loads((tmp_path / gemm_peak.CACHE_FILE).read_text()).values()
-    assert entry["gflops"] == 123.0
+    (entry,) = json.loads((tmp_path / roofs.CACHE_FILE).read_text()).values()
+    assert entry["value"] == 123.0
 
     def fail(*a):
         raise AssertionError("measured again")
 
-    monkeypatch.setattr(gemm_peak, "_measure_gflops", fail)
+    monkeypatch.setattr(roofs, "_measure_gflops", fail)
     assert gemm_peak_gflops(2, tmp_path, size=64) == 123.0
-    monkeypatch.setattr(gemm_peak, "_measure_gflops", lambda *a: (77.0, False))
+    monkeypatch.setattr(roofs, "_measure_gflops", lambda *a: (77.0, False))
     assert gemm_peak_gflops(1, tmp_path, size=64) == 77.0  # another thread count: new key
-    assert len(json.loads((tmp_path / gemm_peak.CACHE_FILE).read_text())) == 2
+    assert len(json.loads((tmp_path / roofs.CACHE_FILE).read_text())) == 2
 
 
 def test_gemm_peak_contended_is_not_cached_and_env_dir(monkeypatch, tmp_path):
     monkeypatch.setenv("ADH_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(gemm_peak, "_measure_gflops", lambda *a: (50.0, True))
+    monkeypatch.setattr(roofs, "_measure_gflops", lambda *a: (50.0, True))
     assert gemm_peak_gflops(2, size=64) == 50.0
-    assert not (tmp_path / gemm_peak.CACHE_FILE).exists()
-    monkeypatch.setattr(gemm_peak, "_measure_gflops", lambda *a: (90.0, False))
+    assert not (tmp_path / roofs.CACHE_FILE).exists()
+    monkeypatch.setattr(roofs, "_measure_gflops", lambda *a: (90.0, False))
     assert gemm_peak_gflops(2, size=64) == 90.0
-    assert (tmp_path / gemm_peak.CACHE_FILE).exists()
+    assert (tmp_path / roofs.CACHE_FILE).exists()
 
 
 # --- provenance -----------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from harness.records import Case, CaseResult
 from harness.runner import RunOptions, WorkerError, run_case, run_suite
 from harness.store import ResultsStore
 from harness.suites import load_suite
-from toy_adapters import GEMM_PEAK, activate, launches, write_suite
+from toy_adapters import BANDWIDTH, GEMM_PEAK, activate, launches, write_suite
 
 STEPS = 5  # train_limit 500 / batch 100, one epoch
 # No pass is ever contended or drifted: worker launches are counted exactly on a busy host too.
@@ -197,6 +197,7 @@ def test_ok_case_timing_and_series(toy_run):
     # work and machine
     assert ok.flops_per_step > 0
     assert ok.gemm_peak_gflops == GEMM_PEAK
+    assert ok.provenance["memory_bandwidth_gbs"] == BANDWIDTH
     assert ok.foreign_cpu_s is not None and ok.foreign_cpu_s >= 0
     assert ok.flagged is False
 

@@ -23,6 +23,7 @@ CONFORMANCE_CLASSES = {"toy-limited": "ToyLimited", "toy-late-outputs": "ToyLate
 ENTRIES = {**{name: f"toy_adh:{cls}" for name, cls in CLASSES.items()},
            **{name: f"toy_conformance:{cls}" for name, cls in CONFORMANCE_CLASSES.items()}}
 GEMM_PEAK = 123.0  # the GEMM peak the prepared cache reports (no 2048^3 GEMM measured in tests)
+BANDWIDTH = 12.0  # its memory bandwidth in GB/s (no 384 MiB triad either)
 
 
 def build_distribution(root: Path, name: str = "toy_adh", version: str = "0.0",
@@ -52,18 +53,19 @@ def build_distribution(root: Path, name: str = "toy_adh", version: str = "0.0",
     return root
 
 
-def write_gemm_cache(cache_dir: Path, threads=(1, 2)) -> Path:
-    """A GEMM-peak cache with this machine's keys, so workers never measure the peak (about a
-    second per worker on a busy machine, where a contended measurement is not cached)."""
-    import numpy as np
-
-    from harness.measure import cpu_model
-    from harness.measure.gemm_peak import CACHE_FILE
+def write_roofs_cache(cache_dir: Path, threads=(1, 2)) -> Path:
+    """A cache of the machine's roofs with this machine's keys, so workers and the runner never
+    measure them (a second or two each on a busy machine, where a contended measurement is not
+    cached)."""
+    from harness.measure import roofs
 
     cache_dir.mkdir(parents=True, exist_ok=True)
-    cache = {f"{cpu_model()}|threads={t}|numpy={np.__version__}|n=2048":
-             {"gflops": GEMM_PEAK, "measured_at": "2026-01-01T00:00:00+00:00"} for t in threads}
-    (cache_dir / CACHE_FILE).write_text(json.dumps(cache))
+    entry = {"measured_at": "2026-01-01T00:00:00+00:00"}
+    cache = {**{roofs._gemm_key(t, roofs.GEMM_SIZE): {"value": GEMM_PEAK, **entry}
+                for t in threads},
+             **{roofs._triad_key(t, roofs.TRIAD_ELEMENTS): {"value": BANDWIDTH, **entry}
+                for t in threads}}
+    (cache_dir / roofs.CACHE_FILE).write_text(json.dumps(cache))
     return cache_dir
 
 
