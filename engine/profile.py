@@ -122,7 +122,10 @@ def profiled() -> Iterator[list[OpEvent]]:
                 depth[0] -= 1
                 if depth[0] == 0:
                     name = self.name if isinstance(self, Op) else type(self).__name__
-                    arrays = [a for a in (*args, result) if isinstance(a, np.ndarray)]
+                    # backward(g, y, *xs, *gxs): reads g and the xs
+                    read = (args[0], *args[2:2 + (len(args) - 2) // 2]) \
+                        if phase == "backward" else args
+                    arrays = [a for a in read if isinstance(a, np.ndarray)]
                     shapes = tuple(a.shape if isinstance(a, np.ndarray) else None for a in args)
                     events.append(OpEvent(
                         name, phase, start, seconds, shapes, sum(a.nbytes for a in arrays),

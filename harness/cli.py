@@ -133,6 +133,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="output folder (default: reports/SUITE)")
     report.add_argument("--store", default="results/adh.sqlite",
                         help="results database (default: %(default)s)")
+    report.add_argument("--profiles", type=Path, metavar="DIR",
+                        help="also show the per-op profiles adh profile saved in DIR (its "
+                             "--trace-dir): their tables, and a roofline figure of their ops")
 
     compare = sub.add_parser(
         "compare", help="did a change make things slower, hungrier or less accurate?",
@@ -216,7 +219,9 @@ def _parser() -> argparse.ArgumentParser:
     profile.add_argument("--warmup", type=_positive_int, default=10,
                          help="steps run first, measured neither way (default: %(default)s)")
     profile.add_argument("--trace-dir", type=Path, default=Path("profiles"),
-                         help="where the Chrome traces go (default: %(default)s)")
+                         help="where each framework's Chrome trace (MODEL-NAME.trace.json) and "
+                              "its table with the machine's roofs (MODEL-NAME.profile.json, "
+                              "for adh report --profiles) go (default: %(default)s)")
     _no_wait(profile)
 
     spec = sub.add_parser(
@@ -458,10 +463,12 @@ def _results(args) -> int:
 
 
 def _report(args) -> int:
+    from .profile import read_profiles
     from .report import build_report
     from .store import ResultsStore
 
     _refuse_misplaced(args.store, "store", "report")
+    profiles = read_profiles(args.profiles) if args.profiles else []
     if not Path(args.store).exists():
         _refuse_misplaced(args.suite, "suite", "report")
         raise UsageError(f"no results at {args.store}: run `adh run {args.suite}` first "
@@ -469,7 +476,7 @@ def _report(args) -> int:
     with ResultsStore(args.store) as store:
         if args.suite not in store.suites():  # a suite may be called anything it was stored as
             _refuse_misplaced(args.suite, "suite", "report")
-        print(build_report(store, args.suite, args.out))
+        print(build_report(store, args.suite, args.out, profiles))
     return 0
 
 
@@ -520,8 +527,8 @@ def _system(args) -> int:
 
 def _profile(args) -> int:
     from .frameworks import get_framework
-    from .measure import gemm_peak_gflops
-    from .profile import format_profile, profile_case, write_trace
+    from .measure import bandwidth_gbs, gemm_peak_gflops
+    from .profile import PROFILE_SUFFIX, format_profile, profile_case, write_profile, write_trace
     from .records import Case
     from .specs import get_model
 
@@ -530,7 +537,7 @@ def _profile(args) -> int:
     for name in args.frameworks:
         get_framework(name)  # an unknown or uninstalled one: one line, before anything runs
     with _measuring(args):
-        peak = gemm_peak_gflops(args.threads)
+        peak, bandwidth = gemm_peak_gflops(args.threads), bandwidth_gbs(args.threads)
         for name in args.frameworks:
             case = Case("profile", spec.name, name, args.dataset or spec.dataset,
                         seed=args.seed, batch_size=args.batch_size or spec.batch_size,
@@ -539,6 +546,8 @@ def _profile(args) -> int:
             result = profile_case(case, args.data_dir, steps=args.steps, warmup=args.warmup)
             trace = args.trace_dir / f"{spec.name}-{name}.trace.json"
             write_trace(trace, result.steps, name)
+            write_profile(args.trace_dir / f"{spec.name}-{name}{PROFILE_SUFFIX}", result, peak,
+                          bandwidth)
             print(f"{name} on {spec.name} ({case.dataset}, batch {case.batch_size}, "
                   f"{args.dtype}, {args.threads} threads; GEMM peak {peak:.0f} GFLOP/s)\n")
             print(format_profile(result.rows, result.step_s, result.profiled_s, peak))

@@ -10,7 +10,8 @@ measured without the profiler, FLOPs, achieved GFLOP/s and % of the machine's GE
 a last row for the time no op accounts for (the framework's own bookkeeping, Python between
 ops). `chrome_trace` writes the calls in Chrome's trace format, which Perfetto
 (ui.perfetto.dev) and speedscope open: every framework's in the same format, to load side by
-side.
+side. `write_profile` keeps the table as JSON, with the machine's roofs, for `adh report
+--profiles`, which prints it and draws the roofline (harness/report/roofline.py).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import math
 import statistics
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,9 @@ def torch_profiled_steps(events: Any, step_name: str = TORCH_STEP_EVENT) -> list
     ("ConvolutionBackward0") is backward, torch.optim's step and zero_grad ("SGD.step") are
     update, every other op forward (the loss, and `.item()` and `.detach()` of the results
     with it). FLOPs are torch's counts summed over each call's sub-events (matrix products and
-    convolutions; None where torch counts none)."""
+    convolutions; None where torch counts none), bytes those of the tensors the call's first
+    aten ops are given (`_torch_bytes`); both need the profiler's shapes (with_flops), None
+    without them."""
     steps = []
     for event in events:
         if event.name != step_name:
@@ -95,7 +98,8 @@ def torch_profiled_steps(events: Any, step_name: str = TORCH_STEP_EVENT) -> list
             elif name.startswith(TORCH_UPDATE):
                 name, phase = name.split("#")[-1], "update"
             calls.append(OpCall(name, phase, child.time_range.start / 1e6,
-                                child.time_range.elapsed_us() / 1e6, _torch_flops(child) or None))
+                                child.time_range.elapsed_us() / 1e6, _torch_flops(child) or None,
+                                _torch_bytes(child) or None))
         steps.append(ProfiledStep(event.time_range.start / 1e6,
                                   event.time_range.elapsed_us() / 1e6, calls))
     return steps
@@ -103,6 +107,24 @@ def torch_profiled_steps(events: Any, step_name: str = TORCH_STEP_EVENT) -> list
 
 def _torch_flops(event: Any) -> float:
     return float(getattr(event, "flops", 0) or 0) + sum(_torch_flops(c) for c in event.cpu_children)
+
+
+# Bytes per element of the dtypes torch.profiler names in `input_dtypes`.
+_TORCH_ITEMSIZE = {"float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2, "int": 4,
+                   "long int": 8, "bool": 1, "unsigned char": 1, "signed char": 1, "short int": 2}
+
+
+def _torch_bytes(event: Any) -> float:
+    """Bytes of the tensors an event's aten op is given (its reads; torch.profiler records no
+    outputs); for a wrapper that is no aten op (autograd's evaluation of a node, the node
+    itself), those of the first aten ops under it. 0 where no shapes were recorded."""
+    if not event.name.startswith("aten::"):
+        return sum(_torch_bytes(child) for child in event.cpu_children)
+    total = 0.0
+    for shape, dtype in zip(event.input_shapes or [], event.input_dtypes or [], strict=False):
+        if shape and dtype in _TORCH_ITEMSIZE and all(isinstance(d, int) for d in shape):
+            total += math.prod(shape) * _TORCH_ITEMSIZE[dtype]
+    return total
 
 
 def profile_table(steps: list[ProfiledStep], step_s: float) -> list[ProfileRow]:
@@ -157,7 +179,7 @@ def format_profile(rows: list[ProfileRow], step_s: float, profiled_s: float,
                      number(r.bytes and r.bytes / 1e6, ".2f"), number(rate, ".1f"),
                      number(rate and peak_gflops and 100 * rate / peak_gflops, ".0f")])
     table = markdown_table(["op", "phase", "calls / step", "ms / step", "share",
-                            "MFLOP / step", "MB touched / step", "GFLOP/s", "% of GEMM peak"],
+                            "MFLOP / step", "MB read / step", "GFLOP/s", "% of GEMM peak"],
                            body)
     total = sum(r.seconds for r in rows)
     return (f"{table}\n\nRows sum to {1e3 * total:.3f} ms per step, {100 * total / step_s:.1f} % "
@@ -244,3 +266,64 @@ def profile_case(case: Case, data_dir: str | None = None, steps: int = 50,
     step_s = statistics.median(plain)
     return Profile(case, step_s, statistics.median(s.seconds for s in profiled), profiled,
                    profile_table(profiled, step_s))
+
+
+PROFILE_SUFFIX = ".profile.json"
+
+
+def write_profile(path: Path, profile: Profile, peak_gflops: float | None,
+                  bandwidth_gbs: float | None) -> None:
+    """`profile`'s table as JSON at `path`, with its case's settings, the machine and its roofs
+    (what the report needs to print it and place its ops under the roofs)."""
+    from .measure import code_version, cpu_model
+
+    case = profile.case
+    record = {"model": case.model, "framework": case.framework, "dataset": case.dataset,
+              "batch_size": case.batch_size, "dtype": case.dtype, "threads": case.threads,
+              "cpu_model": cpu_model(), "code_version": code_version(),
+              "step_s": profile.step_s, "profiled_s": profile.profiled_s,
+              "gemm_peak_gflops": peak_gflops, "bandwidth_gbs": bandwidth_gbs,
+              "rows": [asdict(row) for row in profile.rows]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1))
+
+
+@dataclass(frozen=True)
+class SavedProfile:
+    """A profile read back from `write_profile`'s JSON."""
+
+    model: str
+    framework: str
+    settings: dict[str, Any]  # dataset, batch_size, dtype, threads, cpu_model, code_version
+    step_s: float
+    profiled_s: float
+    gemm_peak_gflops: float | None
+    bandwidth_gbs: float | None
+    rows: list[ProfileRow]
+
+    def table(self) -> str:
+        return format_profile(self.rows, self.step_s, self.profiled_s, self.gemm_peak_gflops)
+
+
+def read_profiles(folder: Path) -> list[SavedProfile]:
+    """Every profile `adh profile` saved in `folder`, by model then framework; UsageError when
+    the folder holds none or a file is not one."""
+    from . import UsageError
+
+    paths = sorted(Path(folder).glob(f"*{PROFILE_SUFFIX}"))
+    if not paths:
+        raise UsageError(f"no profiles ({PROFILE_SUFFIX}) in {folder}: make them with "
+                         f"adh profile MODEL --frameworks ... --trace-dir {folder}")
+    profiles = []
+    for path in paths:
+        try:
+            record = json.loads(path.read_text())
+            rows = [ProfileRow(**row) for row in record.pop("rows")]
+            fields = ("model", "framework", "step_s", "profiled_s", "gemm_peak_gflops",
+                      "bandwidth_gbs")
+            values = {name: record.pop(name) for name in fields}
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise UsageError(f"{path} is not a profile adh profile wrote ({error}); "
+                             "make it again with adh profile") from None
+        profiles.append(SavedProfile(**values, settings=record, rows=rows))
+    return sorted(profiles, key=lambda p: (p.model, p.framework))

@@ -131,7 +131,9 @@ class TorchFramework(Framework):
             raise ValueError(f"unknown optimizer {spec.optimizer!r}")
         self.loss_fn = {"softmax_cross_entropy": nn.functional.cross_entropy,
                         "mse": nn.functional.mse_loss}[spec.loss]
-        self._flops_by_call: dict[tuple[int, str], float | None] | None = None  # profile_steps
+        # profile_steps: each call's (FLOPs, bytes), by its place in the step
+        self._counted_by_call: dict[tuple[int, str], tuple[float | None, float | None]] | None
+        self._counted_by_call = None
 
     def _forward(self, x: torch.Tensor) -> torch.Tensor:
         for block in self.model:
@@ -164,16 +166,19 @@ class TorchFramework(Framework):
         (harness.profile.torch_profiled_steps says how they are named). torch's FLOP counts
         come from one more step, before them and counted only: counting doubled the profiler's
         cost in the step (measured on the CNN: rows summing to 110-113 % of the plain step
-        instead of 100-106 %). Each step makes the same calls in the same order, so a call
-        takes the FLOPs of its place in that step."""
-        if self._flops_by_call is None:  # counted once per model
+        instead of 100-106 %); the bytes each call reads come from that step too (they need its
+        shapes). Each step makes the same calls in the same order, so a call takes the FLOPs and
+        bytes of its place in that step."""
+        if self._counted_by_call is None:  # counted once per model
             (counted,) = self._profiled(batches[:1], with_flops=True)
-            self._flops_by_call = {(i, call.name): call.flops
-                                   for i, call in enumerate(counted.calls)}
+            self._counted_by_call = {(i, call.name): (call.flops, call.bytes)
+                                     for i, call in enumerate(counted.calls)}
         steps = self._profiled(batches, with_flops=False)
         for step in steps:
-            step.calls = [dataclasses.replace(call, flops=self._flops_by_call.get((i, call.name)))
-                          for i, call in enumerate(step.calls)]
+            counted_calls = (self._counted_by_call.get((i, call.name), (None, None))
+                             for i, call in enumerate(step.calls))
+            step.calls = [dataclasses.replace(call, flops=flops, bytes=nbytes)
+                          for call, (flops, nbytes) in zip(step.calls, counted_calls, strict=True)]
         return steps
 
     def _profiled(self, batches, with_flops: bool):

@@ -14,19 +14,26 @@ from engine.ops.elementwise import Tanh
 from engine.optim import SGD
 from engine.profile import profiled
 from harness.cli import main
+from harness.errors import UsageError
 from harness.flops import train_step_flops
 from harness.profile import (
+    PROFILE_SUFFIX,
     UNACCOUNTED,
     OpCall,
     ProfiledStep,
+    ProfileRow,
+    SavedProfile,
     chrome_trace,
     profile_case,
     profile_table,
+    read_profiles,
 )
 from harness.records import Case
+from harness.report.roofline import roofline
 from harness.specs import MODELS, get_model
 from harness.weights import initial_weights
 from references.pytorch import TorchFramework
+from toy_adapters import BANDWIDTH, GEMM_PEAK
 
 
 def test_the_engine_times_each_op_forward_and_backward_and_the_update():
@@ -43,7 +50,8 @@ def test_the_engine_times_each_op_forward_and_backward_and_the_update():
     assert matmul_forward.flops() == 2 * 5 * 3 * 4
     assert matmul_backward.flops() == 2 * 5 * 3 * 4  # x is a constant: w's gradient only
     assert events[1].flops() is None  # element-wise: not counted
-    assert matmul_forward.nbytes == (5 * 3 + 3 * 4 + 5 * 4) * 4  # inputs and output
+    assert matmul_forward.nbytes == (5 * 3 + 3 * 4) * 4  # the inputs it reads
+    assert matmul_backward.nbytes == (5 * 4 + 5 * 3 + 3 * 4) * 4  # the gradient, x and w
     assert all(e.seconds >= 0 for e in events)
 
 
@@ -106,6 +114,10 @@ def test_torch_steps_split_into_forward_backward_and_update():
     assert ("SGD.step", "update") in phases
     conv = [c for c in steps[1].calls if c.name == "aten::conv2d"]
     assert len(conv) == 2 and all(c.flops for c in conv)
+    # the bytes conv2d reads: input, weight and bias, as the engine's Conv2d counts them
+    x, _ = _batch(spec)
+    w, b = (p.detach().numpy() for p in framework.model[0][0].parameters())
+    assert conv[0].bytes == x.nbytes + w.nbytes + b.nbytes
     assert sum(c.seconds for c in steps[1].calls) <= steps[1].seconds
 
 
@@ -164,6 +176,40 @@ def test_adh_profile_prints_a_table_per_framework_and_writes_traces(tmp_path, ca
     for name in ("engine-static", "torch"):
         trace = json.loads((tmp_path / f"mlp-{name}.trace.json").read_text())
         assert any(e.get("cat") == "backward" for e in trace["traceEvents"])
+    # and the tables, kept for adh report --profiles with the roofs (the tests' cache's)
+    saved = read_profiles(tmp_path)
+    assert [(p.model, p.framework) for p in saved] == [("mlp", "engine-static"), ("mlp", "torch")]
+    engine_profile = saved[0]
+    assert (engine_profile.gemm_peak_gflops, engine_profile.bandwidth_gbs) == (GEMM_PEAK,
+                                                                               BANDWIDTH)
+    assert engine_profile.settings["threads"] == 1 and engine_profile.step_s > 0
+    assert engine_profile.table().splitlines()[0].startswith("| op ")
+    matmul = next(r for r in engine_profile.rows if (r.name, r.phase) == ("MatMul", "forward"))
+    assert matmul.flops and matmul.bytes
+
+
+def test_saved_profiles_that_are_missing_or_broken_are_named(tmp_path):
+    with pytest.raises(UsageError, match="no profiles .* adh profile MODEL"):
+        read_profiles(tmp_path)
+    (tmp_path / f"cnn-x{PROFILE_SUFFIX}").write_text("{not json")
+    with pytest.raises(UsageError, match=f"cnn-x{PROFILE_SUFFIX} is not a profile"):
+        read_profiles(tmp_path)
+
+
+def test_the_roofline_draws_the_ops_whose_flops_and_bytes_are_known():
+    rows = [ProfileRow("MatMul", "forward", 2, 0.001, 0.5, 2e8, 1e7),
+            ProfileRow("ReLU", "forward", 2, 0.0005, 0.2, None, 1e6),
+            ProfileRow(UNACCOUNTED, "", 0, 0.0005, 0.2, None, None)]
+    profiles = [SavedProfile(model, "engine-static", {}, 0.002, 0.002, 100.0, 10.0, rows)
+                for model in ("cnn", "mlp")]
+    fig = roofline(profiles)
+    panels = fig.axes
+    assert [ax.get_title() for ax in panels] == ["cnn", "mlp"]
+    (points,) = panels[0].collections  # MatMul alone: ReLU has no FLOPs
+    assert points.get_offsets().tolist() == [[20.0, pytest.approx(200.0)]]  # 2e8/1e7, 2e8/1 ms
+    (roof,) = panels[0].lines  # min(peak, bandwidth x intensity): the ridge at 10 FLOPs/byte
+    x, y = roof.get_data()
+    assert y.max() == 100.0 and y[0] == pytest.approx(10.0 * x[0])
 
 
 def test_adh_profile_names_an_unknown_framework(capsys):

@@ -4,6 +4,7 @@ rows and ratios, the files a report writes, and the refusal of a missing or empt
 from __future__ import annotations
 
 import math
+import re
 import zlib
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from matplotlib.container import ErrorbarContainer
 from harness import tables
 from harness.errors import UsageError
 from harness.measure.policy import FlagPolicy
+from harness.profile import UNACCOUNTED, ProfileRow, SavedProfile
 from harness.records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord
 from harness.report import build_report, figures
 from harness.report.build import load_suite_data, method_section, plan_figures
@@ -398,6 +400,27 @@ def test_plain_report(store: ResultsStore, tmp_path: Path) -> None:
     # captions, with the suite's repetitions
     assert "per framework; the mean over 2 seeds, the band from their minimum to maximum." in text
     assert "failed" in text  # the failed run is listed as left out
+    assert "Where the time goes" not in text and "roofline.png" not in figs  # no profiles given
+
+
+def test_a_report_with_profiles_shows_their_tables_and_the_roofline(store: ResultsStore,
+                                                                    tmp_path: Path) -> None:
+    rows = [ProfileRow("Conv2d", "backward", 2, 0.004, 0.4, 8e7, 2.5e6),
+            ProfileRow(UNACCOUNTED, "", 0, 0.001, 0.1, None, None)]
+    settings = {"dataset": "mnist-10k", "batch_size": 100, "dtype": "float32", "threads": 2,
+                "cpu_model": "Test CPU", "code_version": "abc1234"}
+    profiles = [SavedProfile("cnn", framework, settings, 0.01, 0.011, 150.0, 20.0, rows)
+                for framework in ("engine-static", "torch")]
+    report = build_report(store, "plain", tmp_path / "out", profiles)
+    text = report.read_text()
+    assert "## Where the time goes" in text
+    for framework in ("engine-static", "torch"):
+        assert f"### {framework} on cnn" in text
+    assert re.search(r"\| Conv2d +\| backward +\| 2 +\| 4\.000 +\| 40\.0 % +\| 80\.0 ", text)
+    assert "mnist-10k, batch 100, float32, 2 threads, Test CPU, code abc1234." in text
+    assert "(figures/roofline.png)" in text
+    assert {"roofline.png", "roofline.pdf"} <= {p.name for p in (tmp_path / "out" / "figures")
+                                                .iterdir()}
 
 
 def unsupported_result(suite: str, model: str, framework: str, seed: int,

@@ -19,11 +19,16 @@ from .. import tables
 from ..errors import UsageError
 from ..measure import warmup as warmup_rule
 from ..measure.policy import FlagPolicy
+from ..profile import SavedProfile
 from ..records import Status
 from ..stats import ORDER_STATISTICS_FROM
 from ..store import ResultsStore, newest_versions
 from . import figures, frames
+from .roofline import CAPTION as ROOFLINE_CAPTION
+from .roofline import roofline
 from .style import framework_order, save
+
+ROOFLINE_STEM = "roofline"
 
 REFERENCE = "torch"
 OUTPUT_SUFFIXES = {".png", ".pdf", ".md", ".tex", ".csv"}
@@ -401,11 +406,39 @@ def _figures_section(data: frames.SuiteData, figure_dir: Path) -> list[str]:
     return lines
 
 
-def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None) -> Path:
+def _profiles_section(profiles: list[SavedProfile], figure_dir: Path) -> list[str]:
+    """The per-op profiles `adh profile` saved: each one's table, then the roofline figure."""
+    if not profiles:
+        return []
+    lines = ["## Where the time goes", "",
+             "One training step per op, forward and backward apart, from `adh profile` (the "
+             "engine timed from its graph, torch with torch.profiler; a framework without a "
+             "profiler is one row): time per step (the median over the profiled steps) and its "
+             "share of the step measured without the profiler, FLOPs where known (matrix "
+             "products and convolutions), the bytes of the arrays each op reads, achieved "
+             "GFLOP/s and its share of the machine's GEMM peak. Profiled apart from the runs "
+             "above, in one process per framework.", ""]
+    for profile in profiles:
+        s = profile.settings
+        lines += [f"### {profile.framework} on {profile.model}", "",
+                  f"{s.get('dataset')}, batch {s.get('batch_size')}, {s.get('dtype')}, "
+                  f"{s.get('threads')} threads, {s.get('cpu_model')}, "
+                  f"code {s.get('code_version')}.",
+                  "", profile.table(), ""]
+    save(roofline(profiles), figure_dir / ROOFLINE_STEM)
+    lines += ["### The roofline of the profiled ops", "",
+              f"![The roofline of the profiled ops](figures/{ROOFLINE_STEM}.png)", "",
+              f"{ROOFLINE_CAPTION} [PDF](figures/{ROOFLINE_STEM}.pdf)", ""]
+    return lines
+
+
+def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
+                 profiles: list[SavedProfile] | None = None) -> Path:
     """Write the report of `suite` to `out_dir` (default reports/<suite>/): figures as PNG (200
     dpi) and PDF under figures/, tables as Markdown, LaTeX and CSV under tables/, and report.md
-    showing them all with the provenance and the measurement method. Files of an earlier build
-    in figures/ and tables/ are removed first. Returns report.md's path. Raises UsageError when
+    showing them all with the provenance and the measurement method, and `profiles` (from
+    harness.profile.read_profiles) with a roofline figure. Files of an earlier build in
+    figures/ and tables/ are removed first. Returns report.md's path. Raises UsageError when
     the store holds no finished case of `suite`."""
     data = load_suite_data(store, suite)
     out_dir = Path(out_dir) if out_dir is not None else Path("reports") / suite
@@ -422,7 +455,8 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None) -
              *_unfinished_section(data.cases),
              *_unsupported_section(data.cases),
              *_tables_section(data, suite, table_dir),
-             *_figures_section(data, figure_dir)]
+             *_figures_section(data, figure_dir),
+             *_profiles_section(profiles or [], figure_dir)]
     report = out_dir / "report.md"
     report.write_text("\n".join(lines))
     return report

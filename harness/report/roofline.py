@@ -1,0 +1,77 @@
+"""The roofline figure of `adh report --profiles`: where each profiled op stands against what the
+machine can do (Williams, Waterman and Patterson, 2009).
+
+An op's arithmetic intensity is its FLOPs per byte it reads, its height its achieved GFLOP/s;
+the roof over it is the lower of the GEMM peak (compute) and the memory bandwidth times its
+intensity (data), both measured on the machine (harness/measure/roofs.py). An op far below its
+roof leaves speed unused; one on the sloped part is bound by memory, one under the flat part by
+compute. Only ops whose FLOPs and bytes are both known are drawn (the products of matrices:
+matrix products, convolutions, the RNN's recurrence).
+"""
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from ..profile import SavedProfile
+from .style import framework_look, framework_order, legend_above, new_figure, styled
+
+PHASE_MARKERS = {"forward": "o", "backward": "s"}
+WIDTH_IN = 7.0  # two columns: three panels of log-log axes need the room
+
+CAPTION = ("One panel per model; each point is one op of one framework's training step, forward "
+           "(circle) or backward (square): its FLOPs per byte it reads against its achieved "
+           "GFLOP/s, from `adh profile` (the tables above). The lines are the machine's roofs: "
+           "the float32 GEMM peak and the memory bandwidth of a triad (a = b + s*c), both "
+           "measured with numpy at the profiles' thread count. Ops whose FLOPs or bytes are "
+           "unknown are not drawn.")
+
+
+def _points(profile: SavedProfile) -> list[tuple[str, str, float, float]]:
+    """(op, phase, FLOPs per byte, GFLOP/s) of the rows that know both FLOPs and bytes."""
+    return [(row.name, row.phase, row.flops / row.bytes, row.flops / row.seconds / 1e9)
+            for row in profile.rows
+            if row.flops and row.bytes and row.seconds > 0]
+
+
+def roofline(profiles: list[SavedProfile]) -> Figure:
+    """The figure: one panel per model, both roofs, every profile's ops as points."""
+    models = list(dict.fromkeys(p.model for p in profiles))
+    frameworks = framework_order(p.framework for p in profiles)
+    fig, axes = new_figure(1, len(models), legend=True, sharey=True, width=WIDTH_IN)
+    with styled():
+        for ax, model in zip(axes[0], models, strict=True):
+            mine = [p for p in profiles if p.model == model]
+            points = [(p.framework, *point) for p in mine for point in _points(p)]
+            peak = max((p.gemm_peak_gflops or 0) for p in mine) or None
+            bandwidth = max((p.bandwidth_gbs or 0) for p in mine) or None
+            # from well left of the ridge (where the roofs meet) to right of every op
+            ridge = [peak / bandwidth] if peak and bandwidth else []
+            intensities = [point[3] for point in points] + ridge or [1.0]
+            x = np.logspace(np.log10(min(intensities) / 10), np.log10(max(intensities) * 4), 200)
+            if peak:
+                ax.plot(x, np.minimum(peak, bandwidth * x) if bandwidth else np.full_like(x, peak),
+                        color="0.3", linewidth=1.0)
+                ax.annotate(f"GEMM peak {peak:.0f} GFLOP/s", (x[-1], peak), ha="right",
+                            va="bottom", fontsize="x-small", color="0.3")
+            if bandwidth:
+                ax.annotate(f"{bandwidth:.0f} GB/s", (x[0], bandwidth * x[0]), ha="left",
+                            va="bottom", fontsize="x-small", color="0.3")
+            for framework, name, phase, intensity, rate in points:
+                look = framework_look(framework)
+                ax.scatter([intensity], [rate], color=look.color,
+                           marker=PHASE_MARKERS.get(phase, "D"), s=22, zorder=3)  # D: update
+                ax.annotate(name, (intensity, rate), xytext=(3, 2), textcoords="offset points",
+                            fontsize="xx-small", color=look.color)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(model)
+            ax.set_xlabel("FLOPs per byte read")
+        axes[0][0].set_ylabel("achieved GFLOP/s")
+        handles = [Line2D([], [], color=framework_look(f).color, marker="o", linestyle="")
+                   for f in frameworks]
+        handles += [Line2D([], [], color="0.3", marker=m, linestyle="")
+                    for m in PHASE_MARKERS.values()]
+        legend_above(fig, handles, [*frameworks, *PHASE_MARKERS])
+    return fig
