@@ -50,6 +50,7 @@ size, and `gradients` at its first call.
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any
@@ -62,6 +63,7 @@ import numpy as np
 import optax
 
 from harness.frameworks.base import Framework
+from harness.profile import OpCall, ProfiledStep
 from harness.specs import Layer, ModelSpec
 
 ACTIVATIONS: dict[str | None, Callable[[jax.Array], jax.Array] | None] = {
@@ -229,7 +231,13 @@ class JaxFramework(Framework):
                        if spec.loss == "softmax_cross_entropy" else
                        jax.ShapeDtypeStruct((spec.batch_size, spec.n_outputs), self.dtype))
             inputs = jax.ShapeDtypeStruct((spec.batch_size, *spec.input_shape), self.dtype)
-            self.functions.step.lower(self.params, self.opt_state, inputs, targets).compile()
+            compiled = self.functions.step.lower(self.params, self.opt_state, inputs,
+                                                 targets).compile()
+        # XLA's own count of the compiled step's work, for profile_steps
+        cost = compiled.cost_analysis()
+        cost = (cost[0] if isinstance(cost, list) else cost) or {}
+        self._step_flops: float | None = cost.get("flops") or None
+        self._step_bytes: float | None = cost.get("bytes accessed") or None
 
     def train_step(self, x, y):
         with jax.enable_x64(self.x64):
@@ -237,6 +245,20 @@ class JaxFramework(Framework):
             # Wait for the whole computation: the updated parameters too, not only the loss.
             self.params, self.opt_state, loss, outputs = jax.block_until_ready(result)
         return float(loss), np.asarray(outputs)
+
+    def profile_steps(self, batches):
+        """Each step as one call: the jitted step is one XLA computation, whose ops run fused
+        where the Python profiler cannot see them. Its FLOPs and bytes are XLA's cost analysis
+        of the compiled step (bytes: all its ops' accesses, not only the step's inputs)."""
+        steps = []
+        for x, y in batches:
+            start = time.perf_counter()
+            self.train_step(x, y)
+            seconds = time.perf_counter() - start
+            steps.append(ProfiledStep(start, seconds, [OpCall(
+                "train_step (one XLA computation)", "step", start, seconds, self._step_flops,
+                self._step_bytes)]))
+        return steps
 
     def gradients(self, x, y):
         with jax.enable_x64(self.x64):

@@ -110,3 +110,19 @@ def test_memray_sees_the_buffers_xla_allocates_for_a_step():
     with track_memory() as memory:
         model.train_step(x, y)
     assert temp > 2**20 and memory.stats.peak_bytes >= temp
+
+
+def test_jax_profiles_its_step_as_one_xla_computation_with_xlas_costs():
+    from harness.flops import train_step_flops
+    from harness.profile import UNACCOUNTED, profile_case
+    from harness.records import Case
+
+    result = profile_case(Case("profile", "mlp", "jax", "mnist-10k", threads=1), steps=4,
+                          warmup=1, block=2)
+    step, rest = result.rows
+    assert (step.name, step.phase, rest.name) == ("train_step (one XLA computation)", "step",
+                                                  UNACCOUNTED)
+    # XLA counts the matrix products the spec counts, and the element-wise work beside them
+    spec_flops = train_step_flops(get_model("mlp"))
+    assert spec_flops <= step.flops < 1.2 * spec_flops
+    assert step.bytes > 0

@@ -5,8 +5,10 @@ An op's arithmetic intensity is its FLOPs per byte it reads, its height its achi
 the roof over it is the lower of the GEMM peak (compute) and the memory bandwidth times its
 intensity (data), both measured on the machine (harness/measure/roofs.py). An op far below its
 roof leaves speed unused; one on the sloped part is bound by memory, one under the flat part by
-compute. Only ops whose FLOPs and bytes are both known are drawn (the products of matrices:
-matrix products, convolutions, the RNN's recurrence).
+compute. Only ops, forward or backward, whose FLOPs and bytes are both known are drawn (the
+products of matrices: matrix products, convolutions, the RNN's recurrence); a whole step (a
+framework without an op profiler, jax's one XLA computation) is not an op, and its bytes are
+counted otherwise.
 """
 from __future__ import annotations
 
@@ -29,10 +31,10 @@ CAPTION = ("One panel per model; each point is one op of one framework's trainin
 
 
 def _points(profile: SavedProfile) -> list[tuple[str, str, float, float]]:
-    """(op, phase, FLOPs per byte, GFLOP/s) of the rows that know both FLOPs and bytes."""
+    """(op, phase, FLOPs per byte, GFLOP/s) of the op rows that know both FLOPs and bytes."""
     return [(row.name, row.phase, row.flops / row.bytes, row.flops / row.seconds / 1e9)
             for row in profile.rows
-            if row.flops and row.bytes and row.seconds > 0]
+            if row.phase in PHASE_MARKERS and row.flops and row.bytes and row.seconds > 0]
 
 
 def roofline(profiles: list[SavedProfile]) -> Figure:
@@ -61,7 +63,7 @@ def roofline(profiles: list[SavedProfile]) -> Figure:
             for framework, name, phase, intensity, rate in points:
                 look = framework_look(framework)
                 ax.scatter([intensity], [rate], color=look.color,
-                           marker=PHASE_MARKERS.get(phase, "D"), s=22, zorder=3)  # D: update
+                           marker=PHASE_MARKERS[phase], s=22, zorder=3)
                 ax.annotate(name, (intensity, rate), xytext=(3, 2), textcoords="offset points",
                             fontsize="xx-small", color=look.color)
             ax.set_xscale("log")
