@@ -40,7 +40,7 @@ def _points(profile: SavedProfile) -> list[tuple[str, str, float, float]]:
 def roofline(profiles: list[SavedProfile]) -> Figure:
     """The figure: one panel per model, both roofs, every profile's ops as points."""
     models = list(dict.fromkeys(p.model for p in profiles))
-    frameworks = framework_order(p.framework for p in profiles)
+    frameworks = framework_order(p.framework for p in profiles if _points(p))  # in the legend
     fig, axes = new_figure(1, len(models), legend=True, sharey=True, width=WIDTH_IN)
     with styled():
         for ax, model in zip(axes[0], models, strict=True):
