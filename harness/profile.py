@@ -83,7 +83,7 @@ def torch_profiled_steps(events: Any, step_name: str = TORCH_STEP_EVENT) -> list
     ("ConvolutionBackward0") is backward, torch.optim's step and zero_grad ("SGD.step") are
     update, every other op forward (the loss, and `.item()` and `.detach()` of the results
     with it). FLOPs are torch's counts summed over each call's sub-events (matrix products and
-    convolutions; None where torch counts none), bytes those of the tensors the call's first
+    convolutions, their backward too: `_conv_backward_flops`; None where torch counts none), bytes those of the tensors the call's first
     aten ops are given (`_torch_bytes`); both need the profiler's shapes (with_flops), None
     without them."""
     steps = []
@@ -106,7 +106,24 @@ def torch_profiled_steps(events: Any, step_name: str = TORCH_STEP_EVENT) -> list
 
 
 def _torch_flops(event: Any) -> float:
-    return float(getattr(event, "flops", 0) or 0) + sum(_torch_flops(c) for c in event.cpu_children)
+    own = float(getattr(event, "flops", 0) or 0)
+    if not own and event.name == "aten::convolution_backward":
+        own = _conv_backward_flops(event)
+    return own + sum(_torch_flops(c) for c in event.cpu_children)
+
+
+def _conv_backward_flops(event: Any) -> float:
+    """torch.profiler counts no FLOPs for a convolution's backward; torch's FlopCounterMode
+    does, with a formula of the shapes and the output mask (which gradients are wanted), both
+    of which the profiler records: that formula, on them. 0 where they are missing."""
+    from torch.utils.flop_counter import conv_backward_flop
+
+    shapes, values = event.input_shapes or [], event.concrete_inputs or []
+    if len(shapes) < 11 or len(values) < 11 or values[10] is None:
+        return 0.0
+    grad_out, x, w = shapes[:3]
+    bias = values[3] or []
+    return float(conv_backward_flop(grad_out, x, w, *values[3:11], out_val=(x, w, bias)))
 
 
 # Bytes per element of the dtypes torch.profiler names in `input_dtypes`.

@@ -114,6 +114,11 @@ def test_torch_steps_split_into_forward_backward_and_update():
     assert ("SGD.step", "update") in phases
     conv = [c for c in steps[1].calls if c.name == "aten::conv2d"]
     assert len(conv) == 2 and all(c.flops for c in conv)
+    # every matrix product and convolution counted, the convolutions' backward too (which
+    # torch.profiler does not count; torch's FlopCounterMode formula does): the spec's FLOPs
+    counted = framework.profile_steps([_batch(spec)])[0]
+    assert sum(c.flops or 0 for c in counted.calls) == pytest.approx(train_step_flops(spec),
+                                                                     rel=0.01)
     # the bytes conv2d reads: input, weight and bias, as the engine's Conv2d counts them
     x, _ = _batch(spec)
     w, b = (p.detach().numpy() for p in framework.model[0][0].parameters())
