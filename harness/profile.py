@@ -83,9 +83,9 @@ def torch_profiled_steps(events: Any, step_name: str = TORCH_STEP_EVENT) -> list
     ("ConvolutionBackward0") is backward, torch.optim's step and zero_grad ("SGD.step") are
     update, every other op forward (the loss, and `.item()` and `.detach()` of the results
     with it). FLOPs are torch's counts summed over each call's sub-events (matrix products and
-    convolutions, their backward too: `_conv_backward_flops`; None where torch counts none), bytes those of the tensors the call's first
-    aten ops are given (`_torch_bytes`); both need the profiler's shapes (with_flops), None
-    without them."""
+    convolutions, their backward too: `_conv_backward_flops`; None where torch counts none),
+    bytes those of the tensors the call's first aten ops are given (`_torch_bytes`); both need
+    the profiler's shapes (with_flops), None without them."""
     steps = []
     for event in events:
         if event.name != step_name:
