@@ -134,6 +134,7 @@ def test_every_framework_keeps_its_look() -> None:
     assert framework_look("torch") == FRAMEWORKS["torch"]
     assert framework_look("acme-grad") == framework_look("acme-grad")  # deterministic
     known = {look.color for look in FRAMEWORKS.values()}
+    assert len(known) == len(FRAMEWORKS)  # every shipped framework a colour of its own
     assert framework_look("acme-grad").color not in known
     order = framework_order(["zeta", "torch", "acme", "engine-static"])
     assert order == ["engine-static", "torch", "acme", "zeta"]

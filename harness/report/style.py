@@ -81,13 +81,16 @@ FRAMEWORKS: dict[str, Look] = {
     "engine-dynamic": Look(OKABE_ITO["green"], "s", "--"),
     "torch": Look(OKABE_ITO["vermillion"], "^", ":"),
     "jax": Look(OKABE_ITO["purple"], "D", "-."),
+    # the other frameworks the project ships (references/, plugins/): fixed too, since two of
+    # them hashed to one colour
+    "torch-compile": Look(OKABE_ITO["black"], "v", (0, (5, 1))),
+    "autograd": Look(OKABE_ITO["orange"], "P", (0, (3, 1, 1, 1, 1, 1))),
+    "tinygrad": Look("#8C564B", "X", (0, (1, 1))),
 }
-# For other frameworks: colours far from the four above (no second blue or green), markers and
-# dash patterns they do not use.
-_SPARE_COLORS = [OKABE_ITO["orange"], OKABE_ITO["black"], OKABE_ITO["yellow"], "#8C564B", "#7F7F7F",
-                 "#E377C2"]
-_SPARE_MARKERS = ["v", "P", "X", "*", "h", "<", ">"]
-_SPARE_LINESTYLES = [(0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 1)), (0, (6, 2, 1, 2))]
+# For other frameworks: colours far from those above, markers and dash patterns they do not use.
+_SPARE_COLORS = [OKABE_ITO["yellow"], "#7F7F7F", "#E377C2", "#17BECF"]
+_SPARE_MARKERS = ["*", "h", "<", ">", "p"]
+_SPARE_LINESTYLES = [(0, (6, 2, 1, 2)), (0, (2, 2)), (0, (8, 2)), (0, (4, 1, 1, 1))]
 
 # The circles study: colour by activation, solid for a linear output, dashed for the clipped one.
 ACTIVATIONS = {"tanh": OKABE_ITO["blue"], "relu": OKABE_ITO["orange"],
