@@ -2,7 +2,7 @@
 
     with profiled() as events:
         graph.forward(); graph.backward(); optimizer.step()
-    # events: one OpEvent per call, in order
+    # events: one OpEvent per call, in order, once the block has exited
 
 Inside the block the `forward` and `backward` of every `Op` class and the `step` of every
 optimizer class are wrapped in a timer; leaving it puts the originals back. Outside the block
@@ -101,35 +101,41 @@ def _subclasses(cls: type) -> Iterator[type]:
         yield from _subclasses(sub)
 
 
+def _event(owner: Any, phase: str, start: float, seconds: float, args: tuple[Any, ...],
+           result: Any) -> OpEvent:
+    """The OpEvent of one recorded call (`owner`: the op or the optimizer)."""
+    name = owner.name if isinstance(owner, Op) else type(owner).__name__
+    # backward(g, y, *xs, *gxs): reads g and the xs
+    read = (args[0], *args[2:2 + (len(args) - 2) // 2]) if phase == "backward" else args
+    shapes = tuple(a.shape if isinstance(a, np.ndarray) else None for a in args)
+    return OpEvent(name, phase, start, seconds, shapes,
+                   sum(a.nbytes for a in read if isinstance(a, np.ndarray)),
+                   result.shape if isinstance(result, np.ndarray) else None)
+
+
 @contextmanager
 def profiled() -> Iterator[list[OpEvent]]:
-    """Time every op and optimizer call made inside the block; yields the list of events,
-    filled as they happen."""
+    """Time every op and optimizer call made inside the block; yields the list of events, which
+    is filled when the block exits. A call is timed and kept as it is (the arrays it was given
+    and returned, by reference); its shapes and bytes are worked out after the block, so that
+    the time between two ops carries as little of the profiler as it can."""
     events: list[OpEvent] = []
+    calls: list[tuple[Any, str, float, float, tuple[Any, ...], Any]] = []
     depth = [0]  # calls under way: only the outermost is recorded
 
     def timed(method: Callable[..., Any], phase: str) -> Callable[..., Any]:
         @functools.wraps(method)
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
             depth[0] += 1
-            result = None
             start = time.perf_counter()
             try:
                 result = method(self, *args, **kwargs)
-                return result
             finally:
-                seconds = time.perf_counter() - start
                 depth[0] -= 1
-                if depth[0] == 0:
-                    name = self.name if isinstance(self, Op) else type(self).__name__
-                    # backward(g, y, *xs, *gxs): reads g and the xs
-                    read = (args[0], *args[2:2 + (len(args) - 2) // 2]) \
-                        if phase == "backward" else args
-                    arrays = [a for a in read if isinstance(a, np.ndarray)]
-                    shapes = tuple(a.shape if isinstance(a, np.ndarray) else None for a in args)
-                    events.append(OpEvent(
-                        name, phase, start, seconds, shapes, sum(a.nbytes for a in arrays),
-                        result.shape if isinstance(result, np.ndarray) else None))
+            seconds = time.perf_counter() - start
+            if depth[0] == 0:
+                calls.append((self, phase, start, seconds, args, result))
+            return result
         return wrapper
 
     wrapped: list[tuple[type, str, Callable[..., Any]]] = []
@@ -146,3 +152,4 @@ def profiled() -> Iterator[list[OpEvent]]:
     finally:
         for cls, attribute, original in wrapped:
             setattr(cls, attribute, original)
+        events.extend(_event(*call) for call in calls)

@@ -79,18 +79,19 @@ class EngineDynamic(Framework):
 
     def profile_steps(self, batches):
         """Every op's forward and backward and the optimizer's update timed (engine/profile.py;
-        nothing is wrapped outside these steps)."""
-        steps = []
-        for x, y in batches:
-            with profiled() as events:
+        nothing is wrapped outside these steps), in one profiled block for all the steps: the
+        ops are wrapped once, and each step takes the calls made while it ran."""
+        spans = []
+        with profiled() as events:
+            for x, y in batches:
                 start = time.perf_counter()
                 self.train_step(x, y)
-                seconds = time.perf_counter() - start
-            steps.append(ProfiledStep(start, seconds, [
-                # the optimizer's step takes no arrays as arguments: its bytes are unknown here
-                OpCall(e.name, e.phase, e.start, e.seconds, e.flops(), e.nbytes or None)
-                for e in events]))
-        return steps
+                spans.append((start, time.perf_counter() - start))
+        return [ProfiledStep(start, seconds, [
+            # the optimizer's step takes no arrays as arguments: its bytes are unknown here
+            OpCall(e.name, e.phase, e.start, e.seconds, e.flops(), e.nbytes or None)
+            for e in events if start <= e.start <= start + seconds])
+            for start, seconds in spans]
 
     def predict(self, x):
         return self.model(ad.Constant(x)).value
