@@ -144,6 +144,20 @@ def _torch_bytes(event: Any) -> float:
     return total
 
 
+def whole_steps(framework: Any, batches: list[tuple[Any, Any]], name: str = "train_step",
+                flops: float | None = None, nbytes: float | None = None) -> list[ProfiledStep]:
+    """Each batch's training step as one call `name` (phase "step"), timed as the timing pass
+    times it, with the step's FLOPs and bytes where the framework knows them: the profile of a
+    framework that cannot see its ops."""
+    steps = []
+    for x, y in batches:
+        start = time.perf_counter()
+        seconds = framework.timed_train_step(x, y)[2]
+        steps.append(ProfiledStep(start, seconds,
+                                  [OpCall(name, "step", start, seconds, flops, nbytes)]))
+    return steps
+
+
 def profile_table(steps: list[ProfiledStep], step_s: float) -> list[ProfileRow]:
     """One row per op and phase, most expensive first, and the unaccounted time last; `step_s`
     is the step time measured without the profiler (the shares' denominator)."""
@@ -270,12 +284,7 @@ def profile_case(case: Case, data_dir: str | None = None, steps: int = 50,
         plain += [framework.timed_train_step(x, y)[2] for x, y in batches[:block]]
         recorded = framework.profile_steps(batches[block:])
         if recorded is None:  # no profiler: the step is one call, timed as the plain ones
-            recorded = []
-            for x, y in batches[block:]:
-                start = time.perf_counter()
-                seconds = framework.timed_train_step(x, y)[2]
-                recorded.append(ProfiledStep(start, seconds,
-                                             [OpCall("train_step", "step", start, seconds)]))
+            recorded = whole_steps(framework, batches[block:])
         profiled += recorded
     close = getattr(framework, "close", None)
     if close is not None:

@@ -235,7 +235,8 @@ def roofs_facts(threads: int) -> list[Fact]:
     achieved GFLOP/s and bytes per second are measured against."""
     from .measure.roofs import cached_bandwidth_gbs, cached_gemm_peak_gflops
 
-    advice = "not measured: the machine was busy (a contended measurement is not kept); run again"
+    advice = ("not measured: more threads than CPUs to use, or the machine was busy (a contended "
+              "measurement is not kept); run again when it is quiet")
     peak, bandwidth = cached_gemm_peak_gflops(threads), cached_bandwidth_gbs(threads)
     return [
         Fact("GEMM peak", f"{peak:.0f} GFLOP/s (float32, {threads} threads)" if peak else "unknown",

@@ -50,7 +50,6 @@ size, and `gradients` at its first call.
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any
@@ -63,7 +62,7 @@ import numpy as np
 import optax
 
 from harness.frameworks.base import Framework
-from harness.profile import OpCall, ProfiledStep
+from harness.profile import whole_steps
 from harness.specs import Layer, ModelSpec
 
 ACTIVATIONS: dict[str | None, Callable[[jax.Array], jax.Array] | None] = {
@@ -250,15 +249,8 @@ class JaxFramework(Framework):
         """Each step as one call: the jitted step is one XLA computation, whose ops run fused
         where the Python profiler cannot see them. Its FLOPs and bytes are XLA's cost analysis
         of the compiled step (bytes: all its ops' accesses, not only the step's inputs)."""
-        steps = []
-        for x, y in batches:
-            start = time.perf_counter()
-            self.train_step(x, y)
-            seconds = time.perf_counter() - start
-            steps.append(ProfiledStep(start, seconds, [OpCall(
-                "train_step (one XLA computation)", "step", start, seconds, self._step_flops,
-                self._step_bytes)]))
-        return steps
+        return whole_steps(self, batches, "train_step (one XLA computation)", self._step_flops,
+                           self._step_bytes)
 
     def gradients(self, x, y):
         with jax.enable_x64(self.x64):

@@ -27,7 +27,7 @@ import os
 import sys
 import time
 
-from harness.measure.environment import measured_environment  # noqa: E402 (loads no numpy)
+from harness.measure.environment import measured_environment  # loads no numpy
 
 THREADS = 2
 # The environment of a measured process (threads, the allocator's policy), which the C libraries

@@ -32,9 +32,9 @@ CAPTION = ("One panel per model; each point is one op of one framework's trainin
 
 def _points(profile: SavedProfile) -> list[tuple[str, str, float, float]]:
     """(op, phase, FLOPs per byte, GFLOP/s) of the op rows that know both FLOPs and bytes."""
-    return [(row.name, row.phase, row.flops / row.bytes, row.flops / row.seconds / 1e9)
+    return [(row.name, row.phase, row.flops / row.bytes, rate)
             for row in profile.rows
-            if row.phase in PHASE_MARKERS and row.flops and row.bytes and row.seconds > 0]
+            if row.phase in PHASE_MARKERS and row.bytes and (rate := row.gflops_per_s())]
 
 
 def roofline(profiles: list[SavedProfile]) -> Figure:
