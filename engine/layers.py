@@ -15,7 +15,7 @@ import numpy as np
 
 from . import init as initializers
 from .graph import DEFAULT_DTYPE, Node, Variable
-from .ops import conv2d, max_pool2d, relu, reshape, rnn, sigmoid, tanh
+from .ops import conv2d, lstm, max_pool2d, relu, reshape, rnn, sigmoid, tanh
 
 Activation = Callable[[Node], Node]
 
@@ -165,6 +165,25 @@ class RNN(Module):
 
     def describe(self) -> str:
         return f"RNN({self.n_in} => {self.hidden}{_act_name(self.act)})"
+
+
+class LSTM(Module):
+    """LSTM over x (N, T, in), PyTorch's gates in its order i, f, g, o: z_t = x_t W_ih +
+    h_{t-1} W_hh + b split four ways, c_t = f c_{t-1} + i g, h_t = o tanh(c_t); returns h_T."""
+
+    def __init__(self, n_in: int, hidden: int, *, init=initializers.glorot_uniform,
+                 rng: np.random.Generator | None = None, dtype=DEFAULT_DTYPE) -> None:
+        self.n_in, self.hidden = n_in, hidden
+        gates = 4 * hidden
+        self.weight_ih = _param(rng, init, (n_in, gates), n_in, gates, dtype, "weight_ih")
+        self.weight_hh = _param(rng, init, (hidden, gates), hidden, gates, dtype, "weight_hh")
+        self.bias = _param(rng, initializers.zeros, (gates,), n_in, gates, dtype, "bias")
+
+    def forward(self, x: Node) -> Node:
+        return lstm(x, self.weight_ih, self.weight_hh, self.bias)
+
+    def describe(self) -> str:
+        return f"LSTM({self.n_in} => {self.hidden})"
 
 
 class Chain(Module):

@@ -46,7 +46,7 @@ class OpEvent:
 
     def flops(self) -> float | None:
         """Floating-point operations of the call, for the ops whose work is products of
-        matrices (MatMul, Conv2d, RNN: 2 per multiply-add); None for the others."""
+        matrices (MatMul, Conv2d, RNN, LSTM: 2 per multiply-add); None for the others."""
         counter = FLOPS.get(self.name)
         if counter is None:
             return None
@@ -77,12 +77,12 @@ def _conv_flops(phase: str, shapes: Shapes) -> float | None:
     return per_product * ((gx is not None) + (gw is not None))
 
 
-def _rnn_flops(phase: str, shapes: Shapes) -> float | None:
-    x, w_x = (shapes[0], shapes[1]) if phase == "forward" else (shapes[2], shapes[3])
-    assert x is not None and w_x is not None
+def _recurrent_flops(phase: str, shapes: Shapes) -> float | None:
+    """RNN and LSTM: x (N, T, D), W_x (D, G), W_h (H, G), where G is H, or 4H for the gates."""
+    x, w_x, w_h = shapes[0:3] if phase == "forward" else shapes[2:5]
+    assert x is not None and w_x is not None and w_h is not None
     n, t, d = x
-    hidden = w_x[1]
-    projection, recurrence = 2.0 * n * t * d * hidden, 2.0 * n * (t - 1) * hidden * hidden
+    projection, recurrence = 2.0 * n * t * d * w_x[1], 2.0 * n * (t - 1) * w_h[0] * w_h[1]
     if phase == "forward":
         return projection + recurrence
     gx, gw_x, gw_h = shapes[6], shapes[7], shapes[8]
@@ -91,7 +91,8 @@ def _rnn_flops(phase: str, shapes: Shapes) -> float | None:
             + recurrence * (gw_h is not None))
 
 
-FLOPS = {"MatMul": _matmul_flops, "Conv2d": _conv_flops, "RNN": _rnn_flops}
+FLOPS = {"MatMul": _matmul_flops, "Conv2d": _conv_flops, "RNN": _recurrent_flops,
+         "LSTM": _recurrent_flops}
 
 
 def _subclasses(cls: type) -> Iterator[type]:

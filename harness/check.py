@@ -28,7 +28,7 @@ float64 is held far tighter.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -334,21 +334,26 @@ def _raised(error: Exception) -> str:
 
 
 def check_frameworks(frameworks: Iterable[str | type[Framework]],
-                     models: Iterable[str] | None = None, dtypes: Iterable[str] = DTYPES,
-                     steps: int = 50, *, seed: int = 0, threads: int = 1,
-                     test_limit: int | None = None, data_dir: str | Path | None = None,
-                     reference: str = "torch") -> list[CheckResult]:
+                     models: Iterable[str | ModelSpec] | None = None,
+                     dtypes: Iterable[str] = DTYPES, steps: int = 50, *, seed: int = 0,
+                     threads: int = 1, test_limit: int | None = None,
+                     data_dir: str | Path | None = None, reference: str = "torch",
+                     data_files: Mapping[str, str | Path | None] | None = None,
+                     ) -> list[CheckResult]:
     """Every check of every framework (a registered name or a Framework subclass) on every model
-    (default: all) in every dtype, in that order of loops from the outside in: model, dtype,
-    framework. The reference runs once per model and dtype, only if some framework is checked
-    there; if it cannot be loaded, raise UsageError saying so in one line."""
+    (a name or a spec; default: every built-in one) in every dtype, in that order of loops from
+    the outside in: model, dtype, framework. A model trains on its spec's dataset, read from
+    `data_files[dataset]` where that names a file. The reference runs once per model and dtype,
+    only if some framework is checked there; if it cannot be loaded, raise UsageError saying so
+    in one line."""
     if steps < 1:
         raise UsageError(f"steps must be at least 1, not {steps}")
     dtypes = list(dtypes)
     unknown = [dtype for dtype in dtypes if dtype not in TOLERANCES]
     if unknown:
         raise UsageError(f"unknown dtype {', '.join(unknown)}; choose from: {', '.join(DTYPES)}")
-    specs = [get_model(name) for name in (MODELS if models is None else models)]
+    specs = [model if isinstance(model, ModelSpec) else get_model(model)
+             for model in (MODELS if models is None else models)]
     named = [_named(framework) for framework in frameworks]
     try:
         reference_cls = get_framework(reference)
@@ -364,7 +369,8 @@ def check_frameworks(frameworks: Iterable[str | type[Framework]],
                     results.append(CheckResult(spec.name, name, dtype, not_applicable=refusal))
                     continue
                 if prepared is None:
-                    data = load_dataset(spec.dataset, data_dir, dtype=dtype)
+                    data = load_dataset(spec.dataset, data_dir, dtype=dtype,
+                                        file=(data_files or {}).get(spec.dataset))
                     case = ParityCase.prepare(spec, data, dtype, steps, seed, test_limit, threads)
                     prepared = case, run_framework(reference_cls, case)
                 results.append(check_case(name, cls, *prepared))

@@ -50,7 +50,9 @@ def _parser() -> argparse.ArgumentParser:
                           "(default: quick)")
     run.add_argument("--models", nargs="+", metavar="M", help="only these models (see adh list)")
     run.add_argument("--frameworks", nargs="+", metavar="F", help="only these frameworks")
-    run.add_argument("--dataset", help="use this dataset instead of the suite's")
+    run.add_argument("--dataset", help="use this dataset instead of the suite's: a name (adh "
+                     "list), or the path of a .npz file (x_train, y_train, x_test, y_test) or of "
+                     "a folder of IDX files")
     run.add_argument("--data-dir", help="folder holding the IDX files of mnist / fashion-mnist")
     run.add_argument("--epochs", type=int, help="epochs per case")
     run.add_argument("--seeds", type=int, metavar="K", help="run seeds 0..K-1")
@@ -103,12 +105,17 @@ def _parser() -> argparse.ArgumentParser:
                     "explained below the table.",
         epilog="examples:\n  adh check                             the engine's two modes\n"
                "  adh check --frameworks my-engine      a plugin (see adh list)\n"
-               "  adh check --dtype float64 --models mlp rnn",
+               "  adh check --dtype float64 --models mlp rnn\n"
+               "  adh check --suite my-suite.toml       the models a suite file declares",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     check.add_argument("--frameworks", nargs="+", metavar="F",
                        help="registered frameworks to check (default: engine-static "
                             "engine-dynamic)")
     check.add_argument("--models", nargs="+", metavar="M", help="only these models (default: all)")
+    check.add_argument("--suite", metavar="FILE",
+                       help="check the models of this suite (built-in name or TOML file, its "
+                            "own declared models included) on its dataset, with its frameworks "
+                            "unless --frameworks says otherwise")
     check.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     check.add_argument("--steps", type=_positive_int, default=50,
                        help="training steps compared (default: %(default)s)")
@@ -120,10 +127,14 @@ def _parser() -> argparse.ArgumentParser:
                        help="folder holding IDX files, for models on mnist / fashion-mnist")
     _no_wait(check)
 
-    sub.add_parser("list", help="models, frameworks, datasets and suites",
-                   description="Every model, framework, dataset and built-in suite. Each "
-                               "framework is imported and checked: its package and version, "
-                               "and ok or broken with the reason.")
+    listing = sub.add_parser(
+        "list", help="models, frameworks, datasets and suites",
+        description="Every model, framework, dataset and built-in suite (those that installed "
+                    "packages register included). Each framework is imported and checked: its "
+                    "package and version, and ok or broken with the reason.")
+    listing.add_argument("--suite", metavar="FILE",
+                         help="also the models and datasets this suite file declares, and its "
+                              "cases")
 
     report = sub.add_parser("report", help="figures and tables of a stored suite, for a paper",
                             description="Write figures (PNG, PDF), tables (Markdown, LaTeX, CSV) "
@@ -381,10 +392,14 @@ def _refuse_misplaced(text: str, expected: str, command: str) -> None:
 def _check(args) -> int:
     from .check import ENGINES, check_frameworks, format_failures, format_table, summary
 
+    frameworks, models, files = args.frameworks, args.models, None
+    if args.suite:
+        frameworks, models, files = _suite_checks(args.suite, args.frameworks, args.models)
     with _measuring(args):
-        results = check_frameworks(args.frameworks or ENGINES, args.models, [args.dtype],
+        results = check_frameworks(frameworks or ENGINES, models, [args.dtype],
                                    args.steps, seed=args.seed, threads=args.threads,
-                                   test_limit=args.test_limit, data_dir=args.data_dir)
+                                   test_limit=args.test_limit, data_dir=args.data_dir,
+                                   data_files=files)
     print(format_table(results))
     failed = [r for r in results if not r.passed]
     if failed:
@@ -393,14 +408,36 @@ def _check(args) -> int:
     return 1 if failed else 0
 
 
+def _suite_checks(suite_name: str, frameworks: list[str] | None, models: list[str] | None):
+    """What `adh check --suite` checks: the suite's frameworks (unless given), one spec per
+    model of the suite (its settings, on the suite's dataset), and the dataset files."""
+    from dataclasses import replace
+
+    from .suites import load_suite
+    from .worker import case_spec, dataset_file
+
+    suite = load_suite(suite_name, {"models": models} if models else None)
+    specs, files = {}, {}
+    for case in suite.cases:
+        if case.model not in specs:
+            specs[case.model] = replace(case_spec(case), dataset=case.dataset)
+            files[case.dataset] = dataset_file(case)
+    named = list(dict.fromkeys(case.framework for case in suite.cases))
+    return frameworks or named, list(specs.values()), files
+
+
 def _list(args) -> int:
-    from .data import DATASETS
-    from .specs import MODELS
+    from .data import DATASETS, dataset_names, load_dataset
+    from .errors import DatasetError
+    from .specs import get_model, model_names
     from .suites import builtin_suites, load_suite
 
+    suite = load_suite(args.suite) if args.suite else None
     print("models:")
-    for spec in MODELS.values():
-        print(f"  {spec.name:<24} {spec.description}")
+    for name in model_names():
+        print(f"  {name:<24} {get_model(name).description}")
+    for spec in (suite.models.values() if suite else ()):
+        print(f"  {spec.name:<24} {spec.description} (declared in {suite.source})")
     print("frameworks:")
     lines = _framework_lines()
     # as wide as the longest package name (a clash's list of packages aside: it says why)
@@ -408,12 +445,21 @@ def _list(args) -> int:
     for name, status, package, text in lines:
         print(f"  {name:<24} {status:<7} {package:<{width}} {text}")
     print("datasets:")
-    for name, description in DATASETS.items():
-        print(f"  {name:<24} {description}")
+    for name in dataset_names():
+        if name in DATASETS:
+            print(f"  {name:<24} {DATASETS[name]}")
+            continue
+        try:
+            print(f"  {name:<24} {load_dataset(name).source} (registered by a package)")
+        except DatasetError as error:
+            print(f"  {name:<24} broken: {error}")
+    for name, file in (suite.datasets.items() if suite else ()):
+        print(f"  {name:<24} {file} (declared in {suite.source})")
     print("suites:")
-    for name in sorted(builtin_suites()):
-        suite = load_suite(name)
-        print(f"  {name:<24} {len(suite.cases):>4} cases  {suite.description}")
+    listed = [load_suite(name) for name in sorted(builtin_suites())] + ([suite] if suite else [])
+    for each in listed:
+        label = each.source if each is suite else each.name
+        print(f"  {label:<24} {len(each.cases):>4} cases  {each.description}")
     return 0
 
 

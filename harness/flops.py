@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from .specs import ModelSpec
 
+GATES = {"rnn": 1, "lstm": 4}  # a recurrent layer's GEMM width, in hidden sizes
+
 
 def forward_flops_per_layer(spec: ModelSpec, batch: int) -> list[float]:
     """Forward FLOPs of each layer for a batch, following the shapes through the model."""
@@ -21,9 +23,10 @@ def forward_flops_per_layer(spec: ModelSpec, batch: int) -> list[float]:
         elif layer.kind == "conv":
             _, oh, ow = shape_out
             flops.append(2.0 * batch * oh * ow * layer.n_out * layer.n_in * layer.kernel ** 2)
-        elif layer.kind == "rnn":
+        elif layer.kind in GATES:
             steps = shape_in[0]
-            flops.append(2.0 * batch * steps * (layer.n_in + layer.n_out) * layer.n_out)
+            flops.append(2.0 * batch * steps * (layer.n_in + layer.n_out) * layer.n_out
+                         * GATES[layer.kind])
         else:  # maxpool, flatten: element-wise work, not counted
             flops.append(0.0)
     return flops
@@ -33,8 +36,8 @@ def train_step_flops(spec: ModelSpec, batch: int | None = None) -> float:
     batch = batch or spec.batch_size
     per_layer = forward_flops_per_layer(spec, batch)
     first = spec.layers[0]
-    if first.kind == "rnn":  # only the input projection x W_ih has an input gradient to skip
-        skipped = 2.0 * batch * spec.input_shape[0] * first.n_in * first.n_out
+    if first.kind in GATES:  # only the input projection x W_ih has an input gradient to skip
+        skipped = 2.0 * batch * spec.input_shape[0] * first.n_in * first.n_out * GATES[first.kind]
     else:
         skipped = per_layer[0]
     return 3 * sum(per_layer) - skipped

@@ -35,6 +35,7 @@ from .records import Case, Status
 from .runner import RunOptions, case_keys, resume_skips
 from .suites import Suite
 from .threads import usable_cpus
+from .worker import dataset_file
 
 if TYPE_CHECKING:
     from .data.dataset import Dataset
@@ -138,7 +139,8 @@ def make_plan(suite: Suite, store_path: str | Path, options: RunOptions,
     support = probe([p.case for p in asked])
     for p, reason in zip(asked, support.unsupported, strict=True):
         p.unsupported = reason
-    datasets = _datasets({p.case.dataset for p in todo}, options.data_dir)
+    datasets = _datasets({(p.case.dataset, dataset_file(p.case)) for p in todo},
+                         options.data_dir)
     cpus = len(usable_cpus())
     for p in todo:
         case = p.case
@@ -157,7 +159,7 @@ def make_plan(suite: Suite, store_path: str | Path, options: RunOptions,
                                      f"cores, not the framework; set threads = {cpus} (--threads "
                                      f"{cpus}), or --force to measure it anyway", True))
             p.forced.append(f"threads {case.threads} > {cpus} usable CPUs")
-        data = datasets[case.dataset]
+        data = datasets[case.dataset, dataset_file(case)]
         if isinstance(data, str):
             problems.append((p.name, data, False))
             continue
@@ -271,18 +273,19 @@ def _smaller(case: Case) -> str:
     return "lower batch_size" + (" or width" if "width" in extra else "")
 
 
-def _datasets(names: set[str], data_dir: str | None) -> dict[str, Dataset | str]:
-    """Each dataset by name, loaded once (float32: shapes and labels are what is checked), or
-    the one line that says why it cannot be."""
+def _datasets(names: set[tuple[str, str | None]],
+              data_dir: str | None) -> dict[tuple[str, str | None], Dataset | str]:
+    """Each dataset by (name, file or None), loaded once (float32: shapes and labels are what
+    is checked), or the one line that says why it cannot be."""
     from .data import load_dataset
     from .errors import DatasetError
 
     out: dict = {}
-    for name in names:
+    for name, file in names:
         try:
-            out[name] = load_dataset(name, data_dir)
+            out[name, file] = load_dataset(name, data_dir, file=file)
         except DatasetError as error:
-            out[name] = str(error)
+            out[name, file] = str(error)
     return out
 
 

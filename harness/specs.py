@@ -18,6 +18,18 @@ from typing import Any
 from .errors import UsageError
 
 DTYPES = ("float32", "float64")  # what a model computes in (float64 for the parity checks)
+ACTIVATIONS = ("relu", "tanh", "sigmoid")  # a layer's act, or None
+LOSSES = ("softmax_cross_entropy", "mse")
+OPTIMIZERS = ("sgd", "adam")
+
+
+class SpecError(ValueError):
+    """A model description that cannot be built: `layer` is the index of the layer at fault
+    (None when the fault is the model's), so that a suite file can point at its line."""
+
+    def __init__(self, message: str, layer: int | None = None) -> None:
+        super().__init__(message)
+        self.layer = layer
 
 
 @dataclass(frozen=True)
@@ -28,6 +40,8 @@ class Parameter:
     - conv: '<i>.weight' (out_ch, in_ch, k, k), '<i>.bias' (out_ch,);
     - rnn: '<i>.weight_ih' (in, hidden), '<i>.weight_hh' (hidden, hidden), one '<i>.bias'
       (hidden,) added once per step;
+    - lstm: '<i>.weight_ih' (in, 4 hidden), '<i>.weight_hh' (hidden, 4 hidden), one '<i>.bias'
+      (4 hidden,), the four gates' columns side by side in PyTorch's order i, f, g, o;
     where i is the layer's index in the spec, listed in this order, which is the order initial
     weights are drawn in. fan_in is the number of inputs that feed one output unit (for a conv:
     in_ch * k * k), fan_out the number of outputs one input feeds (out_ch * k * k); init names
@@ -49,14 +63,17 @@ LAYER_SETTINGS = {
     "maxpool": ("kernel",),
     "flatten": (),
     "rnn": ("n_in", "n_out", "act", "init"),
+    "lstm": ("n_in", "n_out", "init"),
 }
 
 
 @dataclass(frozen=True)
 class Layer:
-    """One layer: kind is dense, conv, maxpool, flatten or rnn. act: relu, tanh, sigmoid or None.
+    """One layer: kind is dense, conv, maxpool, flatten, rnn or lstm. act: relu, tanh, sigmoid or
+    None (an lstm's gates have their own activations).
 
-    n_in and n_out are features (dense), channels (conv) or input features and hidden units (rnn);
+    n_in and n_out are features (dense), channels (conv) or input features and hidden units (rnn,
+    lstm);
     kernel is a conv's k x k or a maxpool's window (and stride)."""
 
     kind: str
@@ -71,6 +88,7 @@ class Layer:
     def parameters(self, index: int) -> tuple[Parameter, ...]:
         """This layer's parameters when it is layer `index` of a spec (see Parameter)."""
         n_in, n_out, k = self.n_in, self.n_out, self.kernel
+        bias = n_out
         if self.kind == "dense":
             fans = (n_in, n_out)
             weights = {"weight": ((n_in, n_out), fans)}
@@ -81,15 +99,20 @@ class Layer:
             fans = (n_in, n_out)
             weights = {"weight_ih": ((n_in, n_out), fans),
                        "weight_hh": ((n_out, n_out), (n_out, n_out))}
+        elif self.kind == "lstm":  # one (in, hidden) matrix per gate, four side by side
+            fans, bias = (n_in, 4 * n_out), 4 * n_out
+            weights = {"weight_ih": ((n_in, 4 * n_out), fans),
+                       "weight_hh": ((n_out, 4 * n_out), (n_out, 4 * n_out))}
         else:
             return ()  # maxpool and flatten hold none
         return (*(Parameter(f"{index}.{name}", shape, *fan, self.init)
                   for name, (shape, fan) in weights.items()),
-                Parameter(f"{index}.bias", (n_out,), *fans, "zeros"))
+                Parameter(f"{index}.bias", (bias,), *fans, "zeros"))
 
     def output_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """The shape of one example's output, given its input `shape` (no batch axis): a conv
-        or maxpool drops the ragged edge, an rnn (input (T, features)) gives its last state."""
+        or maxpool drops the ragged edge, an rnn or lstm (input (T, features)) gives its last
+        state."""
         if self.kind == "conv":
             _, h, w = shape
             return (self.n_out, *((n + 2 * self.padding - self.kernel) // self.stride + 1
@@ -99,7 +122,37 @@ class Layer:
             return c, h // self.kernel, w // self.kernel
         if self.kind == "flatten":
             return (math.prod(shape),)
-        return (self.n_out,)  # dense, rnn
+        return (self.n_out,)  # dense, rnn, lstm
+
+    def problem(self, shape: tuple[int, ...]) -> str | None:
+        """Why this layer cannot take one example of `shape`, or None when it can."""
+        kind, sizes = self.kind, {"n_in": self.n_in, "n_out": self.n_out, "kernel": self.kernel}
+        for name in ("n_in", "n_out", "kernel"):
+            if name in LAYER_SETTINGS[kind] and sizes[name] < 1:
+                return f"{name} must be at least 1, not {sizes[name]}"
+        if self.stride < 1 or self.padding < 0:
+            return f"stride must be at least 1 and padding at least 0, not {self.stride}, " \
+                   f"{self.padding}"
+        if self.act is not None and (self.act not in ACTIVATIONS or kind in ("maxpool",
+                                                                             "flatten", "lstm")):
+            return (f"act {self.act!r} is not one of {', '.join(ACTIVATIONS)}"
+                    if self.act not in ACTIVATIONS else
+                    f"a {kind} layer has no act (leave it out)")
+        if kind == "rnn" and self.act is None:
+            return f"an rnn layer needs its act ({', '.join(ACTIVATIONS)})"
+        if kind in ("conv", "maxpool"):
+            if len(shape) != 3:
+                return f"takes (channels, height, width), gets {shape}"
+            if kind == "conv" and shape[0] != self.n_in:
+                return f"has n_in = {self.n_in} channels, its input {shape} has {shape[0]}"
+            if min(self.output_shape(shape)) < 1:
+                return f"leaves nothing of its input {shape} (kernel {self.kernel})"
+        if kind == "dense" and shape != (self.n_in,):
+            return (f"takes a vector of n_in = {self.n_in} features, gets {shape}"
+                    + ("; put a flatten layer before it" if len(shape) > 1 else ""))
+        if kind in ("rnn", "lstm") and (len(shape) != 2 or shape[1] != self.n_in):
+            return f"takes a sequence (steps, n_in = {self.n_in}), gets {shape}"
+        return None
 
     def settings(self) -> dict[str, Any]:
         """The fields that mean something for this kind of layer (LAYER_SETTINGS), by name."""
@@ -125,6 +178,10 @@ def flatten() -> Layer:
 
 def rnn(n_in: int, hidden: int, act: str = "tanh", init: str = "glorot_uniform") -> Layer:
     return Layer("rnn", n_in, hidden, act, init=init)
+
+
+def lstm(n_in: int, hidden: int, init: str = "glorot_uniform") -> Layer:
+    return Layer("lstm", n_in, hidden, init=init)
 
 
 @dataclass(frozen=True)
@@ -195,6 +252,49 @@ class ModelSpec:
                    batch_size=data["batch_size"], epochs=data["epochs"],
                    dataset=data["dataset"], **constants)
 
+    def check(self) -> None:
+        """Raise SpecError, naming the layer, unless every layer takes what the one before gives
+        (from `input_shape`), the loss fits the last layer's output, and the loss, optimizer,
+        learning rate, batch size, epochs and initializers are ones the harness knows."""
+        from .weights import INITIALIZERS
+
+        if not self.layers:
+            raise SpecError("a model needs at least one layer")
+        if not self.input_shape or min(self.input_shape) < 1:
+            raise SpecError(f"input_shape must be positive sizes, not {list(self.input_shape)}")
+        shape = self.input_shape
+        for index, layer in enumerate(self.layers):
+            if layer.kind not in LAYER_SETTINGS:
+                raise SpecError(f"layer {index}: unknown kind {layer.kind!r}; choose from: "
+                                f"{', '.join(LAYER_SETTINGS)}", index)
+            problem = layer.problem(shape)
+            if problem is None and layer.init not in INITIALIZERS:
+                problem = f"unknown init {layer.init!r}; choose from: {', '.join(INITIALIZERS)}"
+            if problem:
+                raise SpecError(f"layer {index} ({layer.kind}): {problem}", index)
+            shape = layer.output_shape(shape)
+        if self.loss not in LOSSES:
+            raise SpecError(f"unknown loss {self.loss!r}; choose from: {', '.join(LOSSES)}")
+        if len(shape) != 1:
+            raise SpecError(f"the last layer gives {shape} per example; the loss needs a vector "
+                            "(end with a dense layer)")
+        if self.loss == "softmax_cross_entropy" and shape[0] < 2:
+            raise SpecError(f"loss softmax_cross_entropy needs at least 2 outputs (one per class), "
+                            f"the last layer gives {shape[0]}; for 2 classes with 1 output use mse")
+        if self.loss == "mse" and shape != (1,):
+            raise SpecError(f"loss mse fits one output (a 0/1 target), the last layer gives "
+                            f"{shape[0]}; for classes use softmax_cross_entropy")
+        if self.optimizer not in OPTIMIZERS:
+            raise SpecError(f"unknown optimizer {self.optimizer!r}; choose from: "
+                            f"{', '.join(OPTIMIZERS)}")
+        for name, value, low in (("lr", self.lr, 0.0), ("batch_size", self.batch_size, 0),
+                                 ("epochs", self.epochs, 0), ("eps", self.eps, 0.0)):
+            if not value > low:
+                raise SpecError(f"{name} must be positive, not {value}")
+        if not (0 <= self.momentum < 1 and all(0 <= b < 1 for b in self.betas)):
+            raise SpecError(f"momentum and betas must be in [0, 1), not {self.momentum}, "
+                            f"{list(self.betas)}")
+
     @property
     def n_outputs(self) -> int:
         return self.layers[-1].n_out
@@ -220,6 +320,11 @@ RNN = ModelSpec(
     (28, 28), (rnn(28, 64, "tanh"), dense(64, 10)),
     loss="softmax_cross_entropy", optimizer="sgd", lr=0.01, momentum=0.9)
 
+LSTM = ModelSpec(
+    "lstm", "LSTM 28-64 reading an image as 28 rows, dense 64-10 on the last hidden state",
+    (28, 28), (lstm(28, 64), dense(64, 10)),
+    loss="softmax_cross_entropy", optimizer="sgd", lr=0.1, momentum=0.9)
+
 
 def _circles(act: str, clipped: bool) -> ModelSpec:
     name = f"circles-{act}" + ("-clipped" if clipped else "")
@@ -232,32 +337,128 @@ def _circles(act: str, clipped: bool) -> ModelSpec:
 
 
 MODELS: dict[str, ModelSpec] = {m.name: m for m in (
-    CNN, MLP, RNN, *(_circles(act, clipped) for act in ("tanh", "relu", "sigmoid")
+    CNN, MLP, RNN, LSTM, *(_circles(act, clipped) for act in ("tanh", "relu", "sigmoid")
                      for clipped in (False, True)))}
 
 
+# A model declared in a suite file ([models.NAME]) sets ModelSpec's own fields; the layers are
+# tables of `kind` and that kind's LAYER_SETTINGS. Left out: ModelSpec's defaults.
+MODEL_FIELDS: dict[str, type] = {
+    "description": str, "input_shape": list, "layers": list, "loss": str, "optimizer": str,
+    "lr": float, "momentum": float, "betas": list, "eps": float, "batch_size": int,
+    "epochs": int, "dataset": str}
+REQUIRED_FIELDS = ("input_shape", "layers", "loss", "optimizer", "lr")
+_LAYER_OPTIONAL = ("act", "init", "stride", "padding")  # the LAYER_SETTINGS with defaults
+
+
+def spec_from_table(name: str, table: dict[str, Any]) -> ModelSpec:
+    """The model that a suite file's `[models.NAME]` table declares, checked
+    (ModelSpec.check); SpecError says what is wrong."""
+    unknown = [key for key in table if key not in MODEL_FIELDS]
+    if unknown:
+        raise SpecError(f"unknown field {unknown[0]!r}; a model's fields: "
+                        f"{', '.join(MODEL_FIELDS)}")
+    missing = [key for key in REQUIRED_FIELDS if key not in table]
+    if missing:
+        raise SpecError(f"missing {', '.join(missing)} (a model needs "
+                        f"{', '.join(REQUIRED_FIELDS)})")
+    for key, value in table.items():
+        kind = MODEL_FIELDS[key]
+        number = kind is float and isinstance(value, int)
+        if isinstance(value, bool) or not (isinstance(value, kind) or number):
+            raise SpecError(f"field {key!r} must be {_kind_name(kind)}, got {value!r}")
+    shape, betas = table["input_shape"], table.get("betas", [0.9, 0.999])
+    if not shape or any(not isinstance(n, int) or isinstance(n, bool) for n in shape):
+        raise SpecError(f"input_shape must be a list of sizes (one example's shape, e.g. "
+                        f"[1, 28, 28]), got {shape!r}")
+    if len(betas) != 2 or any(not isinstance(b, int | float) for b in betas):
+        raise SpecError(f"betas must be two numbers, got {betas!r}")
+    spec = ModelSpec(
+        name, table.get("description", "declared in a suite file"), tuple(shape),
+        tuple(_layer_from_table(i, layer) for i, layer in enumerate(table["layers"])),
+        loss=table["loss"], optimizer=table["optimizer"], lr=float(table["lr"]),
+        momentum=float(table.get("momentum", 0.0)), betas=(float(betas[0]), float(betas[1])),
+        eps=float(table.get("eps", 1e-8)), batch_size=table.get("batch_size", 100),
+        epochs=table.get("epochs", 5), dataset=table.get("dataset", "mnist-10k"))
+    spec.check()
+    return spec
+
+
+def _layer_from_table(index: int, table: Any) -> Layer:
+    if not isinstance(table, dict):
+        raise SpecError(f"layer {index}: must be a table such as {{ kind = \"dense\", n_in = "
+                        f"784, n_out = 10 }}, got {table!r}", index)
+    kind = table.get("kind")
+    if kind not in LAYER_SETTINGS:
+        raise SpecError(f"layer {index}: unknown kind {kind!r}; choose from: "
+                        f"{', '.join(LAYER_SETTINGS)}", index)
+    allowed = LAYER_SETTINGS[kind]
+    for key, value in table.items():
+        if key == "kind":
+            continue
+        if key not in allowed:
+            raise SpecError(f"layer {index} ({kind}): field {key!r} does not apply; a {kind} "
+                            f"layer takes {', '.join(allowed) or 'no fields'}", index)
+        wanted = str if key in ("act", "init") else int
+        if isinstance(value, bool) or not isinstance(value, wanted):
+            raise SpecError(f"layer {index} ({kind}): {key} must be {_kind_name(wanted)}, got "
+                            f"{value!r}", index)
+    missing = [key for key in allowed if key not in _LAYER_OPTIONAL and key not in table]
+    if missing:
+        raise SpecError(f"layer {index} ({kind}): missing {', '.join(missing)}", index)
+    return Layer(kind, **{key: value for key, value in table.items() if key != "kind"})
+
+
+def _kind_name(kind: type) -> str:
+    return {int: "an integer", float: "a number", str: "a string", list: "a list"}[kind]
+
+
 def get_model(name: str) -> ModelSpec:
-    """The spec called `name`; an unknown name lists the valid ones."""
-    try:
+    """The spec called `name`, built in or registered by a package (harness/entry_points.py);
+    an unknown name lists the valid ones."""
+    if name in MODELS:
         return MODELS[name]
-    except KeyError:
-        raise UsageError(f"unknown model {name!r}; choose from: {', '.join(MODELS)}") from None
+    from .entry_points import MODELS_GROUP, load_entry, registered
+
+    ep = registered(MODELS_GROUP).get(name)
+    if ep is None:
+        raise UsageError(f"unknown model {name!r}; choose from: {', '.join(model_names())}")
+    spec = load_entry(ep, "model")
+    spec = spec() if callable(spec) else spec
+    if not isinstance(spec, ModelSpec):
+        raise UsageError(f"model {name!r} ({ep.value}) is a {type(spec).__name__}, not a "
+                         "harness.specs.ModelSpec (or a function that returns one)")
+    try:
+        spec.check()
+    except SpecError as error:
+        raise UsageError(f"model {name!r} ({ep.value}): {error}") from None
+    return replace(spec, name=name)
+
+
+def model_names() -> list[str]:
+    """The built-in models, then those that packages register."""
+    from .entry_points import MODELS_GROUP, registered
+
+    return [*MODELS, *(name for name in registered(MODELS_GROUP) if name not in MODELS)]
+
+
+RECURRENT = ("rnn", "lstm")  # the models that read an image as a sequence of rows
 
 
 def scaled(spec: ModelSpec, width: int | None = None, seq_len: int | None = None) -> ModelSpec:
-    """A variant for the scaling suite: the MLP with both hidden layers `width` wide, or the
-    RNN reading each 784-pixel image as `seq_len` steps of 784 / seq_len pixels."""
+    """A variant for the scaling suite: the MLP with both hidden layers `width` wide, or a
+    recurrent model reading each 784-pixel image as `seq_len` steps of 784 / seq_len pixels."""
     if width is not None:
         if spec.name != "mlp":
             raise UsageError(f"width applies to the mlp model, not {spec.name!r}")
         layers = (dense(784, width, "relu"), dense(width, width, "relu"), dense(width, 10))
         return replace(spec, name=f"mlp-w{width}", layers=layers)
     if seq_len is not None:
-        if spec.name != "rnn" or 784 % seq_len:
-            raise UsageError("seq_len applies to the rnn model and must divide 784, "
-                             f"got {spec.name!r}, {seq_len}")
+        if spec.name not in RECURRENT or 784 % seq_len:
+            raise UsageError(f"seq_len applies to the {' and '.join(RECURRENT)} models and must "
+                             f"divide 784, got {spec.name!r}, {seq_len}")
         features = 784 // seq_len
-        hidden = spec.layers[0].n_out
-        layers = (rnn(features, hidden, "tanh"), *spec.layers[1:])
-        return replace(spec, name=f"rnn-t{seq_len}", input_shape=(seq_len, features), layers=layers)
+        layers = (replace(spec.layers[0], n_in=features), *spec.layers[1:])
+        return replace(spec, name=f"{spec.name}-t{seq_len}", input_shape=(seq_len, features),
+                       layers=layers)
     return spec

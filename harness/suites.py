@@ -13,6 +13,7 @@ top level alone is one group. Example (the built-in `quick` suite):
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -22,12 +23,15 @@ from typing import Any
 
 from .errors import UsageError
 from .records import Case
-from .specs import DTYPES, get_model, scaled
+from .specs import DTYPES, ModelSpec, SpecError, get_model, model_names, scaled, spec_from_table
 
 SETTINGS = {  # key: (type, meaning) - the only keys a suite file may use
     "description": (str, "one line shown by `adh list`"),
     "dataset": (str, "dataset name (default: the model's own)"),
-    "models": (list, "model names"),
+    "models": ((list, dict), "model names, or [models.NAME] tables, each declaring a model "
+                             "(an empty table names a built-in one)"),
+    "datasets": (dict, "[datasets.NAME] tables of datasets from files: path = a .npz file or "
+                       "a folder of IDX files"),
     "frameworks": (list, "framework names"),
     "seeds": (list, "seeds: each gives other initial weights and batch order"),
     "epochs": (int, "epochs (default: the model's)"),
@@ -51,7 +55,8 @@ ITEMS = {"models": str, "frameworks": str, "seeds": int, "batch_size": int, "wid
          "seq_len": int, "sweep": dict}  # what a list value must hold
 MINIMUM = {"seeds": 0, "epochs": 1, "batch_size": 1, "threads": 1, "train_limit": 1, "folds": 2,
            "width": 1, "seq_len": 1, "timeout_s": 1, "rounds": 1}
-TOP_LEVEL_ONLY = ("description", "memory", "timeout_s", "rounds", "sweep")  # whole-suite settings
+# whole-suite settings; a [[sweep]]'s models are a list
+TOP_LEVEL_ONLY = ("description", "memory", "timeout_s", "rounds", "sweep", "datasets")
 # One process per case is not a measurement: processes of the same code differ by 10-40 % here.
 DEFAULT_ROUNDS = 3
 
@@ -66,6 +71,8 @@ class Suite:
     rounds: int = DEFAULT_ROUNDS
     source: str = ""
     options: dict[str, Any] = field(default_factory=dict)
+    models: dict[str, ModelSpec] = field(default_factory=dict)  # the models the file declares
+    datasets: dict[str, Path] = field(default_factory=dict)  # its datasets from files
 
 
 def builtin_suites() -> dict[str, Path]:
@@ -88,18 +95,28 @@ def load_suite(name_or_path: str, overrides: dict[str, Any] | None = None) -> Su
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise UsageError(f"{path}: not valid TOML: {error}") from None
-    overrides = overrides or {}
+    overrides = dict(overrides or {})
     for key, value in raw.items():
-        _validate(_where(path, text, key), key, value)
+        _validate(_where(path, text, key), key, value, raw)
     for index, group in enumerate(raw.get("sweep", [])):
         for key, value in group.items():
             where = _where(path, text, key, sweep=index)
-            if key in TOP_LEVEL_ONLY:
+            if key in TOP_LEVEL_ONLY or (key == "models" and isinstance(value, dict)):
                 raise UsageError(f"{where}: field {key!r} applies to the whole suite; "
                                  "set it at the top level, not in a [[sweep]]")
-            _validate(where, key, value)
+            _validate(where, key, value, raw)
+    datasets = _declared_datasets(path, text, raw.get("datasets", {}))
+    dataset = overrides.get("dataset")
+    if dataset is not None and _is_path(dataset, raw):  # --dataset PATH: a file of your own
+        file = Path(dataset).resolve()
+        overrides["dataset"] = file.stem if file.suffix else file.name
+        datasets[overrides["dataset"]] = file
+    with_files = {**raw, "datasets": datasets}  # a --dataset PATH is one of the suite's now
     for key, value in overrides.items():
-        _validate(f"--{key.replace('_', '-')}", key, value)
+        _validate(f"--{key.replace('_', '-')}", key, value, with_files)
+    models = _declared_models(path, text, raw.get("models"), datasets)
+    if isinstance(raw.get("models"), dict):
+        raw = {**raw, "models": list(raw["models"])}
     options = {**{k: v for k, v in raw.items() if k != "sweep"}, **overrides}
     groups = []
     for group in raw.get("sweep", []):
@@ -115,10 +132,104 @@ def load_suite(name_or_path: str, overrides: dict[str, Any] | None = None) -> Su
                          f"{', '.join(overrides['models'])}; its sweeps have: {', '.join(swept)}")
     groups = groups or [options]
     name = path.stem
-    cases = [case for group in groups for case in _expand(name, group, path, text)]
+    from .data import file_checksum
+
+    checksums = {name: file_checksum(file) for name, file in datasets.items()}
+    cases = [case for group in groups
+             for case in _expand(name, group, path, models, datasets, checksums)]
     return Suite(name, raw.get("description", ""), cases, options.get("memory", True),
                  options.get("timeout_s", 3600), options.get("rounds", DEFAULT_ROUNDS), str(path),
-                 options)
+                 options, models, datasets)
+
+
+def _is_path(dataset: str, raw: dict[str, Any]) -> bool:
+    """Whether a --dataset value is a path rather than a dataset's name."""
+    from .data import dataset_names
+
+    named = dataset in dataset_names() or dataset in raw.get("datasets", {})
+    return not named and (Path(dataset).exists() or dataset.endswith(".npz") or "/" in dataset)
+
+
+def _declared_models(path: Path, text: str, models: Any,
+                     datasets: dict[str, Path]) -> dict[str, ModelSpec]:
+    """The models a suite's [models.NAME] tables declare (none when `models` is a list)."""
+    from .data import dataset_names
+
+    declared: dict[str, ModelSpec] = {}
+    for name, table in (models.items() if isinstance(models, dict) else ()):
+        header = _table_line(text, "models", name)
+        where = f"{path}" + (f", line {header}" if header else "") + f" ([models.{name}])"
+        if not isinstance(table, dict):
+            raise UsageError(f"{where}: must be a table of the model's fields (docs/models.md), "
+                             f"got {table!r}")
+        known = model_names()
+        if not table:
+            if name not in known:
+                raise UsageError(f"{where}: no model {name!r} to run: an empty table names a "
+                                 f"built-in model ({', '.join(known)}); declare yours with its "
+                                 "input_shape, layers, loss, optimizer and lr")
+            continue
+        if name in known:
+            raise UsageError(f"{where}: {name!r} is a built-in model; give yours another name, "
+                             "or leave the table empty to run the built-in one")
+        try:
+            spec = spec_from_table(name, table)
+        except SpecError as error:
+            line = _layer_line(text, header, error.layer) if error.layer is not None else None
+            at = f"{path}, line {line} ([models.{name}])" if line else where
+            raise UsageError(f"{at}: {error}") from None
+        if spec.dataset not in dataset_names() and spec.dataset not in datasets:
+            raise UsageError(f"{where}: unknown dataset {spec.dataset!r}; choose from: "
+                             f"{', '.join([*dataset_names(), *datasets])}")
+        declared[name] = spec
+    return declared
+
+
+def _declared_datasets(path: Path, text: str, tables: dict[str, Any]) -> dict[str, Path]:
+    """The files of a suite's [datasets.NAME] tables, relative paths taken from the suite's
+    folder; each must exist (its contents are checked before anything runs: harness.plan)."""
+    from .data import dataset_names
+
+    files = {}
+    for name, table in tables.items():
+        header = _table_line(text, "datasets", name)
+        where = f"{path}" + (f", line {header}" if header else "") + f" ([datasets.{name}])"
+        if not isinstance(table, dict) or not isinstance(table.get("path"), str) \
+                or set(table) - {"path", "description"}:
+            raise UsageError(f"{where}: a dataset is a table with path = \"FILE.npz\" (or a "
+                             f"folder of IDX files) and an optional description, got {table!r}")
+        if name in dataset_names():
+            raise UsageError(f"{where}: {name!r} is a built-in dataset; give yours another name")
+        file = (path.parent / table["path"]).resolve()
+        if not file.exists():
+            raise UsageError(f"{where}: no file {file}; give the path of a .npz file (x_train, "
+                             "y_train, x_test, y_test) or of a folder of IDX files, relative "
+                             "to the suite file")
+        files[name] = file
+    return files
+
+
+def _table_line(text: str, table: str, name: str) -> int | None:
+    """The line of `[table.name]` (or of `name = {` inside `[table]`)."""
+    quoted = rf"(?:{re.escape(name)}|\"{re.escape(name)}\")"
+    patterns = (rf"\s*\[\s*{table}\s*\.\s*{quoted}\s*\]", rf"\s*{table}\s*\.\s*{quoted}\s*=",
+                rf"\s*{quoted}\s*=\s*\{{")
+    for pattern in patterns:
+        for number, line in enumerate(text.splitlines(), 1):
+            if re.match(pattern, line):
+                return number
+    return None
+
+
+def _layer_line(text: str, header: int | None, layer: int) -> int | None:
+    """The line of layer `layer` of the model whose table starts at line `header`: the
+    (layer + 1)-th line from there that sets a `kind` (one layer per line, or one
+    [[models.NAME.layers]] table each)."""
+    if header is None:
+        return None
+    kinds = [number for number, line in enumerate(text.splitlines(), 1)
+             if number >= header and re.search(r"(^|[{,\s])kind\s*=", line)]
+    return kinds[layer] if layer < len(kinds) else header
 
 
 _HEADER = re.compile(r"\s*\[(\[?)\s*([A-Za-z_][\w.-]*)\s*\]\]?\s*(#.*)?$")
@@ -150,8 +261,9 @@ def _where(path: Path, text: str, key: str, sweep: int | None = None) -> str:
             + (f" ([[sweep]] {sweep + 1})" if sweep is not None else ""))
 
 
-def _validate(where: str, key: str, value: Any) -> None:
-    """Raise a UsageError, prefixed with `where`, unless `value` is a valid value of field `key`."""
+def _validate(where: str, key: str, value: Any, raw: dict[str, Any]) -> None:
+    """Raise a UsageError, prefixed with `where`, unless `value` is a valid value of field `key`
+    in the suite file `raw` (whose own models and datasets are valid names)."""
     if key not in SETTINGS:
         raise UsageError(f"{where}: unknown field {key!r}; valid fields: {', '.join(SETTINGS)}")
     kind, meaning = SETTINGS[key]
@@ -160,6 +272,8 @@ def _validate(where: str, key: str, value: Any) -> None:
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
         raise UsageError(f"{where}: field {key!r} must be {_type_name(kind)} ({meaning}), "
                          f"got {value!r}")
+    if isinstance(value, dict):  # [models.NAME] and [datasets.NAME]: load_suite checks them
+        return
     values = value if isinstance(value, list) else [value]
     if isinstance(value, list):
         item = ITEMS[key]
@@ -177,11 +291,13 @@ def _validate(where: str, key: str, value: Any) -> None:
     if key == "dtype" and value not in DTYPES:
         raise UsageError(f"{where}: unknown dtype {value!r}; choose from: {', '.join(DTYPES)}")
     if key in ("models", "frameworks", "dataset"):
-        from .data import DATASETS
+        from .data import dataset_names
         from .frameworks import available, known_framework
-        from .specs import MODELS
 
-        known = {"models": MODELS, "frameworks": available(), "dataset": DATASETS}[key]
+        declared = raw.get({"models": "models", "dataset": "datasets"}.get(key, ""))
+        declared = declared if isinstance(declared, dict) else {}  # [models.NAME] tables
+        known = {"models": model_names, "frameworks": lambda: list(available()),
+                 "dataset": dataset_names}[key]() + list(declared)
         for name in values:
             if name not in known and not (key == "frameworks" and known_framework(name)):
                 what = {"models": "model", "frameworks": "framework", "dataset": "dataset"}[key]
@@ -199,24 +315,32 @@ def _listed(value: Any) -> list:
     return value if isinstance(value, list) else [value]
 
 
-def _expand(suite: str, group: dict[str, Any], path: Path, text: str) -> list[Case]:
-    """The cases of one group, whose values `load_suite` has validated."""
-    models = group.get("models") or []
+def _expand(suite: str, group: dict[str, Any], path: Path, models: dict[str, ModelSpec],
+            datasets: dict[str, Path], checksums: dict[str, str]) -> list[Case]:
+    """The cases of one group, whose values `load_suite` has validated. A declared model's
+    spec, and a dataset file's path and checksum, travel in the case (its `extra`), so that the
+    worker needs nothing but the case, and a changed declaration or file is a new case."""
+    names = group.get("models") or []
     frameworks = group.get("frameworks") or []
-    if not models or not frameworks:
+    if not names or not frameworks:
         raise UsageError(f"{path}: a group of cases needs 'models' and 'frameworks'")
     cases = []
     sweeps = [_listed(group.get(k, [None])) for k in SWEPT]
     for model, framework, seed, *swept in itertools.product(
-            models, frameworks, group.get("seeds", [0]), *sweeps):
-        spec = get_model(model)
+            names, frameworks, group.get("seeds", [0]), *sweeps):
+        spec = models.get(model) or get_model(model)
         dataset = group.get("dataset", spec.dataset)
         batch_size, width, seq_len = swept
         try:  # width and seq_len fit only some models: say so now, not in every case's worker
             scaled(spec, width=width, seq_len=seq_len)
         except UsageError as error:
             raise UsageError(f"{path}: {error}") from None
-        extra = {"momentum": spec.momentum, "width": width, "seq_len": seq_len}
+        extra: dict[str, Any] = {"momentum": spec.momentum, "width": width, "seq_len": seq_len}
+        if model in models:
+            extra["spec"] = json.dumps(spec.as_dict(), sort_keys=True)
+        if dataset in datasets:
+            extra["dataset_file"], extra["dataset_sha256"] = str(datasets[dataset]), \
+                checksums[dataset]
         folds = group.get("folds")
         for fold in range(folds) if folds else [None]:
             extra_items = {**extra, "fold": fold, "folds": folds}

@@ -39,13 +39,20 @@ def _progress(**fields) -> None:
 
 def case_spec(case: Case) -> ModelSpec:
     """The model spec with the case's settings (width, sequence length, batch size, lr,
-    optimizer, momentum, epochs)."""
-    from .specs import get_model, scaled
+    optimizer, momentum, epochs): a model declared in a suite file travels in the case."""
+    from .specs import ModelSpec, get_model, scaled
 
     extra = dict(case.extra)
-    spec = scaled(get_model(case.model), width=extra.get("width"), seq_len=extra.get("seq_len"))
+    spec = ModelSpec.from_dict(json.loads(extra["spec"])) if "spec" in extra else \
+        get_model(case.model)
+    spec = scaled(spec, width=extra.get("width"), seq_len=extra.get("seq_len"))
     return spec.with_settings(batch_size=case.batch_size, lr=case.lr, optimizer=case.optimizer,
                               momentum=extra.get("momentum", spec.momentum), epochs=case.epochs)
+
+
+def dataset_file(case: Case) -> str | None:
+    """The file a case's dataset comes from, when it is one of the user's (harness.suites)."""
+    return dict(case.extra).get("dataset_file")
 
 
 def case_split(case: Case, data: Dataset) -> tuple[np.ndarray, ...]:
@@ -76,7 +83,8 @@ def prepare(case, data_dir: str | None):
     from .metrics import targets
 
     spec = case_spec(case)
-    data = load_dataset(case.dataset, data_dir, dtype=np.dtype(case.dtype))
+    data = load_dataset(case.dataset, data_dir, dtype=np.dtype(case.dtype),
+                        file=dataset_file(case))
     x_train, y_train, x_test, y_test = case_split(case, data)
     if len(x_train) < spec.batch_size:  # an incomplete batch is dropped: nothing would train
         raise ValueError(f"{len(x_train)} training examples make no full batch of "

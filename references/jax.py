@@ -14,7 +14,8 @@ the canonical layout. linen's `Conv` works channels-last: kernel (k, k, in, out)
 reported, and the model transposes its (N, C, H, W) input to channels-last at its first conv or
 pool, and back before `flatten`, whose order is the contract's (channel, row, column). The RNN is
 linen's `RNN` over a `SimpleCell`: `h = act(x @ i.kernel + i.bias + h @ h.kernel)`, one bias, as
-the spec has; its carry after the last step is the output.
+the spec has; its carry after the last step is the output. The LSTM is a module of ours
+(LastLSTMState) holding the canonical parameters as they are.
 
 Derivatives at kinks (docs/plugin-contract.md): `nn.relu` is `jax.nn.relu`, whose custom JVP
 passes the gradient only where x > 0; `nn.max_pool` is `lax.reduce_window` with max, whose
@@ -73,6 +74,34 @@ CONV_FROM_FLAX = tuple(int(axis) for axis in np.argsort(CONV_TO_FLAX))
 Params = dict[str, Any]
 
 
+class LastLSTMState(nn.Module):
+    """The contract's LSTM over x (N, T, in), returning h_T: parameters by their canonical
+    names and in the canonical layout, the recurrence a `lax.scan` over time. (linen's
+    `LSTMCell` computes the same gates, but holds eight matrices, one per gate and input.)"""
+
+    hidden: int
+    dtype: Any
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        gates = 4 * self.hidden
+        zeros = nn.initializers.zeros  # unused: the canonical weights are loaded (to_flax)
+        w_x = self.param("weight_ih", zeros, (x.shape[-1], gates), self.dtype)
+        w_h = self.param("weight_hh", zeros, (self.hidden, gates), self.dtype)
+        b = self.param("bias", zeros, (gates,), self.dtype)
+
+        def step(carry: tuple[jax.Array, jax.Array], z: jax.Array):
+            h, c = carry
+            i, f, g, o = jnp.split(z + h @ w_h, 4, axis=-1)
+            c = nn.sigmoid(f) * c + nn.sigmoid(i) * jnp.tanh(g)
+            return (nn.sigmoid(o) * jnp.tanh(c), c), None
+
+        state = jnp.zeros((x.shape[0], self.hidden), self.dtype)
+        projected = jnp.swapaxes(x @ w_x + b, 0, 1)  # every step's input term, time first
+        (h, _), _ = jax.lax.scan(step, (state, state), projected)
+        return h
+
+
 class SpecModel(nn.Module):
     """The spec's layers as one linen module; spec layer i holds its parameters under the
     submodule named `layer_<i>`. Computes in `dtype` throughout: no promotion to another."""
@@ -101,6 +130,9 @@ class SpecModel(nn.Module):
                 if channels_last:  # the contract flattens (channel, row, column)
                     x, channels_last = jnp.transpose(x, (0, 3, 1, 2)), False
                 x = x.reshape((x.shape[0], -1))
+            elif layer.kind == "lstm":
+                x = LastLSTMState(layer.n_out, self.dtype, name=name)(x)
+                continue  # its gates have their own activations
             elif layer.kind == "rnn":
                 cell = nn.SimpleCell(layer.n_out, activation_fn=ACTIVATIONS[layer.act],
                                      dtype=self.dtype, param_dtype=self.dtype, name=name)
@@ -125,6 +157,8 @@ def _flax_paths(spec: ModelSpec) -> Iterator[tuple[str, tuple[str, ...], bool]]:
             path = {"weight_ih": ("i", "kernel"), "weight_hh": ("h", "kernel"),
                     "bias": ("i", "bias")}[name]
             yield p.name, (module, *path), False
+        elif layer.kind == "lstm":
+            yield p.name, (module, name), False
         else:
             yield p.name, (module, {"weight": "kernel", "bias": "bias"}[name]), \
                 layer.kind == "conv" and name == "weight"

@@ -1,10 +1,10 @@
 """The PyTorch reference: each spec as a torch.nn model, with the harness's weights.
 
 Layout conversions from the canonical layout (harness.specs.Parameter): torch stores 2-D
-weights (out, in), so Dense and RNN weights are transposed; Conv weights are (O, C, k, k) in
-both. torch's nn.RNN has two biases (input and hidden) where the spec has one: bias_ih takes the
-spec's bias and bias_hh is held at zero and frozen, so the computation and the update are the
-same.
+weights (out, in), so Dense, RNN and LSTM weights are transposed; Conv weights are (O, C, k, k)
+in both. torch's nn.RNN and nn.LSTM have two biases (input and hidden) where the spec has one:
+bias_ih takes the spec's bias and bias_hh is held at zero and frozen, so the computation and the
+update are the same.
 """
 from __future__ import annotations
 
@@ -26,18 +26,25 @@ from harness.threads import pin_torch_threads
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid}
 
 
-class LastHiddenState(nn.Module):
-    """nn.RNN over batch-first sequences, returning the last hidden state (N, hidden)."""
+class LastState(nn.Module):
+    """nn.RNN or nn.LSTM (its gate order, i, f, g, o, is the contract's) over batch-first
+    sequences, returning the last hidden state (N, hidden); bias_hh is frozen (module doc)."""
 
     def __init__(self, layer: Layer) -> None:
         super().__init__()
-        if layer.act not in ("tanh", "relu"):
+        self.recurrent: nn.RNN | nn.LSTM
+        if layer.kind == "lstm":
+            self.recurrent = nn.LSTM(layer.n_in, layer.n_out, batch_first=True)
+        elif layer.act in ("tanh", "relu"):
+            self.recurrent = nn.RNN(layer.n_in, layer.n_out, nonlinearity=layer.act,
+                                    batch_first=True)
+        else:
             raise ValueError(f"torch.nn.RNN supports tanh and relu, not {layer.act!r}")
-        self.rnn = nn.RNN(layer.n_in, layer.n_out, nonlinearity=layer.act, batch_first=True)
-        self.rnn.bias_hh_l0.requires_grad_(False)
+        self.recurrent.bias_hh_l0.requires_grad_(False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.rnn(x)[1][0]
+        state = self.recurrent(x)[1]  # h_T, or (h_T, c_T) for the LSTM; each (layers, N, H)
+        return (state[0] if isinstance(self.recurrent, nn.LSTM) else state)[0]
 
 
 def _modules(layer: Layer) -> list[nn.Module]:
@@ -50,8 +57,8 @@ def _modules(layer: Layer) -> list[nn.Module]:
         main = nn.MaxPool2d(layer.kernel)
     elif layer.kind == "flatten":
         main = nn.Flatten()
-    elif layer.kind == "rnn":
-        return [LastHiddenState(layer)]  # the activation is inside the recurrence
+    elif layer.kind in ("rnn", "lstm"):
+        return [LastState(layer)]  # the activation is inside the recurrence
     else:
         raise ValueError(f"unknown layer kind {layer.kind!r}")
     return [main] + ([ACTIVATIONS[layer.act]()] if layer.act else [])
@@ -66,9 +73,10 @@ def _torch_parameter(block: nn.Sequential, name: str) -> nn.Parameter:
     """The torch tensor holding the canonical parameter `name` ('weight', 'bias', 'weight_ih',
     'weight_hh') of one spec layer."""
     main = block[0]
-    if isinstance(main, LastHiddenState):
-        return {"weight_ih": main.rnn.weight_ih_l0, "weight_hh": main.rnn.weight_hh_l0,
-                "bias": main.rnn.bias_ih_l0}[name]
+    if isinstance(main, LastState):
+        recurrent = main.recurrent
+        return {"weight_ih": recurrent.weight_ih_l0, "weight_hh": recurrent.weight_hh_l0,
+                "bias": recurrent.bias_ih_l0}[name]
     return getattr(main, name)
 
 
@@ -85,8 +93,8 @@ def load_weights(spec: ModelSpec, model: nn.ModuleList, weights: dict[str, np.nd
             value = weights[name].T if transpose else weights[name]
             tensor.copy_(torch.from_numpy(np.ascontiguousarray(value)))
         for module in model.modules():
-            if isinstance(module, LastHiddenState):
-                module.rnn.bias_hh_l0.zero_()
+            if isinstance(module, LastState):
+                module.recurrent.bias_hh_l0.zero_()
 
 
 def _canonical(spec: ModelSpec, model: nn.ModuleList, grads: bool) -> dict[str, np.ndarray]:

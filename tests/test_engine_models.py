@@ -54,6 +54,22 @@ class TorchRNN(nn.Module):
         return h
 
 
+class TorchLSTM(nn.Module):
+    """The engine's LSTM layer as nn.LSTM (bias_hh held at 0), returning the last hidden state."""
+
+    def __init__(self, layer: engine.LSTM, pairs: list) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(layer.n_in, layer.hidden, batch_first=True, dtype=torch.float64)
+        _load(self.lstm.weight_ih_l0, layer.weight_ih, pairs, transpose=True)
+        _load(self.lstm.weight_hh_l0, layer.weight_hh, pairs, transpose=True)
+        _load(self.lstm.bias_ih_l0, layer.bias, pairs)
+        with torch.no_grad():
+            self.lstm.bias_hh_l0.zero_()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lstm(x)[1][0][0]
+
+
 def _load(param: torch.Tensor, variable: engine.Variable, pairs: list,
           transpose: bool = False) -> None:
     with torch.no_grad():
@@ -74,6 +90,8 @@ def torch_twin(layer: engine.Module, pairs: list) -> nn.Module:
         return nn.Sequential(*(torch_twin(sub, pairs) for sub in layer.layers))
     if isinstance(layer, engine.RNN):
         return TorchRNN(layer, pairs)
+    if isinstance(layer, engine.LSTM):
+        return TorchLSTM(layer, pairs)
     if isinstance(layer, engine.MaxPool):
         return nn.MaxPool2d(layer.k)
     if isinstance(layer, engine.Flatten):
@@ -142,6 +160,7 @@ LAYERS = {
     "rnn-tanh": (lambda rng: engine.RNN(5, 6, engine.tanh, rng=rng, dtype=F64), (3, 7, 5)),
     "rnn-relu": (lambda rng: engine.RNN(5, 6, engine.relu, rng=rng, dtype=F64), (3, 7, 5)),
     "rnn-sigmoid": (lambda rng: engine.RNN(5, 6, engine.sigmoid, rng=rng, dtype=F64), (3, 7, 5)),
+    "lstm": (lambda rng: engine.LSTM(5, 6, rng=rng, dtype=F64), (3, 7, 5)),
 }
 
 

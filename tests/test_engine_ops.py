@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 import engine
 from engine.ops import (
+    LSTM,
     RNN,
     Add,
     Conv2d,
@@ -112,6 +113,17 @@ def _torch_rnn(act):
     return run
 
 
+def _torch_lstm(x, w_x, w_h, b):
+    """PyTorch's LSTM equations written out: gates i, f, g, o in that order, h_0 = c_0 = 0."""
+    hidden = w_h.shape[0]
+    h = c = torch.zeros(x.shape[0], hidden, dtype=x.dtype)
+    for t in range(x.shape[1]):
+        i, f, g, o = (x[:, t] @ w_x + h @ w_h + b).split(hidden, dim=1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(c)
+    return h
+
+
 def _cases() -> list[Case]:
     cases = []
     for name, op, f in BINARY:
@@ -171,6 +183,9 @@ def _cases() -> list[Case]:
                               lambda x, wx, wh, b, a=act: engine.rnn(x, wx, wh, b, a),
                               _torch_rnn(act),
                               shapes((n, t, d), (d, hidden), (hidden, hidden), (hidden,))))
+    for n, t, d, hidden in [(3, 4, 5, 6), (2, 1, 3, 2)]:
+        cases.append(Case(f"lstm-N{n}T{t}D{d}H{hidden}", LSTM, engine.lstm, _torch_lstm,
+                          shapes((n, t, d), (d, 4 * hidden), (hidden, 4 * hidden), (4 * hidden,))))
     return cases
 
 

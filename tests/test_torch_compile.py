@@ -40,7 +40,7 @@ def test_conformance(check, compiled_throughout):
     check()
 
 
-@parametrize_with_checks(["torch-compile"], models=["cnn", "mlp", "rnn", "circles-tanh"],
+@parametrize_with_checks(["torch-compile"], models=["cnn", "mlp", "rnn", "lstm", "circles-tanh"],
                          dtypes=["float64"])
 def test_conformance_float64(check, compiled_throughout):
     check()

@@ -56,7 +56,8 @@ def test_parameters_are_what_the_engine_model_holds(name, monkeypatch):
 @pytest.mark.parametrize("name", SPECS)
 def test_parameters_are_what_the_torch_model_holds(name):
     """Every trainable torch parameter is exactly one spec parameter (torch's layout transposes
-    2-D weights), with the fans torch computes; left over is only nn.RNN's frozen bias_hh."""
+    2-D weights), with the fans torch computes; left over is only the frozen bias_hh of nn.RNN
+    and nn.LSTM."""
     torch = pytest.importorskip("torch")
     from references.pytorch import _pairs, build_torch_model
 
@@ -72,8 +73,8 @@ def test_parameters_are_what_the_torch_model_holds(name):
             assert fans == (p.fan_in, p.fan_out), p.name
     covered = {id(t) for _, t, _ in pairs}
     left = [(n, t.requires_grad) for n, t in model.named_parameters() if id(t) not in covered]
-    assert left == [(f"{i}.0.rnn.bias_hh_l0", False)
-                    for i, layer in enumerate(spec.layers) if layer.kind == "rnn"]
+    assert left == [(f"{i}.0.recurrent.bias_hh_l0", False)
+                    for i, layer in enumerate(spec.layers) if layer.kind in ("rnn", "lstm")]
 
 
 @pytest.mark.parametrize("name", SPECS)

@@ -7,6 +7,7 @@ from .arithmetic import Add, Div, Mul, Neg, Pow, Sub
 from .conv import Conv2d
 from .elementwise import Cos, Exp, Log, ReLU, Sigmoid, Sin, Tanh
 from .loss import MeanSquaredError, SoftmaxCrossEntropy
+from .lstm import LSTM
 from .matmul import MatMul
 from .pool import MaxPool2d
 from .reduce import Mean, Sum
@@ -15,7 +16,7 @@ from .shape import Reshape, Transpose
 
 PRIMITIVES = (Add, Sub, Mul, Div, Neg, Pow, MatMul, Exp, Log, Sin, Cos, Tanh, Sigmoid, ReLU,
               Sum, Mean, Reshape, Transpose, SoftmaxCrossEntropy, MeanSquaredError, Conv2d,
-              MaxPool2d, RNN)
+              MaxPool2d, RNN, LSTM)
 
 
 def exp(x) -> Operator: return apply(Exp(), x)
@@ -60,6 +61,11 @@ def max_pool2d(x, k: int) -> Operator:
 def rnn(x, w_x, w_h, b, activation: str = "tanh") -> Operator:
     """The last hidden state of a recurrent layer run over x (N, T, D); see ops/rnn.py."""
     return apply(RNN(activation), x, w_x, w_h, b)
+
+
+def lstm(x, w_x, w_h, b) -> Operator:
+    """The last hidden state of an LSTM run over x (N, T, D); see ops/lstm.py."""
+    return apply(LSTM(), x, w_x, w_h, b)
 
 
 # Operator overloading, so that textbook formulas read as written: (x + y) * z, x ** 2, a @ b.

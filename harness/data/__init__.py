@@ -14,10 +14,11 @@ from ..errors import DatasetError
 from . import circles, mnist10k
 from .circles import kfold_splits
 from .dataset import Dataset
+from .files import file_checksum, load_file_dataset
 from .idx import IDX_FILES, find_idx_files, read_idx_dir
 
-__all__ = ["DATASETS", "FASHION_MNIST_DIR", "MNIST_DIR", "Dataset", "DatasetError", "kfold_splits",
-           "load_dataset"]
+__all__ = ["DATASETS", "FASHION_MNIST_DIR", "MNIST_DIR", "Dataset", "DatasetError", "dataset_names",
+           "file_checksum", "kfold_splits", "load_dataset"]
 
 DATASETS = {
     "mnist-10k": "10,000 real MNIST digits embedded in the package, 8,000 train / 2,000 test "
@@ -42,18 +43,29 @@ _HOW_TO_GET = {
 _DEFAULT_DIRS = {"mnist": MNIST_DIR, "fashion-mnist": FASHION_MNIST_DIR}
 
 
+def dataset_names() -> list[str]:
+    """The built-in datasets, then those that packages register (harness/entry_points.py)."""
+    from ..entry_points import DATASETS_GROUP, registered
+
+    return [*DATASETS, *(name for name in registered(DATASETS_GROUP) if name not in DATASETS)]
+
+
 def load_dataset(name: str, data_dir: str | Path | None = None, *,
-                 dtype: DTypeLike = np.float32) -> Dataset:
-    """Load dataset `name` (a key of DATASETS) with features of floating `dtype`.
+                 dtype: DTypeLike = np.float32, file: str | Path | None = None) -> Dataset:
+    """Load dataset `name` with features of floating `dtype`: from `file` when given (a .npz
+    or a folder of IDX files: harness/data/files.py), else a built-in one (a key of DATASETS)
+    or one a package registers.
 
     IDX datasets are read from `data_dir` (or its subfolder named `name`) when given, else from
     their default folder. Raises DatasetError, which says how to fix it, when the data is
     missing, corrupt or the name unknown.
     """
-    if name not in DATASETS:
-        raise DatasetError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}")
     if np.dtype(dtype).kind != "f":
         raise ValueError(f"dtype must be a floating type, got {np.dtype(dtype)}")
+    if file is not None:
+        return load_file_dataset(name, file, dtype)
+    if name not in DATASETS:
+        return _registered_dataset(name, dtype)
     if name == "mnist-10k":
         return mnist10k.load(dtype)
     if name == "circles":
@@ -81,3 +93,18 @@ def load_dataset(name: str, data_dir: str | Path | None = None, *,
         )
     raise DatasetError(f"{name}: data not found (looked in {'; '.join(looked)}). "
                        f"To fix: {_HOW_TO_GET[name]}")
+
+
+def _registered_dataset(name: str, dtype: DTypeLike) -> Dataset:
+    """Dataset `name` as the package that registers it loads it."""
+    from ..entry_points import DATASETS_GROUP, load_entry, registered
+
+    ep = registered(DATASETS_GROUP).get(name)
+    if ep is None:
+        raise DatasetError(f"unknown dataset {name!r}; valid names: "
+                           f"{', '.join(dataset_names())}, or the path of a .npz file")
+    data = load_entry(ep, "dataset")(np.dtype(dtype))
+    if not isinstance(data, Dataset):
+        raise DatasetError(f"dataset {name!r} ({ep.value}) returned a {type(data).__name__}, "
+                           "not a harness.data.Dataset")
+    return data

@@ -32,6 +32,8 @@ def _layer(layer: Layer, dtype: np.dtype) -> ad.Module:
         return ad.Flatten()
     if layer.kind == "rnn":
         return ad.RNN(layer.n_in, layer.n_out, act, init=zeros, dtype=dtype)
+    if layer.kind == "lstm":
+        return ad.LSTM(layer.n_in, layer.n_out, init=zeros, dtype=dtype)
     raise ValueError(f"unknown layer kind {layer.kind!r}")
 
 

@@ -29,11 +29,13 @@ BANDWIDTH = 12.0  # its memory bandwidth in GB/s (no 384 MiB triad either)
 def build_distribution(root: Path, name: str = "toy_adh", version: str = "0.0",
                        entries: dict[str, str] | None = None,
                        modules: dict[str, str] | None = None,
-                       direct_url: dict | None = None) -> Path:
+                       direct_url: dict | None = None,
+                       groups: dict[str, dict[str, str]] | None = None) -> Path:
     """`root` holding the distribution `name` `version`: its `modules` (file name: source; by
     default toy_adh.py and toy_conformance.py) and `name`-`version`.dist-info with METADATA,
     entry_points.txt (`entries`, framework name: "module:Class"; by default the toys of both)
-    and, when given, PEP 610's direct_url.json. An earlier version of it in `root` is replaced."""
+    and, when given, PEP 610's direct_url.json; `groups` adds entry points of other groups
+    (group: {name: "module:object"}). An earlier version of it in `root` is replaced."""
     root.mkdir(parents=True, exist_ok=True)
     for old in root.glob(f"{name}-*.dist-info"):
         shutil.rmtree(old)
@@ -45,9 +47,10 @@ def build_distribution(root: Path, name: str = "toy_adh", version: str = "0.0",
     info = root / f"{name}-{version}.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-    (info / "entry_points.txt").write_text(
-        f"[{ENTRY_POINT_GROUP}]\n"
-        + "".join(f"{n} = {target}\n" for n, target in (entries or ENTRIES).items()))
+    groups = {ENTRY_POINT_GROUP: ENTRIES if entries is None else entries, **(groups or {})}
+    (info / "entry_points.txt").write_text("".join(
+        f"[{group}]\n" + "".join(f"{n} = {target}\n" for n, target in found.items())
+        for group, found in groups.items()))
     if direct_url is not None:
         (info / "direct_url.json").write_text(json.dumps(direct_url))
     return root

@@ -24,12 +24,13 @@ from .model import (
     conv2d,
     dense,
     flatten,
+    lstm,
     maxpool2d,
     rnn,
 )
 from .model import Layer as ModelLayer
 
-KINDS = ("dense", "conv", "maxpool", "flatten", "rnn")
+KINDS = ("dense", "conv", "maxpool", "flatten", "rnn", "lstm")
 OPTIMIZERS = ("sgd", "adam")
 
 
@@ -47,6 +48,8 @@ def build_layer(layer: Layer) -> ModelLayer:
         return ModelLayer(flatten, 0)
     if layer.kind == "rnn":
         return ModelLayer(partial(rnn, act=act), 3)
+    if layer.kind == "lstm":
+        return ModelLayer(lstm, 3)
     raise ValueError(f"unknown layer kind {layer.kind!r}")
 
 

@@ -107,6 +107,26 @@ def rnn(x: Array, weight_ih: Array, weight_hh: Array, bias: Array,
     return h
 
 
+def lstm(x: Array, weight_ih: Array, weight_hh: Array, bias: Array) -> Array:
+    """The last hidden state of torch's LSTM over x (N, T, n_in), h_0 = c_0 = 0: the gates'
+    pre-activations x_t @ weight_ih + bias + h_{t-1} @ weight_hh split into i, f, g, o (torch's
+    order), c_t = sigmoid(f) c_{t-1} + sigmoid(i) tanh(g), h_t = sigmoid(o) tanh(c_t). A Python
+    loop over the time steps; the first has no h_0 or c_0 term (they are zero)."""
+    hidden = weight_hh.shape[0]
+
+    def gates(z: Array) -> tuple[Array, ...]:
+        return tuple(z[:, k * hidden:(k + 1) * hidden] for k in range(4))
+
+    i, _, g, o = gates(x[:, 0] @ weight_ih + bias)
+    c = expit(i) * anp.tanh(g)
+    h = expit(o) * anp.tanh(c)
+    for t in range(1, x.shape[1]):
+        i, f, g, o = gates(x[:, t] @ weight_ih + bias + h @ weight_hh)
+        c = expit(f) * c + expit(i) * anp.tanh(g)
+        h = expit(o) * anp.tanh(c)
+    return h
+
+
 @notrace_primitive
 def _row_max(logits: np.ndarray) -> np.ndarray:
     """Each row's maximum, untraced: a shift that cancels in the log-softmax has no gradient."""

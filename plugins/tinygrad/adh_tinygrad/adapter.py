@@ -46,7 +46,19 @@ from harness.frameworks.base import Framework
 from harness.specs import Layer as LayerSpec
 from harness.specs import ModelSpec
 
-from .model import ACTIVATIONS, LOSSES, RNN, SGD, Adam, Conv, Dense, Flatten, Layer, MaxPool
+from .model import (
+    ACTIVATIONS,
+    LOSSES,
+    LSTM,
+    RNN,
+    SGD,
+    Adam,
+    Conv,
+    Dense,
+    Flatten,
+    Layer,
+    MaxPool,
+)
 
 DEVICE = "CPU"
 INSTALL_HINT = ("install clang (Debian/Ubuntu: apt-get install clang; Fedora: dnf install clang; "
@@ -84,6 +96,8 @@ def build_layer(layer: LayerSpec, weights: dict[str, Tensor]) -> Layer:
         return Flatten()
     if layer.kind == "rnn":
         return RNN(weights["weight_ih"], weights["weight_hh"], weights["bias"], layer.act)
+    if layer.kind == "lstm":
+        return LSTM(weights["weight_ih"], weights["weight_hh"], weights["bias"])
     raise ValueError(f"unknown layer kind {layer.kind!r}")
 
 
@@ -98,7 +112,7 @@ class Tinygrad(Framework):
         """None for what the contract describes; else what is missing, which the harness shows
         as n/a (reason) instead of building the adapter."""
         for layer in spec.layers:
-            if layer.kind not in ("dense", "conv", "maxpool", "flatten", "rnn"):
+            if layer.kind not in ("dense", "conv", "maxpool", "flatten", "rnn", "lstm"):
                 return f"no {layer.kind} layers"
             if layer.act not in ACTIVATIONS:
                 return f"no {layer.act} activation"

@@ -149,6 +149,29 @@ class RNN(Layer):
         return h
 
 
+class LSTM(Layer):
+    """torch's LSTM over x (N, T, n_in), h_0 = c_0 = 0, unrolled over the T steps; returns h_T.
+    The gates' pre-activations x_t @ weight_ih + bias + h_{t-1} @ weight_hh are split into i, f,
+    g, o (torch's order); c_t = sigmoid(f) c_{t-1} + sigmoid(i) tanh(g), h_t = sigmoid(o)
+    tanh(c_t). Weights in the contract's layout; the input terms of all steps are one product,
+    as in `RNN`, and the first step skips the zero h_0 and c_0 terms."""
+
+    def __init__(self, weight_ih: Tensor, weight_hh: Tensor, bias: Tensor) -> None:
+        super().__init__(weight_ih=weight_ih, weight_hh=weight_hh, bias=bias)
+
+    def __call__(self, x: Tensor) -> Tensor:
+        p = self.parameters
+        inputs = x.linear(p["weight_ih"], p["bias"])  # (N, T, 4 hidden)
+        i, _, g, o = inputs[:, 0].chunk(4, dim=1)
+        c = i.sigmoid() * g.tanh()
+        h = o.sigmoid() * c.tanh()
+        for t in range(1, x.shape[1]):
+            i, f, g, o = (inputs[:, t] + h @ p["weight_hh"]).chunk(4, dim=1)
+            c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+            h = o.sigmoid() * c.tanh()
+        return h
+
+
 class SGD(Optimizer):
     """torch.optim.SGD without weight decay, dampening or Nesterov: with momentum, v = g at the
     first step (the velocity starts at zero), then v = momentum v + g; p = p - lr v. The
