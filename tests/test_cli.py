@@ -86,7 +86,7 @@ def test_list_shows_models_frameworks_datasets_and_suites(toys, capsys):
     assert sections["frameworks"][:3] == ["engine-static", "engine-dynamic", "torch"]
     assert set(NAMES) <= set(sections["frameworks"])  # third-party adapters are listed too
     quick = next(line for line in out.splitlines() if line.strip().startswith("quick"))
-    assert " 21 cases" in quick
+    assert " 16 cases" in quick
 
 
 # --- errors: one line, exit status 2 ------------------------------------------------------------

@@ -30,7 +30,7 @@ def expected_count(raw: dict, overrides: dict | None = None) -> int:
 
 
 def test_the_builtin_suites_are_there():
-    assert {"quick", "paper", "circles", "scaling", "ci"} <= set(BUILTIN)
+    assert {"quick", "contest", "paper", "circles", "scaling", "ci"} <= set(BUILTIN)
 
 
 @pytest.mark.parametrize("name", BUILTIN)
@@ -57,18 +57,23 @@ def test_builtin_suite_expands_to_its_cases(name):
 
 def test_known_case_counts():
     counts = {name: len(load_suite(name).cases) for name in BUILTIN}
-    assert counts["quick"] == 3 * 7  # models x frameworks
+    assert counts["quick"] == 4 * 4  # models x frameworks
+    assert counts["contest"] == 4 * 7
     assert counts["ci"] == 3 * 2
-    assert counts["paper"] == 3 * 7 * 3  # x seeds
+    assert counts["paper"] == 4 * 7 * 3  # x seeds
     assert counts["circles"] == 6 * 3 * 2 * 5  # x seeds x folds
-    assert counts["scaling"] == 3 * 3 * 7 + 3 * 6 + 3 * 5  # batch sizes, widths, sequence lengths
+    # batch sizes, widths, sequence lengths (rnn and lstm)
+    assert counts["scaling"] == 3 * 3 * 7 + 3 * 6 + 3 * 5 * 2
 
 
-def test_quick_suite_cases():
-    suite = load_suite("quick")
+@pytest.mark.parametrize(("name", "frameworks"), [
+    ("quick", ("engine-static", "engine-dynamic", "torch", "jax")),
+    ("contest", ("engine-static", "engine-dynamic", "torch", "torch-compile", "jax", "autograd",
+                 "tinygrad"))])
+def test_quick_and_contest_suite_cases(name, frameworks):
+    suite = load_suite(name)
     assert {(c.model, c.framework) for c in suite.cases} == {
-        (m, f) for m in ("cnn", "mlp", "rnn") for f in ("engine-static", "engine-dynamic", "torch",
-                                                  "torch-compile", "jax", "autograd", "tinygrad")}
+        (m, f) for m in ("cnn", "mlp", "rnn", "lstm") for f in frameworks}
     for case in suite.cases:
         spec = MODELS[case.model]
         assert (case.epochs, case.dataset, case.batch_size, case.lr, case.optimizer) == (
@@ -90,7 +95,7 @@ def test_scaling_sweeps():
     widths = sorted({dict(c.extra)["width"] for c in suite.cases if "width" in dict(c.extra)})
     assert widths == [32, 64, 128, 256, 512, 1024]
     assert {c.model for c in suite.cases if "width" in dict(c.extra)} == {"mlp"}
-    assert {c.model for c in suite.cases if "seq_len" in dict(c.extra)} == {"rnn"}
+    assert {c.model for c in suite.cases if "seq_len" in dict(c.extra)} == {"rnn", "lstm"}
     assert sorted({c.batch_size for c in suite.cases}) == [16, 32, 64, 100, 128, 256, 512, 1024]
 
 
@@ -257,7 +262,8 @@ def test_sweep_values_must_fit_the_model(tmp_path):
 
 
 def test_unknown_suite_lists_the_builtin_ones(tmp_path):
-    with pytest.raises(UsageError, match="no suite 'nope'.*ci, circles, paper, quick, scaling"):
+    with pytest.raises(UsageError,
+                       match="no suite 'nope'.*ci, circles, contest, paper, quick, scaling"):
         load_suite("nope")
     with pytest.raises(UsageError, match="no suite"):
         load_suite(str(tmp_path / "missing.toml"))
