@@ -8,7 +8,8 @@ frameworks are (harness/frameworks/__init__.py):
     my-digits = "my_package.data:load"            # a function of the dtype that returns a
                                                   # harness.data.Dataset
 
-The entry point's name is the name suites and `adh` use; a built-in name cannot be taken.
+The entry point's name is the name suites and `adh` use; a built-in model or dataset of the same
+name is used instead of it.
 """
 from __future__ import annotations
 
