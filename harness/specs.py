@@ -137,11 +137,10 @@ class Layer:
         if self.stride < 1 or self.padding < 0:
             return f"stride must be at least 1 and padding at least 0, not {self.stride}, " \
                    f"{self.padding}"
-        if self.act is not None and (self.act not in ACTIVATIONS or kind in ("maxpool",
-                                                                             "flatten", "lstm")):
-            return (f"act {self.act!r} is not one of {', '.join(ACTIVATIONS)}"
-                    if self.act not in ACTIVATIONS else
-                    f"a {kind} layer has no act (leave it out)")
+        if self.act is not None and "act" not in LAYER_SETTINGS[kind]:
+            return f"a {kind} layer has no act (leave it out)"
+        if self.act is not None and self.act not in ACTIVATIONS:
+            return f"act {self.act!r} is not one of {', '.join(ACTIVATIONS)}"
         if kind == "rnn" and self.act is None:
             return f"an rnn layer needs its act ({', '.join(ACTIVATIONS)})"
         if kind in ("conv", "maxpool"):

@@ -109,8 +109,8 @@ def load_suite(name_or_path: str, overrides: dict[str, Any] | None = None) -> Su
     dataset = overrides.get("dataset")
     if dataset is not None and _is_path(dataset, raw):  # --dataset PATH: a file of your own
         file = Path(dataset).resolve()
-        overrides["dataset"] = file.stem if file.suffix else file.name
-        datasets[overrides["dataset"]] = file
+        overrides["dataset"] = file.stem
+        datasets[file.stem] = file
     with_files = {**raw, "datasets": datasets}  # a --dataset PATH is one of the suite's now
     for key, value in overrides.items():
         _validate(f"--{key.replace('_', '-')}", key, value, with_files)
@@ -156,13 +156,12 @@ def _declared_models(path: Path, text: str, models: Any,
     from .data import dataset_names
 
     declared: dict[str, ModelSpec] = {}
+    known = model_names()
     for name, table in (models.items() if isinstance(models, dict) else ()):
-        header = _table_line(text, "models", name)
-        where = f"{path}" + (f", line {header}" if header else "") + f" ([models.{name}])"
+        header, where = _table_where(path, text, "models", name)
         if not isinstance(table, dict):
             raise UsageError(f"{where}: must be a table of the model's fields (docs/models.md), "
                              f"got {table!r}")
-        known = model_names()
         if not table:
             if name not in known:
                 raise UsageError(f"{where}: no model {name!r} to run: an empty table names a "
@@ -192,8 +191,7 @@ def _declared_datasets(path: Path, text: str, tables: dict[str, Any]) -> dict[st
 
     files = {}
     for name, table in tables.items():
-        header = _table_line(text, "datasets", name)
-        where = f"{path}" + (f", line {header}" if header else "") + f" ([datasets.{name}])"
+        _, where = _table_where(path, text, "datasets", name)
         if not isinstance(table, dict) or not isinstance(table.get("path"), str) \
                 or set(table) - {"path", "description"}:
             raise UsageError(f"{where}: a dataset is a table with path = \"FILE.npz\" (or a "
@@ -207,6 +205,12 @@ def _declared_datasets(path: Path, text: str, tables: dict[str, Any]) -> dict[st
                              "to the suite file")
         files[name] = file
     return files
+
+
+def _table_where(path: Path, text: str, table: str, name: str) -> tuple[int | None, str]:
+    """The line of `[table.name]`, and how messages name it: "file, line N ([table.name])"."""
+    line = _table_line(text, table, name)
+    return line, f"{path}" + (f", line {line}" if line else "") + f" ([{table}.{name}])"
 
 
 def _table_line(text: str, table: str, name: str) -> int | None:
@@ -294,10 +298,10 @@ def _validate(where: str, key: str, value: Any, raw: dict[str, Any]) -> None:
         from .data import dataset_names
         from .frameworks import available, known_framework
 
-        declared = raw.get({"models": "models", "dataset": "datasets"}.get(key, ""))
-        declared = declared if isinstance(declared, dict) else {}  # [models.NAME] tables
+        own = {"models": raw.get("models"), "dataset": raw.get("datasets")}.get(key)
+        declared = list(own) if isinstance(own, dict) else []  # [models.NAME], [datasets.NAME]
         known = {"models": model_names, "frameworks": lambda: list(available()),
-                 "dataset": dataset_names}[key]() + list(declared)
+                 "dataset": dataset_names}[key]() + declared
         for name in values:
             if name not in known and not (key == "frameworks" and known_framework(name)):
                 what = {"models": "model", "frameworks": "framework", "dataset": "dataset"}[key]
