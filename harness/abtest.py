@@ -18,12 +18,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
+from .cluster import ClusterOptions, failed_task
 from .compare import ComparisonRow, ResultSet, Thresholds, compare
 from .errors import UsageError
 from .measure import code_version
 from .records import CaseResult, Status
 from .runner import Probes, RunOptions, case_keys, measure_round, rotated
 from .suites import Suite
+from .threads import pin_threads
 
 REPO_DIR = Path(__file__).resolve().parents[1]  # the repository holding this harness
 DEFAULT_THRESHOLDS = Thresholds()
@@ -44,15 +46,18 @@ def _git(repo: Path, *args: str) -> str:
 
 
 @contextmanager
-def worktree(ref: str, repo: Path = REPO_DIR) -> Iterator[Path]:
-    """REF checked out, detached, in a temporary folder that is removed on leaving."""
+def worktree(ref: str, repo: Path = REPO_DIR, parent: Path | None = None) -> Iterator[Path]:
+    """REF checked out, detached, in a temporary folder (under `parent`, default the system's
+    temporary folder) that is removed on leaving."""
     try:  # fail before mkdtemp
         sha = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     except UsageError:
         raise UsageError(f"{ref!r} is no commit of {repo}: check the name (git log --oneline), "
                          "or fetch the history if this is a shallow clone "
                          "(git fetch --unshallow)") from None
-    folder = Path(tempfile.mkdtemp(prefix="adh-ref-"))
+    if parent is not None:
+        parent.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="adh-ref-", dir=parent))
     try:
         _git(repo, "worktree", "add", "--detach", str(folder), sha)
         yield folder
@@ -63,18 +68,48 @@ def worktree(ref: str, repo: Path = REPO_DIR) -> Iterator[Path]:
         subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True)
 
 
+def measure_sides(pair: dict[str, CaseResult], round_: int, rounds: int,
+                  sides: dict[str, RunOptions], probes: Probes, on_run: Callable[[str], None],
+                  ref: str) -> None:
+    """One round of a case on both sides, next to each other: REF first in even rounds, the
+    working tree first in odd ones."""
+    for side in (("base", "new") if round_ % 2 == 0 else ("new", "base")):
+        result = pair[side]
+        if result.status != Status.OK:
+            continue
+        on_run(f"{result.case.label()}: round {round_ + 1}/{rounds}, {side} "
+               f"({ref if side == 'base' else 'working tree'})")
+        measure_round(result, round_, sides[side], probes, note=on_run)
+
+
+def measure_case_sides(pair: dict[str, CaseResult], rounds: int, sides: dict[str, RunOptions],
+                       ref: str) -> dict[str, CaseResult]:
+    """A cluster task (harness.cluster): every round of one case on both sides, on one node."""
+    from .measure.roofs import calibrate
+
+    pin_threads(pair["new"].case.threads)
+    calibrate({pair["new"].case.threads})
+    probes = Probes()
+    for round_ in range(rounds):
+        measure_sides(pair, round_, rounds, sides, probes, lambda message: None, ref)
+    return pair
+
+
 def ab_test(ref: str, suite: Suite, rounds: int = 5, options: RunOptions | None = None,
             thresholds: Thresholds = DEFAULT_THRESHOLDS, repo: Path = REPO_DIR,
-            on_run: Callable[[str], None] = lambda message: None) -> ABResult:
+            on_run: Callable[[str], None] = lambda message: None,
+            cluster: ClusterOptions | None = None) -> ABResult:
     """Measure every case of `suite` with REF and with the working tree of `repo`, side by side
     in `rounds` rounds; then compare them round by round (REF is BASE). `options` gives
-    the data folder, the timeout and whether to measure memory; `on_run` hears of each run."""
+    the data folder, the timeout and whether to measure memory; `on_run` hears of each run.
+    With `cluster`, each case is a task measuring both sides on a node of its own (REF's
+    worktree then lies in the cluster folder, which the nodes share)."""
     options = options or RunOptions(progress=False)
     if rounds < 1:
         raise UsageError(f"rounds must be at least 1, got {rounds}")
     # The workers run with their tree as working directory: a relative data folder would move.
     data_dir = str(Path(options.data_dir).resolve()) if options.data_dir else None
-    with worktree(ref, repo) as ref_dir:
+    with worktree(ref, repo, cluster.folder.resolve() if cluster else None) as ref_dir:
         sides = {side: replace(options, data_dir=data_dir, code_dir=str(tree),
                                code_version=code_version(tree))
                  for side, tree in (("base", ref_dir), ("new", repo))}
@@ -82,17 +117,49 @@ def ab_test(ref: str, suite: Suite, rounds: int = 5, options: RunOptions | None 
                           for c, key in zip(suite.cases, case_keys(suite.cases, o.code_version),
                                             strict=True)]
                    for side, o in sides.items()}
-        probes = Probes()
-        for round_ in range(rounds):
-            for i in rotated(list(range(len(suite.cases))), round_):
-                for side in (("base", "new") if round_ % 2 == 0 else ("new", "base")):
-                    result = results[side][i]
-                    if result.status != Status.OK:
-                        continue
-                    on_run(f"{result.case.label()}: round {round_ + 1}/{rounds}, {side} "
-                           f"({ref if side == 'base' else 'working tree'})")
-                    measure_round(result, round_, sides[side], probes, note=on_run)
-    base = ResultSet.from_results(results["base"], f"{ref} ({sides['base'].code_version})")
-    new = ResultSet.from_results(results["new"], f"working tree ({sides['new'].code_version})")
+        pairs = [{side: results[side][i] for side in sides} for i in range(len(suite.cases))]
+        if cluster is not None:
+            _on_cluster(pairs, rounds, sides, ref, cluster, on_run)
+        else:
+            probes = Probes()
+            for round_ in range(rounds):
+                for i in rotated(list(range(len(suite.cases))), round_):
+                    measure_sides(pairs[i], round_, rounds, sides, probes, on_run, ref)
+    # from the pairs: a cluster task hands back new CaseResults
+    base = ResultSet.from_results([p["base"] for p in pairs],
+                                  f"{ref} ({sides['base'].code_version})")
+    new = ResultSet.from_results([p["new"] for p in pairs],
+                                 f"working tree ({sides['new'].code_version})")
     base.paired = new.paired = True
     return ABResult(base, new, compare(base, new, thresholds))
+
+
+def _on_cluster(pairs: list[dict[str, CaseResult]], rounds: int, sides: dict[str, RunOptions],
+                ref: str, cluster: ClusterOptions, on_run: Callable[[str], None]) -> None:
+    """Each case's both sides as one task of `cluster`; the pairs updated as the tasks end."""
+    from .cluster import COMPARE_TIME_MIN, import_submitit, make_executor
+
+    import_submitit()
+    from submitit.helpers import as_completed
+
+    threads = max((p["new"].case.threads for p in pairs), default=1)
+    executor = make_executor(cluster, threads, cluster.time_min or COMPARE_TIME_MIN)
+    if cluster.executor == "local":  # one measurement at a time
+        jobs = []
+        for pair in pairs:
+            jobs.append(executor.submit(measure_case_sides, pair, rounds, sides, ref))
+            jobs[-1].wait()
+    else:
+        jobs = executor.map_array(measure_case_sides, pairs, [rounds] * len(pairs),
+                                  [sides] * len(pairs), [ref] * len(pairs))
+        on_run(f"submitted {len(jobs)} tasks to Slurm (logs in {cluster.folder})")
+    index = {job.job_id: i for i, job in enumerate(jobs)}
+    for job in as_completed(jobs):
+        pair = pairs[index[job.job_id]]
+        try:
+            pair.update(job.result())
+        except Exception as error:  # the task failed: both sides of the case are lost
+            for side in pair:
+                pair[side] = failed_task(pair[side], error)
+        on_run(f"{pair['new'].case.label()}: both sides measured on one node"
+               + ("" if pair["new"].status == Status.OK else f" ({pair['new'].status})"))

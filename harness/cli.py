@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,8 @@ EPILOG = """examples:
   adh results --export out/    every stored table as CSV
   adh report paper             figures and tables for a paper, in reports/paper/
   adh compare --against main   is the working tree slower than main? (A/B, exit 1 on regression)
+  adh run paper --shard 1/3    a third of the suite (then: adh merge OUT.sqlite S1 S2 S3)
+  adh run paper --executor slurm --dry-run   each case a task on a Slurm node: the script
   adh system                   is this machine fit to measure on?
 """
 
@@ -81,6 +84,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true",
                      help="print the plan and stop: each case (run, skipped by --resume, or n/a) "
                           "with its estimated duration, and every problem; exit status 2 if any")
+    run.add_argument("--shard", metavar="I/N",
+                     help="run only the I-th of N disjoint parts of the suite, of about equal "
+                          "cost (a model's frameworks stay together); adh merge joins the "
+                          "shards' stores")
+    _cluster_arguments(run)
     run.add_argument("--force", action="store_true",
                      help="run cases whose settings make the measurement meaningless (threads "
                           "above the usable CPUs, a training set smaller than one batch, a "
@@ -147,6 +155,7 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--profiles", type=Path, metavar="DIR",
                         help="also show the per-op profiles adh profile saved in DIR (its "
                              "--trace-dir): their tables, and a roofline figure of their ops")
+    _mixed_machines_argument(report, "report a suite whose cases")
 
     compare = sub.add_parser(
         "compare", help="did a change make things slower, hungrier or less accurate?",
@@ -183,6 +192,8 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--json", type=Path, metavar="FILE",
                          help="also write the verdicts as JSON")
     compare.add_argument("--data-dir", help="folder holding IDX files, for --against")
+    _mixed_machines_argument(compare, "compare result sets whose cases")
+    _cluster_arguments(compare)
     _no_wait(compare)
 
     system = sub.add_parser(
@@ -255,7 +266,49 @@ def _parser() -> argparse.ArgumentParser:
     results.add_argument("--export", metavar="DIR", type=Path, help="write every table to DIR")
     results.add_argument("--format", choices=["csv", "parquet"], default="csv",
                          help="export format")
+    _mixed_machines_argument(results, "tabulate a suite whose cases")
+
+    merge = sub.add_parser(
+        "merge", help="join the stores of a suite's shards (or of any runs) into one",
+        description="Copy every case of the IN stores into OUT (created if missing; if it "
+                    "exists, its cases take part), one copy per case key with its provenance: "
+                    "where several stores hold a key, the finished copy with the most timing "
+                    "passes wins, then the newest. Cases of different machines are kept, and "
+                    "tables, reports and comparisons then refuse to pool them unless told "
+                    "--allow-mixed-machines.",
+        epilog="example:\n  adh run quick --shard 1/3 --store s1.sqlite   (and 2/3, 3/3 "
+               "elsewhere)\n  adh merge quick.sqlite s1.sqlite s2.sqlite s3.sqlite\n"
+               "  adh report quick --store quick.sqlite",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    merge.add_argument("out", metavar="OUT", help="the merged store (.sqlite)")
+    merge.add_argument("inputs", nargs="+", metavar="IN", help="stores to merge")
     return parser
+
+
+def _mixed_machines_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--allow-mixed-machines", action="store_true",
+                        help=f"{what} ran on different machines (CPU model, cores or BLAS), "
+                             "which is refused otherwise: their times would say more about the "
+                             "machines; each table row then names its machine")
+
+
+def _cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "cluster", "each case a task on a node of its own, through submitit (pip install "
+                   "'autodiff-harness[cluster]'); the store is written here only")
+    group.add_argument("--executor", choices=["slurm", "local"],
+                       help="slurm: a job array, one exclusive node per case (run this on the "
+                            "login node; the cluster folder and this environment must be on a "
+                            "shared file system); local: the same tasks in this machine, one at "
+                            "a time")
+    group.add_argument("--partition", metavar="P", help="Slurm partition")
+    group.add_argument("--time", metavar="T",
+                       help="time limit of each task: minutes or [D-]HH:MM:SS (default: three "
+                            "times the plan's estimate of the longest case, at least 10 min; "
+                            "60 min for compare)")
+    group.add_argument("--cluster-dir", type=Path, metavar="DIR",
+                       help="the shared folder for scripts, tasks, results and logs (default: "
+                            "cluster/SUITE beside the store, or results/cluster/SUITE)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -267,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _interrupt)
         commands = {"run": _run, "check": _check, "list": _list, "results": _results,
                     "report": _report, "compare": _compare, "system": _system, "spec": _spec,
-                    "profile": _profile}
+                    "profile": _profile, "merge": _merge}
         return commands[args.command](args)
     except AdhError as error:  # anything else is a bug, and shows its traceback
         print(f"adh: error: {error}", file=sys.stderr)
@@ -316,7 +369,7 @@ def _run(args) -> int:
     from .measure import code_version
     from .measure.roofs import calibrate
     from .plan import estimate_line, format_duration, format_plan, format_problems, make_plan
-    from .records import FINISHED, Status
+    from .records import FINISHED, CaseResult, Status
     from .runner import RunOptions, run_suite
     from .store import ResultsStore
 
@@ -332,12 +385,31 @@ def _run(args) -> int:
                          memory=suite.memory and not args.no_memory,
                          rounds=args.rounds or suite.rounds, count_instructions=_counting(args),
                          timeout_s=args.timeout or suite.timeout_s, code_version=code_version())
+    if args.shard:
+        from .shards import parse_shard, shard_suite
+
+        index, count = parse_shard(args.shard)
+        whole = len(suite.cases)
+        suite = shard_suite(suite, index, count, options, args.data_dir)
+        print(f"shard {index}/{count}: {len(suite.cases)} of the suite's {whole} cases",
+              file=sys.stderr)
+    cluster = _cluster_options(args, suite.name, args.store)
     if args.dry_run:  # measures nothing, so it need not wait for the machine
         plan = make_plan(suite, args.store, options, args.force)
         print(format_plan(plan))
+        if cluster is not None and cluster.executor == "slurm" and not plan.blocking:
+            from .cluster import dry_run, time_limit_min
+
+            todo = [p for p in plan.cases if not p.skipped]
+            script = dry_run([CaseResult(case=p.case, key=p.key, status=Status.OK) for p in todo],
+                             cluster, time_limit_min([p.estimate_s for p in todo], cluster))
+            print(f"\nthe sbatch script of its {len(todo)} tasks, not submitted: {script}")
         return 2 if plan.blocking else 0
-    with _measuring(args):
-        calibrate({case.threads for case in suite.cases})
+    # A Slurm run measures on the nodes: nothing here to calibrate or to keep quiet.
+    local = cluster is None or cluster.executor == "local"
+    with _measuring(args) if local else nullcontext():
+        if local:
+            calibrate({case.threads for case in suite.cases})
         start = time.perf_counter()  # the estimate covers the plan and the passes
         plan = make_plan(suite, args.store, options, args.force)
         if plan.blocking:
@@ -346,13 +418,24 @@ def _run(args) -> int:
         print(estimate_line(plan), file=sys.stderr)
         options.forced = plan.forced()
         with ResultsStore(args.store) as store:
-            outcome = run_suite(plan.suite, store, options)
+            if cluster is None:
+                outcome = run_suite(plan.suite, store, options)
+            else:
+                from .cluster import run_suite_on_cluster
+
+                outcome = run_suite_on_cluster(
+                    plan.suite, store, options, cluster, {p.key: p.estimate_s for p in plan.cases},
+                    note=lambda line: print(line, file=sys.stderr))
             keys = {r.key for r in outcome.results + outcome.skipped}
             cases = store.cases(suite.name)
             cases = cases[cases["key"].isin(keys)]
             if len(cases):
-                print("\n" + _model_tables(cases, store.epochs(suite.name),
-                                            store.runs(suite.name)))
+                try:
+                    print("\n" + _model_tables(cases, store.epochs(suite.name),
+                                                store.runs(suite.name),
+                                                f"this run of {suite.name} in {args.store}"))
+                except UsageError as refused:  # --resume onto another machine's cases
+                    print(f"\nno tables: {refused}", file=sys.stderr)
         took = time.perf_counter() - start
     failed = [r for r in outcome.results if r.status not in (*FINISHED, Status.INTERRUPTED)]
     unsupported = sum(r.status == Status.UNSUPPORTED for r in outcome.results)
@@ -366,6 +449,22 @@ def _run(args) -> int:
               file=sys.stderr)
         return 130
     return 1 if failed else 0
+
+
+def _cluster_options(args, suite_name: str, store: str):
+    """The cluster options of `adh run` or `adh compare --against`, or None without --executor
+    (and then a UsageError if a cluster option was given alone)."""
+    from .cluster import ClusterOptions, parse_time
+
+    if args.executor is None:
+        given = [flag for flag, value in (("--partition", args.partition), ("--time", args.time),
+                                          ("--cluster-dir", args.cluster_dir)) if value]
+        if given:
+            raise UsageError(f"{', '.join(given)} only apply with --executor slurm (or local)")
+        return None
+    folder = args.cluster_dir or Path(store).parent / "cluster" / suite_name
+    return ClusterOptions(executor=args.executor, folder=folder, partition=args.partition,
+                          time_min=parse_time(args.time) if args.time else None)
 
 
 def _load_suite(name: str, command: str, overrides: dict | None = None) -> Suite:
@@ -504,7 +603,9 @@ def _results(args) -> int:
         for suite in suites:
             print(f"# {suite}\n")
             cases = newest_versions(store.cases(suite))  # several commits' results: the newest
-            print(_model_tables(cases, store.epochs(suite), store.runs(suite)) + "\n")
+            print(_model_tables(cases, store.epochs(suite), store.runs(suite),
+                                f"suite {suite!r} in {args.store}",
+                                args.allow_mixed_machines) + "\n")
     return 0
 
 
@@ -522,12 +623,15 @@ def _report(args) -> int:
     with ResultsStore(args.store) as store:
         if args.suite not in store.suites():  # a suite may be called anything it was stored as
             _refuse_misplaced(args.suite, "suite", "report")
-        print(build_report(store, args.suite, args.out, profiles))
+        print(build_report(store, args.suite, args.out, profiles, args.allow_mixed_machines))
     return 0
 
 
 def _compare(args) -> int:
+    import pandas as pd
+
     from .compare import Thresholds, compare, exit_code, load_result_set, to_json, to_markdown
+    from .machines import require_one_machine
 
     thresholds = Thresholds(min_factor=args.min_factor, alpha=args.alpha,
                             memory_tolerance=args.memory_tolerance,
@@ -542,9 +646,11 @@ def _compare(args) -> int:
         suite = _load_suite(args.suite, "compare")
         options = RunOptions(data_dir=args.data_dir, memory=suite.memory, timeout_s=suite.timeout_s,
                              count_instructions=_counting(args))
-        with _measuring(args):
+        cluster = _cluster_options(args, suite.name, "results/compare.sqlite")
+        local = cluster is None or cluster.executor == "local"
+        with _measuring(args) if local else nullcontext():
             outcome = ab_test(args.against, suite, args.rounds, options, thresholds,
-                              on_run=lambda line: print(line, file=sys.stderr))
+                              on_run=lambda line: print(line, file=sys.stderr), cluster=cluster)
         rows, labels = outcome.rows, (args.against, "working tree")
     else:
         if not (args.base and args.new):
@@ -553,12 +659,27 @@ def _compare(args) -> int:
         for given in (args.base, args.new):
             if not Path(given).exists():
                 _refuse_misplaced(given, "result set", "compare")
-        rows = compare(load_result_set(args.base), load_result_set(args.new), thresholds)
+        if args.executor:
+            raise UsageError("--executor measures: it goes with --against REF, not with BASE "
+                             "and NEW")
+        base, new = load_result_set(args.base), load_result_set(args.new)
+        require_one_machine(pd.concat([base.cases, new.cases]), f"{args.base} with {args.new}",
+                            args.allow_mixed_machines)
+        rows = compare(base, new, thresholds)
         labels = (args.base, args.new)
     print(to_markdown(rows, *labels))
     if args.json:
         args.json.write_text(to_json(rows))
     return exit_code(rows)
+
+
+def _merge(args) -> int:
+    from .merge import format_summary, merge_stores
+
+    for path in (args.out, *args.inputs):
+        _refuse_misplaced(path, "store", "merge")
+    print(format_summary(args.out, merge_stores(args.out, args.inputs)))
+    return 0
 
 
 def _system(args) -> int:
@@ -637,12 +758,15 @@ def _spec(args) -> int:
     return 0
 
 
-def _model_tables(cases, epochs, runs) -> str:
+def _model_tables(cases, epochs, runs, what: str, allow_mixed_machines: bool = False) -> str:
     """The per-model tables of the measured (Status.OK) cases among `cases`, and of those their
-    framework does not support (n/a, with the reason)."""
+    framework does not support (n/a, with the reason). UsageError if the cases ran on different
+    machines, unless `allow_mixed_machines`; `what` names them in its message."""
+    from .machines import require_one_machine
     from .records import Status
     from .tables import format_model_tables, model_summary
 
+    require_one_machine(cases, what, allow_mixed_machines)
     shown = cases[cases["status"].isin([Status.OK, Status.UNSUPPORTED])]
     if not len(shown):
         return f"no finished case to tabulate ({', '.join(sorted(set(cases['status'])))})"

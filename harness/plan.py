@@ -139,7 +139,7 @@ def make_plan(suite: Suite, store_path: str | Path, options: RunOptions,
     support = probe([p.case for p in asked])
     for p, reason in zip(asked, support.unsupported, strict=True):
         p.unsupported = reason
-    datasets = _datasets({(p.case.dataset, dataset_file(p.case)) for p in todo},
+    datasets = load_datasets({(p.case.dataset, dataset_file(p.case)) for p in todo},
                          options.data_dir)
     cpus = len(usable_cpus())
     for p in todo:
@@ -273,7 +273,7 @@ def _smaller(case: Case) -> str:
     return "lower batch_size" + (" or width" if "width" in extra else "")
 
 
-def _datasets(names: set[tuple[str, str | None]],
+def load_datasets(names: set[tuple[str, str | None]],
               data_dir: str | None) -> dict[tuple[str, str | None], Dataset | str]:
     """Each dataset by (name, file or None), loaded once (float32: shapes and labels are what
     is checked), or the one line that says why it cannot be."""
@@ -360,21 +360,31 @@ def _estimate(case: Case, data: Dataset, past: dict | None,
         counting = walls.get("instructions", ROUGH_INSTRUCTIONS_PASS_S)
         return (passes * timing + options.memory * memory
                 + options.count_instructions * counting), True
-    from .flops import train_step_flops
     from .measure.roofs import cached_gemm_peak_gflops
+
+    return rough_estimate(case, data, options,
+                          cached_gemm_peak_gflops(case.threads) or ROUGH_PEAK_GFLOPS), False
+
+
+def rough_estimate(case: Case, data: Dataset, options: RunOptions,
+                   gemm_peak_gflops: float) -> float:
+    """The rough model's seconds for the passes `options` runs of `case`: its training and test
+    FLOPs at a share of `gemm_peak_gflops`, plus each process's start-up. Given a fixed peak it
+    depends on the case and the dataset's size alone (harness.shards balances shards with it)."""
+    from .flops import train_step_flops
     from .worker import case_spec, case_split
 
     spec = case_spec(case)
     x_train, _, x_test, _ = case_split(case, data)
-    rate = 1e9 * ROUGH_PEAK_SHARE * (cached_gemm_peak_gflops(case.threads) or ROUGH_PEAK_GFLOPS)
+    rate = 1e9 * ROUGH_PEAK_SHARE * gemm_peak_gflops
     step_flops = train_step_flops(spec)
     steps = case.epochs * (len(x_train) // case.batch_size)
     evaluated = case.epochs * len(x_test) / case.batch_size * step_flops / 3  # forward only
     training = (steps * step_flops + evaluated) / rate
     startup = ROUGH_STARTUP_S.get(case.framework, ROUGH_STARTUP_DEFAULT_S)
-    return (passes * (startup + training)
+    return (options.rounds * (startup + training)
             + options.memory * (startup + ROUGH_MEMORY_PASS_FACTOR * training)
-            + options.count_instructions * ROUGH_INSTRUCTIONS_PASS_S), False
+            + options.count_instructions * ROUGH_INSTRUCTIONS_PASS_S)
 
 
 def _peak_memory_bytes(case: Case, data: Dataset, past: dict | None) -> float:

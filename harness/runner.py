@@ -259,9 +259,17 @@ def run_case(case: Case, options: RunOptions, on_progress: Callable[[dict], None
     """All `options.rounds` rounds of one case, back to back, stored nowhere (a suite interleaves
     its cases instead: `run_suite`). Never raises except on Ctrl-C."""
     (key,) = case_keys([case], options.code_version)
-    result = CaseResult(case=case, key=key, status=Status.OK)
+    return finish_case(CaseResult(case=case, key=key, status=Status.OK), options, on_progress,
+                       note)
+
+
+def finish_case(result: CaseResult, options: RunOptions,
+                on_progress: Callable[[dict], None] = lambda p: None,
+                note: Callable[[str], None] = lambda m: None) -> CaseResult:
+    """The rounds up to `options.rounds` that `result` lacks, back to back (a cluster task runs
+    one case so: harness.cluster); `result` updated and returned. Never raises except on Ctrl-C."""
     probes = Probes()
-    for round_ in range(options.rounds):
+    for round_ in range(len(result.runs), options.rounds):
         if result.status == Status.OK:
             measure_round(result, round_, options, probes, on_progress, note)
     return result
@@ -316,6 +324,23 @@ def resume_skips(status: str, runs: int, rounds: int) -> bool:
     return status in FINISHED and (status != Status.OK or runs >= rounds)
 
 
+def pending_cases(suite: Suite, store: ResultsStore,
+                  options: RunOptions) -> tuple[list[CaseResult], list[CaseResult]]:
+    """(the cases of `suite` to measure, those --resume skips as stored). Without --resume every
+    case starts afresh; with it, a stored case that succeeded but lacks rounds goes on from its
+    stored runs, and a finished one is skipped."""
+    todo: dict[str, CaseResult] = {}  # by key: a case listed twice runs once
+    skipped = []
+    for case, key in zip(suite.cases, case_keys(suite.cases, options.code_version), strict=True):
+        stored = store.find(key) if options.resume else None
+        if stored is not None and resume_skips(stored.status, len(stored.runs), options.rounds):
+            skipped.append(stored)
+        else:
+            todo[key] = stored if stored is not None and stored.status == Status.OK else \
+                CaseResult(case=case, key=key, status=Status.OK)
+    return list(todo.values()), skipped
+
+
 def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
               on_case_done: Callable[[CaseResult], None] = lambda r: None) -> SuiteOutcome:
     """Run `options.rounds` timing passes of every case of `suite`, interleaved round by round,
@@ -324,15 +349,7 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
     from tqdm import tqdm
 
     outcome = SuiteOutcome()
-    results: dict[str, CaseResult] = {}
-    for case, key in zip(suite.cases, case_keys(suite.cases, options.code_version), strict=True):
-        stored = store.find(key) if options.resume else None
-        if stored is not None and resume_skips(stored.status, len(stored.runs), options.rounds):
-            outcome.skipped.append(stored)
-        else:
-            results[key] = stored if stored is not None and stored.status == Status.OK else \
-                CaseResult(case=case, key=key, status=Status.OK)
-    todo = list(results.values())
+    todo, outcome.skipped = pending_cases(suite, store, options)
     passes = sum(options.rounds - len(r.runs) for r in todo)
     disable = True if not options.progress else None  # None: bars only on a terminal
 

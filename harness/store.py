@@ -236,15 +236,16 @@ class ResultsStore:
                              "case, before rounds); use the harness version that wrote it, or "
                              "choose another store path")
 
-    def save(self, result: CaseResult) -> int:
+    def save(self, result: CaseResult, stored_at: str | None = None) -> int:
         """Store one case and all its rows in one transaction (all or nothing), replacing an
-        older case with the same key; returns the new case id."""
+        older case with the same key; returns the new case id. `stored_at` (ISO 8601) keeps
+        the time another store saved it at (a merge); default now."""
         if result.status not in tuple(Status):
             raise ValueError(f"unknown status {result.status!r}; "
                              f"expected one of {', '.join(Status)}")
         row: dict[str, Any] = {"key": result.key, **result.case.settings(), **_summary(result)}
         row["extra"], row["provenance"] = _json(row["extra"]), _json(result.provenance)
-        row["stored_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        row["stored_at"] = stored_at or datetime.now(timezone.utc).isoformat(timespec="seconds")
         self._db.execute("BEGIN IMMEDIATE")
         try:
             # A re-saved case (its next round, a re-run) keeps its id, so its place in the order.

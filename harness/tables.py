@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .machines import case_machines
 from .records import Status
 from .stats import Estimate, estimate, format_ratio, format_value, paired_ratio
 from .store import SETTINGS_COLUMNS
@@ -131,6 +132,8 @@ def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFr
     summary["instructions_note"] = notes.groupby([ok["model"], ok["framework"]], sort=False).max()
     forced = ok.get("prov_forced", pd.Series(None, index=ok.index, dtype=object)).notna()
     summary["forced"] = forced.groupby([ok["model"], ok["framework"]], sort=False).any()
+    summary["machine"] = case_machines(ok).groupby([ok["model"], ok["framework"]], sort=False).agg(
+        lambda m: " + ".join(sorted(set(m))))
     summary = summary.reset_index()
     runs = runs[runs["key"].isin(ok["key"])]
     summary = (summary.merge(step_estimates(runs), on=["model", "framework"], how="left")
@@ -218,6 +221,11 @@ def _unsupported_row(row: pd.Series, width: int) -> list[str] | None:
     return [row["framework"], f"n/a ({reason})" if reason else "n/a", *["n/a"] * (width - 2)]
 
 
+def _mixed_machines(summary: pd.DataFrame) -> bool:
+    """Whether `summary`'s rows come from more than one machine (pooled on purpose)."""
+    return "machine" in summary and summary["machine"].dropna().nunique() > 1
+
+
 def _instructions_cell(row: pd.Series) -> str:
     """Instructions per step in millions, or "not measurable (why)", or "-" (not counted)."""
     if pd.notna(row.get("instructions")):
@@ -232,8 +240,10 @@ def format_model_tables(summary: pd.DataFrame, reference: str = "torch") -> str:
     reference framework with its 95 % CI, the achieved GFLOP/s and its share of the GEMM peak
     where the cases recorded their FLOPs, instructions per step where counted (adh run
     --count-instructions), and the processes and seeds behind them; "n/a (reason)" for a
-    framework that does not support the model."""
+    framework that does not support the model. Where the rows come from more than one machine
+    (pooled on purpose: harness.machines), a last column names each row's."""
     out = []
+    mixed = _mixed_machines(summary)
     counted = "instructions" in summary and (
         summary["instructions"].notna().any()
         or summary["instructions_note"].fillna("").astype(bool).any())
@@ -241,7 +251,8 @@ def format_model_tables(summary: pd.DataFrame, reference: str = "torch") -> str:
     headers = ["Framework", "Time (s)", "Build + warm-up (s)", "Allocations (GiB)", "Peak (MiB)",
                "Test accuracy (%)",
                "Step (ms)", f"Step vs {reference}", *([RATE_HEADER] if rated else []),
-               *(["Instructions/step"] if counted else []), "Processes", "Seeds"]
+               *(["Instructions/step"] if counted else []), "Processes", "Seeds",
+               *(["Machine"] if mixed else [])]
     for model, rows in summary.groupby("model", sort=False):
         table = [_unsupported_row(row, len(headers)) or
                  [row["framework"] + (" [forced]" if _forced(row) else ""),
@@ -250,7 +261,8 @@ def format_model_tables(summary: pd.DataFrame, reference: str = "torch") -> str:
                   _mean_std(row, "peak_mib", 1), _mean_std(row, "test_pct", 2), _step_cell(row),
                   _ratio_cell(row, reference), *([_rate_cell(row)] if rated else []),
                   *([_instructions_cell(row)] if counted else []),
-                  _processes_cell(row), str(int(row["n"]))]
+                  _processes_cell(row), str(int(row["n"])),
+                  *([str(row["machine"])] if mixed else [])]
                  for _, row in rows.iterrows()]
         out.append(f"{model}\n{markdown_table(headers, table)}")
     if any(_forced(row) for _, row in summary.iterrows()):
@@ -301,8 +313,9 @@ def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str]
     where the cases recorded their FLOPs; the memory and accuracy as mean ± std, each
     followed by its value against the reference when the model has a reference row. A metric no
     row measured (no memory pass) is left out. A framework that does not support the model shows
-    "n/a (reason)"."""
+    "n/a (reason)"; a last column names each row's machine where they differ."""
     relative = bool((rows["framework"] == reference).any())
+    mixed = _mixed_machines(rows)
     columns = [c for c in PAPER_COLUMNS if rows[c[0]].notna().any()]
     rated = _rated(rows)
     headers = ["Framework", "Time (s)", "Build + warm-up (s)", "Step (ms)"]
@@ -312,7 +325,7 @@ def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str]
         unit = "" if words else " (pp)"
         headers += [header, f"vs {reference}{unit}"] if relative else [header]
     body = []
-    width = len(headers) + 2  # with Processes and Seeds
+    width = len(headers) + 2 + mixed  # with Processes, Seeds and Machine
     for _, row in rows.iterrows():
         unsupported = _unsupported_row(row, width)
         if unsupported:
@@ -328,8 +341,9 @@ def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str]
             cells.append(_mean_std(row, column, digits))
             if relative:
                 cells.append(_relative_cell(row, column, words, reference))
-        body.append(cells + [_processes_cell(row), str(int(row["n"]))])
-    return headers + ["Processes", "Seeds"], body
+        body.append(cells + [_processes_cell(row), str(int(row["n"]))]
+                    + ([str(row["machine"])] if mixed else []))
+    return headers + ["Processes", "Seeds"] + (["Machine"] if mixed else []), body
 
 
 def final_epoch(epochs: pd.DataFrame, by: str = "key") -> pd.DataFrame:

@@ -263,6 +263,10 @@ def test_provenance_fields(tmp_path):
     )
     assert p["numpy"] == np.__version__ and p["python"] == sys.version.split()[0]
     assert p["cpu_model"] and p["logical_cores"] >= 1 and p["os"] and p["hostname"]
+    # the machine's fingerprint: numpy is loaded here, so its BLAS is named (OpenBLAS's
+    # kernels depend on the CPU)
+    assert p["blas"] not in ("not loaded", "none") and p["blas"] in p["machine"]
+    assert p["machine"].startswith(f"{p['cpu_model']}, {p['logical_cores']} logical cores")
     started = datetime.fromisoformat(p["started_at"])
     assert started.utcoffset() == timedelta(0)
     assert abs((datetime.now(timezone.utc) - started).total_seconds()) < 60

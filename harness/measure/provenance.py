@@ -10,6 +10,7 @@ import os
 import platform
 import socket
 import subprocess
+import sys
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -68,6 +69,26 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def blas_library() -> str:
+    """The BLAS numpy has loaded, with the CPU architecture it chose kernels for (OpenBLAS picks
+    them per CPU), e.g. "openblas 0.3.27 Zen"; "not loaded" before numpy is imported (this module
+    never imports it: the caller may not have set its thread count yet)."""
+    if "numpy" not in sys.modules:
+        return "not loaded"
+    from threadpoolctl import threadpool_info
+
+    names = [" ".join(filter(None, (p["internal_api"], p["version"], p.get("architecture"))))
+             for p in threadpool_info() if p["user_api"] == "blas"]
+    return "; ".join(names) or "none"
+
+
+def machine_fingerprint(cpu: str, cores: object, blas: str | None) -> str:
+    """What two measurements must share to be compared: the CPU model, its logical cores and the
+    BLAS (None: not recorded, in records older than the fingerprint). The host name is left out
+    on purpose: two nodes of one kind are the same machine here, a cluster's or a CI service's."""
+    return f"{cpu}, {cores} logical cores, BLAS {blas or 'not recorded'}"
+
+
 def _version(package: str) -> str | None:
     try:
         return metadata.version(package)
@@ -85,6 +106,7 @@ def provenance(
 ) -> dict[str, Any]:
     """The provenance of one run: code, packages, machine, settings and start time (UTC)."""
     commit, dirty = git_state(repo_dir)
+    cpu, cores, blas = cpu_model(), os.cpu_count(), blas_library()
     return {
         "commit": commit,
         "dirty": dirty,
@@ -93,8 +115,10 @@ def provenance(
         "numpy": _version("numpy"),
         "torch": _version("torch"),  # None when torch is not installed
         "memray": _version("memray"),
-        "cpu_model": cpu_model(),
-        "logical_cores": os.cpu_count(),
+        "cpu_model": cpu,
+        "logical_cores": cores,
+        "blas": blas,
+        "machine": machine_fingerprint(cpu, cores, blas),
         "os": platform.platform(),
         "hostname": socket.gethostname(),
         "threads": threads,

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from .. import tables
 from ..errors import UsageError
+from ..machines import case_machines, require_one_machine
 from ..measure import warmup as warmup_rule
 from ..measure.policy import FlagPolicy
 from ..profile import SavedProfile
@@ -198,11 +199,8 @@ def provenance_section(cases: pd.DataFrame) -> str:
             f"{started.min():%Y-%m-%d %H:%M} to {started.max():%Y-%m-%d %H:%M} UTC")
     versions = ", ".join(f"{name} {_distinct(_column(cases, f'prov_{name}'))}"
                          for name in ("python", "numpy", "torch", "memray"))
-    cores = _column(cases, "prov_logical_cores").map(lambda c: f"{int(c)} logical cores",
-                                                     na_action="ignore")
     lines = [
-        f"- Machine: {_distinct(_column(cases, 'prov_cpu_model'))}, {_distinct(cores)}; "
-        f"{_distinct(_column(cases, 'prov_os'))}",
+        f"- Machine: {_distinct(case_machines(cases))}; {_distinct(_column(cases, 'prov_os'))}",
         f"- Threads per run: {_distinct(cases['threads'])}; dtype {_distinct(cases['dtype'])}",
         f"- Versions: {versions}",
         f"- Code: commit {_distinct(commit)}",
@@ -435,14 +433,17 @@ def _profiles_section(profiles: list[SavedProfile], figure_dir: Path) -> list[st
 
 
 def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
-                 profiles: list[SavedProfile] | None = None) -> Path:
+                 profiles: list[SavedProfile] | None = None,
+                 allow_mixed_machines: bool = False) -> Path:
     """Write the report of `suite` to `out_dir` (default reports/<suite>/): figures as PNG (200
     dpi) and PDF under figures/, tables as Markdown, LaTeX and CSV under tables/, and report.md
     showing them all with the provenance and the measurement method, and `profiles` (from
     harness.profile.read_profiles) with a roofline figure. Files of an earlier build in
     figures/ and tables/ are removed first. Returns report.md's path. Raises UsageError when
-    the store holds no finished case of `suite`."""
+    the store holds no finished case of `suite`, or cases of several machines unless
+    `allow_mixed_machines` (harness.machines)."""
     data = load_suite_data(store, suite)
+    require_one_machine(data.cases, f"suite {suite!r} in {store.path}", allow_mixed_machines)
     out_dir = Path(out_dir) if out_dir is not None else Path("reports") / suite
     figure_dir, table_dir = out_dir / "figures", out_dir / "tables"
     for folder in (figure_dir, table_dir):
