@@ -148,18 +148,28 @@ def _on_cluster(pairs: list[dict[str, CaseResult]], rounds: int, sides: dict[str
         jobs = []
         for pair in pairs:
             jobs.append(executor.submit(measure_case_sides, pair, rounds, sides, ref))
-            jobs[-1].wait()
+            try:
+                jobs[-1].wait()
+            except KeyboardInterrupt:
+                jobs[-1].cancel(check=False)
+                raise
     else:
         jobs = executor.map_array(measure_case_sides, pairs, [rounds] * len(pairs),
                                   [sides] * len(pairs), [ref] * len(pairs))
         on_run(f"submitted {len(jobs)} tasks to Slurm (logs in {cluster.folder})")
     index = {job.job_id: i for i, job in enumerate(jobs)}
-    for job in as_completed(jobs):
-        pair = pairs[index[job.job_id]]
-        try:
-            pair.update(job.result())
-        except Exception as error:  # the task failed: both sides of the case are lost
-            for side in pair:
-                pair[side] = failed_task(pair[side], error)
-        on_run(f"{pair['new'].case.label()}: both sides measured on one node"
-               + ("" if pair["new"].status == Status.OK else f" ({pair['new'].status})"))
+    try:
+        for job in as_completed(jobs):
+            pair = pairs[index[job.job_id]]
+            try:
+                pair.update(job.result())
+            except Exception as error:  # the task failed: both sides of the case are lost
+                for side in pair:
+                    pair[side] = failed_task(pair[side], error)
+            on_run(f"{pair['new'].case.label()}: both sides measured on one node"
+                   + ("" if pair["new"].status == Status.OK else f" ({pair['new'].status})"))
+    except KeyboardInterrupt:  # REF's worktree goes with this process: its tasks go too
+        for job in jobs:
+            if not job.done():
+                job.cancel(check=False)
+        raise

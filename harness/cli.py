@@ -400,7 +400,10 @@ def _run(args) -> int:
         if cluster is not None and cluster.executor == "slurm" and not plan.blocking:
             from .cluster import dry_run, time_limit_min
 
-            todo = [p for p in plan.cases if not p.skipped]
+            todo = [p for p in plan.cases if not (p.skipped or p.unsupported)]
+            if not todo:
+                print("\nnothing to submit: every case is stored or not supported")
+                return 0
             script = dry_run([CaseResult(case=p.case, key=p.key, status=Status.OK) for p in todo],
                              cluster, time_limit_min([p.estimate_s for p in todo], cluster))
             print(f"\nthe sbatch script of its {len(todo)} tasks, not submitted: {script}")
@@ -425,6 +428,7 @@ def _run(args) -> int:
 
                 outcome = run_suite_on_cluster(
                     plan.suite, store, options, cluster, {p.key: p.estimate_s for p in plan.cases},
+                    {p.key: p.unsupported for p in plan.cases if p.unsupported},
                     note=lambda line: print(line, file=sys.stderr))
             keys = {r.key for r in outcome.results + outcome.skipped}
             cases = store.cases(suite.name)
@@ -651,6 +655,10 @@ def _compare(args) -> int:
         with _measuring(args) if local else nullcontext():
             outcome = ab_test(args.against, suite, args.rounds, options, thresholds,
                               on_run=lambda line: print(line, file=sys.stderr), cluster=cluster)
+        # both sides of a case ran on one machine; cases on nodes of different kinds would pool
+        # (REF's worker may predate the fingerprint: the working tree's side says where)
+        require_one_machine(outcome.new.cases, f"this comparison with {args.against}",
+                            args.allow_mixed_machines)
         rows, labels = outcome.rows, (args.against, "working tree")
     else:
         if not (args.base and args.new):

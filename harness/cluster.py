@@ -85,13 +85,20 @@ def time_limit_min(estimates_s: list[float], cluster: ClusterOptions) -> int:
 
 def measure_case(result: CaseResult, options: Any) -> CaseResult:
     """A task: the rounds `result` lacks, on the node the task landed on (runner.finish_case),
-    after measuring the node's roofs if its cache has none (harness.measure.roofs). Runs in
-    submitit's process on the node, which has not set its thread count yet."""
+    after measuring the node's roofs if its cache has none (harness.measure.roofs); all of them
+    if its stored rounds ran on another machine (a case is measured on one). Runs in submitit's
+    process on the node, which has not set its thread count yet."""
     pin_threads(result.case.threads)
+    import os
+
+    from .measure.provenance import blas_library, cpu_model, machine_fingerprint
     from .measure.roofs import calibrate
     from .runner import finish_case
 
     calibrate({result.case.threads})
+    here = machine_fingerprint(cpu_model(), os.cpu_count(), blas_library())
+    if result.runs and result.provenance.get("machine") != here:  # rounds of another machine
+        result = CaseResult(case=result.case, key=result.key, status=Status.OK)
     return finish_case(result, options)
 
 
@@ -142,7 +149,8 @@ def dry_run(results: list[CaseResult], cluster: ClusterOptions, time_min: int) -
     cluster.folder.mkdir(parents=True, exist_ok=True)
     folder = cluster.folder.resolve()
     command = shlex.join([sys.executable, "-u", "-m", "submitit.core._submit", str(folder)])
-    script = _make_sbatch_string(command=command, folder=folder, map_count=max(len(results), 1),
+    array = {"map_count": len(results)} if len(results) > 1 else {}  # one case: a plain job
+    script = _make_sbatch_string(command=command, folder=folder, **array,
                                  **_slurm_parameters(cluster, threads, time_min))
     path = cluster.folder / "dry-run.sh"
     path.write_text(script)
@@ -169,15 +177,31 @@ class JobBook:
         self.ids.update(zip(keys, job_ids, strict=True))
         self.path.write_text(json.dumps(self.ids, indent=1))
 
+    def forget(self, key: str) -> None:
+        """`key`'s result is stored: a later --resume must not collect its task again."""
+        if self.ids.pop(key, None) is not None:
+            self.path.write_text(json.dumps(self.ids, indent=1))
 
-def _reattach(executor: submitit.Executor, job_id: str, cluster: ClusterOptions) -> Any:
-    """The job `job_id` of an earlier coordinator, if its result can still come: finished with a
-    result in the folder, or (Slurm) queued or running; None to submit its case again."""
+
+SLURM_ALIVE = ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "SUSPENDED")
+
+
+def _reattach(executor: submitit.Executor, job_id: str, result: CaseResult,
+              cluster: ClusterOptions) -> Any:
+    """The job `job_id` of an earlier coordinator, if `result`'s case can still come from it:
+    finished with that case's result in the folder, or (Slurm) queued or running; None to
+    submit the case again (a job Slurm no longer knows, a result file of another case)."""
     job = executor.job_class(executor.folder, job_id)
     if job.paths.result_pickle.exists():
-        return job
-    if cluster.executor == "slurm" and not job.done(force_check=True):
-        return job
+        try:
+            returned = job.result()
+        except Exception:  # the task failed: measure the case again
+            return None
+        return job if getattr(returned, "key", None) == result.key else None
+    if cluster.executor == "slurm":
+        job.done(force_check=True)  # refreshes its state from sacct
+        if job.state in SLURM_ALIVE:
+            return job
     return None
 
 
@@ -195,7 +219,7 @@ def submit_cases(results: list[CaseResult], options: Any, cluster: ClusterOption
     fresh = []
     for result in results:
         earlier = book.ids.get(result.key) if resume else None
-        job = _reattach(executor, earlier, cluster) if earlier else None
+        job = _reattach(executor, earlier, result, cluster) if earlier else None
         if job is not None:
             on_submitted(f"{result.case.label()}: collecting task {earlier} of an earlier run")
             pairs.append((result, job))
@@ -258,17 +282,24 @@ def _outcome(job: Any, result: CaseResult) -> CaseResult:
 
 
 def run_suite_on_cluster(suite: Any, store: Any, options: Any, cluster: ClusterOptions,
-                         estimates_s: dict[str, float],
+                         estimates_s: dict[str, float], unsupported: dict[str, str],
                          note: Callable[[str], None] = lambda m: None) -> Any:
     """`runner.run_suite` with each case a task of `cluster`: the cases the store lacks (with
     --resume, as run_suite decides) measured on the nodes, each saved here as its task ends.
-    `estimates_s` (case key -> the plan's seconds) sets the default time limit."""
+    `estimates_s` (case key -> the plan's seconds) sets the default time limit; the cases in
+    `unsupported` (key -> the framework's reason, from the plan) are recorded here as n/a
+    without taking a node."""
     from tqdm import tqdm
 
     from .runner import SuiteOutcome, pending_cases
 
     outcome = SuiteOutcome()
     todo, outcome.skipped = pending_cases(suite, store, options)
+    for result in [r for r in todo if r.key in unsupported]:
+        result.status, result.reason = Status.UNSUPPORTED, unsupported[result.key]
+        store.save(result)
+        outcome.results.append(result)
+        todo.remove(result)
     if not todo:
         return outcome
     time_min = time_limit_min([estimates_s.get(r.key, 0.0) for r in todo], cluster)
@@ -277,8 +308,11 @@ def run_suite_on_cluster(suite: Any, store: Any, options: Any, cluster: ClusterO
     bar = tqdm(total=len(pairs), desc=f"suite {suite.name} ({cluster.executor})", unit="case",
                disable=True if not options.progress else None)
 
+    book = JobBook(cluster.folder)
+
     def done(result: CaseResult) -> None:
         store.save(result)
+        book.forget(result.key)
         outcome.results.append(result)
         bar.update(1)
         if result.status not in (Status.OK, Status.UNSUPPORTED):

@@ -16,6 +16,7 @@ from .errors import UsageError
 from .measure.provenance import machine_fingerprint
 
 ALLOW_FLAG = "--allow-mixed-machines"
+NOT_RECORDED = "BLAS not recorded"
 
 
 def case_machines(cases: pd.DataFrame) -> pd.Series:
@@ -36,10 +37,14 @@ def case_machines(cases: pd.DataFrame) -> pd.Series:
 
 
 def require_one_machine(cases: pd.DataFrame, what: str, allow: bool = False) -> list[str]:
-    """The machines of `cases` (those that ran: status ok), most cases first. More than one is a
-    UsageError naming them and the flag that allows it, unless `allow`."""
+    """The machines of `cases` (those that ran: status ok), most cases first; compared by CPU
+    model and cores alone where a record predates the BLAS in the fingerprint. More than one is
+    a UsageError naming them and the flag that allows it, unless `allow`."""
     ran = cases[cases["status"] == "ok"] if "status" in cases else cases
-    counts = case_machines(ran).value_counts()
+    machines = case_machines(ran)
+    if machines.str.endswith(NOT_RECORDED).any():  # records older than the BLAS in them
+        machines = machines.str.rsplit(", BLAS ", n=1).str[0]
+    counts = machines.value_counts()
     machines = list(counts.index)
     if len(machines) > 1 and not allow:
         listed = "; ".join(f"{m} ({n} case{'s' * (n > 1)})" for m, n in counts.items())

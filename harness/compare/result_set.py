@@ -56,7 +56,8 @@ class ResultSet:
             cases.append({"id": i, **r.case.settings(), "extra": json.dumps(dict(r.case.extra)),
                           "status": r.status, "reason": r.reason,
                           **{m: getattr(r, m) for m in (*MEMORY_METRICS, INSTRUCTIONS_METRIC)},
-                          "prov_code_version": r.provenance.get("code_version")})
+                          "prov_code_version": r.provenance.get("code_version"),
+                          "prov_machine": r.provenance.get("machine")})
             runs += [{"case_id": i, "run": run.round, "contended": run.contended,
                       "drift": run.drift} for run in r.runs]
             steps += [{"case_id": i, "run": run.round, "idx": j, "seconds": s}

@@ -77,8 +77,11 @@ def blas_library() -> str:
         return "not loaded"
     from threadpoolctl import threadpool_info
 
+    blas = [p for p in threadpool_info() if p["user_api"] == "blas"]
+    # numpy's own, where a framework loaded another (a torch build bundling its BLAS)
+    blas = [p for p in blas if "numpy" in p["filepath"]] or blas
     names = [" ".join(filter(None, (p["internal_api"], p["version"], p.get("architecture"))))
-             for p in threadpool_info() if p["user_api"] == "blas"]
+             for p in blas]
     return "; ".join(names) or "none"
 
 
