@@ -2,9 +2,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-BASELINE := benchmarks/ci-baseline-commit
 
-.PHONY: run test lint pytest regression baseline
+.PHONY: run test lint pytest regression baseline history
 
 # The plugins under plugins/ too, as a user installs a third-party plugin: `make pytest` runs
 # their conformance tests. plugins/tinygrad compiles its CPU kernels with clang (apt-get install
@@ -30,18 +29,23 @@ lint: $(BIN)/.installed
 pytest: $(BIN)/.installed
 	$(BIN)/python -m pytest -q
 
-# The `ci` suite measured at the baseline commit and in the working tree, side by side, round by
-# round, on this machine: a baseline measured earlier or elsewhere would carry another machine's
-# speed (or another minute's) into the verdict. Instructions per step (valgrind) within 1 %,
-# memory within 2 % and test accuracy within 0.5 points, strictly; step time only beyond 1.5x
-# with a paired 95 % interval that excludes 1, so that a shared 2-core machine does not raise
-# false alarms. A finer time verdict: adh compare --against REF --rounds 10 --min-factor 1.1
+# The `ci` suite measured at this machine's baseline commit (adh baseline: its entry in
+# benchmarks/ci-baselines.toml, else the parent commit) and in the working tree, side by side,
+# round by round, on this machine: a baseline measured earlier or elsewhere would carry another
+# machine's speed (or another minute's) into the verdict. Instructions per step (valgrind) within
+# 1 %, memory within 2 % and test accuracy within 0.5 points, strictly; step time only beyond
+# 1.5x with a paired 95 % interval that excludes 1, so that a shared 2-core machine does not
+# raise false alarms. A finer time verdict: adh compare --against REF --rounds 10 --min-factor 1.1
 regression: $(BIN)/.installed
-	$(BIN)/adh compare --against "$$(cat $(BASELINE))" --suite ci --rounds 5 --min-factor 1.5 \
-		--count-instructions
+	base=$$($(BIN)/adh baseline) && $(BIN)/adh compare --against "$$base" --suite ci --rounds 5 \
+		--min-factor 1.5 --count-instructions
 
-# After an intended change (slower, hungrier, less accurate), make HEAD the baseline, then commit
-# $(BASELINE). Commit the change first: the baseline is a commit, not a working tree.
-baseline:
-	@git diff --quiet HEAD -- . ':!$(BASELINE)' || { echo "commit your changes first: the baseline is a commit" >&2; exit 1; }
-	git rev-parse HEAD > $(BASELINE)
+# After an intended change (slower, hungrier, less accurate): commit it, then make HEAD this
+# machine's baseline, then commit benchmarks/ci-baselines.toml.
+baseline: $(BIN)/.installed
+	$(BIN)/adh baseline --set
+
+# The ci suite at the last 12 commits of main (a worktree each), into results/history.sqlite;
+# then the dashboard in site/ (about 2 minutes a commit on 2 cores).
+history: $(BIN)/.installed
+	$(BIN)/python scripts/backfill_history.py --commits 12

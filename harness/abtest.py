@@ -36,6 +36,7 @@ class ABResult:
     base: ResultSet  # REF
     new: ResultSet  # the working tree
     rows: list[ComparisonRow]
+    results: list[CaseResult]  # every case of both sides, as measured (REF's first)
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -131,7 +132,8 @@ def ab_test(ref: str, suite: Suite, rounds: int = 5, options: RunOptions | None 
     new = ResultSet.from_results([p["new"] for p in pairs],
                                  f"working tree ({sides['new'].code_version})")
     base.paired = new.paired = True
-    return ABResult(base, new, compare(base, new, thresholds))
+    return ABResult(base, new, compare(base, new, thresholds),
+                    [p[side] for side in ("base", "new") for p in pairs])
 
 
 def _on_cluster(pairs: list[dict[str, CaseResult]], rounds: int, sides: dict[str, RunOptions],

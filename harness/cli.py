@@ -16,6 +16,7 @@ from .errors import AdhError, UsageError
 from .threads import pin_threads
 
 if TYPE_CHECKING:
+    from .store import ResultsStore
     from .suites import Suite
 
 EPILOG = """examples:
@@ -31,6 +32,8 @@ EPILOG = """examples:
   adh run paper --shard 1/3    a third of the suite (then: adh merge OUT.sqlite S1 S2 S3)
   adh run paper --executor slurm --dry-run   each case a task on a Slurm node: the script
   adh system                   is this machine fit to measure on?
+  adh history ci               each case's step time over the commits, with change points
+  adh publish ci --out site/   the history as a static HTML dashboard (opens from file://)
 """
 
 
@@ -192,6 +195,10 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--json", type=Path, metavar="FILE",
                          help="also write the verdicts as JSON")
     compare.add_argument("--data-dir", help="folder holding IDX files, for --against")
+    compare.add_argument("--store", type=Path, metavar="PATH",
+                         help="with --against: also keep both sides' measurements in this results "
+                              "store (each side under its commit: adh history and adh publish "
+                              "show them)")
     _mixed_machines_argument(compare, "compare result sets whose cases")
     _cluster_arguments(compare)
     _no_wait(compare)
@@ -263,10 +270,56 @@ def _parser() -> argparse.ArgumentParser:
     results.add_argument("--suite", help="only this suite")
     results.add_argument("--store", default="results/adh.sqlite",
                          help="results database (default: %(default)s)")
-    results.add_argument("--export", metavar="DIR", type=Path, help="write every table to DIR")
-    results.add_argument("--format", choices=["csv", "parquet"], default="csv",
-                         help="export format")
+    results.add_argument("--export", metavar="DIR", type=Path,
+                         help="write the results to DIR in --format")
+    results.add_argument("--format", choices=["csv", "parquet", "bmf", "github"], default="csv",
+                         help="export format: csv or parquet (every table of the store, linked "
+                              "by case_id), bmf (Bencher Metric Format: DIR/bmf.json) or github "
+                              "(github-action-benchmark's customSmallerIsBetter: "
+                              "DIR/github-benchmark.json); bmf and github hold each case's "
+                              "newest results (default: %(default)s)")
     _mixed_machines_argument(results, "tabulate a suite whose cases")
+
+    history = sub.add_parser(
+        "history", help="each case's results over the commits, with change points",
+        description="Print each case's history in commit order (the repository's git order, not "
+                    "the order of measuring), one table per model and machine with a column per "
+                    "framework, and the change points that asv's step detection finds in each "
+                    "series. Advisory: a change point says where to look; adh compare gives "
+                    "verdicts. A store gains a commit's results with every adh run at that "
+                    "commit (scripts/backfill_history.py measures past commits).",
+        epilog="example:\n  adh history ci --metric alloc --store results/history.sqlite",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    history.add_argument("suite", nargs="?", help="the suite (default: every suite stored)")
+    _history_arguments(history)
+    history.add_argument("--metric", choices=["step", "alloc", "peak", "accuracy"],
+                         default="step",
+                         help="step time (ms), bytes allocated in training (MiB), peak memory in "
+                              "training (MiB) or final test accuracy (%%) (default: %(default)s)")
+
+    publish = sub.add_parser(
+        "publish", help="the history as a static HTML dashboard",
+        description="Write OUT/index.html: per suite, the newest results' tables, the "
+                    "regressions (change points 5%% or more in the worse direction) with their "
+                    "commit ranges, a history figure per model (one line per framework, "
+                    "intervals as bands, change points marked) and the provenance. One "
+                    "self-contained file: it opens from file://, no server.")
+    publish.add_argument("suite", nargs="*", help="suites (default: every suite stored)")
+    _history_arguments(publish)
+    publish.add_argument("--out", type=Path, default=Path("site"),
+                         help="folder of the dashboard (default: %(default)s)")
+
+    base = sub.add_parser(
+        "baseline", help="the commit the regression check measures against, on this machine",
+        description="Print the baseline commit of this machine (by its fingerprint: CPU model, "
+                    "logical cores, BLAS) from benchmarks/ci-baselines.toml, or the parent "
+                    "commit where this machine has none; why, on standard error. make "
+                    "regression measures the ci suite at that commit and in the working tree, "
+                    "both here (adh compare --against).")
+    base.add_argument("--set", action="store_true",
+                      help="after an intended change (slower, hungrier, less accurate): record "
+                           "HEAD as this machine's baseline (commit first), dropping the other "
+                           "machines' entries, which predate the change; then commit the file")
 
     merge = sub.add_parser(
         "merge", help="join the stores of a suite's shards (or of any runs) into one",
@@ -283,6 +336,14 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument("out", metavar="OUT", help="the merged store (.sqlite)")
     merge.add_argument("inputs", nargs="+", metavar="IN", help="stores to merge")
     return parser
+
+
+def _history_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", default="results/adh.sqlite",
+                        help="results database (default: %(default)s)")
+    parser.add_argument("--repo", type=Path,
+                        help="the git checkout whose commit order places the results (default: "
+                             "this harness's)")
 
 
 def _mixed_machines_argument(parser: argparse.ArgumentParser, what: str) -> None:
@@ -320,7 +381,8 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _interrupt)
         commands = {"run": _run, "check": _check, "list": _list, "results": _results,
                     "report": _report, "compare": _compare, "system": _system, "spec": _spec,
-                    "profile": _profile, "merge": _merge}
+                    "profile": _profile, "merge": _merge, "history": _history,
+                    "publish": _publish, "baseline": _baseline}
         return commands[args.command](args)
     except AdhError as error:  # anything else is a bug, and shows its traceback
         print(f"adh: error: {error}", file=sys.stderr)
@@ -588,14 +650,18 @@ def _framework_lines() -> list[tuple[str, str, str, str]]:
 
 
 def _results(args) -> int:
-    from .store import ResultsStore, newest_versions
+    from .store import newest_versions
 
-    _refuse_misplaced(args.store, "store", "results")
-    if not Path(args.store).exists():
-        raise UsageError(f"no results at {args.store}: run `adh run` first (or pass --store)")
-    with ResultsStore(args.store) as store:
+    with _stored(args.store, "results") as store:
         if args.export:
-            for path in store.export(args.export, args.format):
+            if args.format in ("bmf", "github"):
+                from .ci_exports import export
+
+                paths = export(store, args.export, args.format, args.suite,
+                               args.allow_mixed_machines)
+            else:
+                paths = store.export(args.export, args.format)
+            for path in paths:
                 print(path)
             return 0
         suites = [args.suite] if args.suite else store.suites()
@@ -660,6 +726,12 @@ def _compare(args) -> int:
         require_one_machine(outcome.new.cases, f"this comparison with {args.against}",
                             args.allow_mixed_machines)
         rows, labels = outcome.rows, (args.against, "working tree")
+        if args.store:
+            from .store import ResultsStore
+
+            with ResultsStore(args.store) as store:
+                for result in outcome.results:
+                    store.save(result)
     else:
         if not (args.base and args.new):
             raise UsageError("give BASE and NEW result sets (or --against REF); "
@@ -667,9 +739,9 @@ def _compare(args) -> int:
         for given in (args.base, args.new):
             if not Path(given).exists():
                 _refuse_misplaced(given, "result set", "compare")
-        if args.executor:
-            raise UsageError("--executor measures: it goes with --against REF, not with BASE "
-                             "and NEW")
+        if args.executor or args.store:
+            raise UsageError(f"{'--executor' if args.executor else '--store'} keeps what is "
+                             "measured: it goes with --against REF, not with BASE and NEW")
         base, new = load_result_set(args.base), load_result_set(args.new)
         require_one_machine(pd.concat([base.cases, new.cases]), f"{args.base} with {args.new}",
                             args.allow_mixed_machines)
@@ -679,6 +751,57 @@ def _compare(args) -> int:
     if args.json:
         args.json.write_text(to_json(rows))
     return exit_code(rows)
+
+
+def _stored(path: str, command: str) -> ResultsStore:
+    """The store at `path` (an older schema upgraded, as any opening for writing does);
+    UsageError if there is none."""
+    from .store import ResultsStore
+
+    _refuse_misplaced(path, "store", command)
+    if not Path(path).exists():
+        raise UsageError(f"no results at {path}: run `adh run` first (or pass --store)")
+    return ResultsStore(path)
+
+
+def _history(args) -> int:
+    from .history import build_history, format_history
+
+    with _stored(args.store, "history") as store:
+        suites = [args.suite] if args.suite else store.suites()
+        if not suites:
+            raise UsageError(f"{args.store} holds no results yet: run `adh run SUITE --store "
+                             f"{args.store}` at a commit, then again at the next")
+        print("\n\n".join(format_history(build_history(store, suite, args.metric, args.repo))
+                           for suite in suites))
+    return 0
+
+
+def _publish(args) -> int:
+    from .publish import publish
+
+    with _stored(args.store, "publish") as store:
+        if not store.suites():
+            raise UsageError(f"{args.store} holds no results yet: run `adh run SUITE --store "
+                             f"{args.store}` first")
+        print(publish(store, args.out, args.suite or None, args.repo))
+    return 0
+
+
+def _baseline(args) -> int:
+    from .baselines import BASELINES, baseline, set_baseline
+
+    if args.set:
+        commit, machine, dropped = set_baseline()
+        print(f"{BASELINES}: {commit} is the baseline of {machine}"
+              + (f"; the entries of {dropped} other machine{'s' * (dropped > 1)} dropped"
+                 if dropped else "")
+              + f"; commit {BASELINES}", file=sys.stderr)
+        return 0
+    commit, why = baseline()
+    print(f"baseline: {commit}, {why}", file=sys.stderr)
+    print(commit)
+    return 0
 
 
 def _merge(args) -> int:
@@ -771,16 +894,13 @@ def _model_tables(cases, epochs, runs, what: str, allow_mixed_machines: bool = F
     framework does not support (n/a, with the reason). UsageError if the cases ran on different
     machines, unless `allow_mixed_machines`; `what` names them in its message."""
     from .machines import require_one_machine
-    from .records import Status
-    from .tables import format_model_tables, model_summary
+    from .tables import format_model_tables, shown_summary
 
     require_one_machine(cases, what, allow_mixed_machines)
-    shown = cases[cases["status"].isin([Status.OK, Status.UNSUPPORTED])]
-    if not len(shown):
+    summary = shown_summary(cases, epochs, runs)
+    if summary is None:
         return f"no finished case to tabulate ({', '.join(sorted(set(cases['status'])))})"
-    keys = set(shown["key"])
-    return format_model_tables(model_summary(shown, epochs[epochs["key"].isin(keys)],
-                                             runs[runs["key"].isin(keys)]))
+    return format_model_tables(summary)
 
 
 if __name__ == "__main__":

@@ -234,15 +234,21 @@ def _instructions_cell(row: pd.Series) -> str:
     return f"not measurable ({note})" if isinstance(note, str) and note else "-"
 
 
-def format_model_tables(summary: pd.DataFrame, reference: str = "torch") -> str:
-    """One table per model: Framework, Time (s), Build + warm-up (s), Allocations (GiB),
-    Peak (MiB), Test accuracy (%), step time with its 95 % CI, the paired step-time ratio to the
-    reference framework with its 95 % CI, the achieved GFLOP/s and its share of the GEMM peak
-    where the cases recorded their FLOPs, instructions per step where counted (adh run
-    --count-instructions), and the processes and seeds behind them; "n/a (reason)" for a
-    framework that does not support the model. Where the rows come from more than one machine
-    (pooled on purpose: harness.machines), a last column names each row's."""
-    out = []
+def shown_summary(cases: pd.DataFrame, epochs: pd.DataFrame,
+                  runs: pd.DataFrame) -> pd.DataFrame | None:
+    """`model_summary` of the measured cases among `cases` and of those their framework does not
+    support; None where there is neither."""
+    shown = cases[cases["status"].isin([Status.OK, Status.UNSUPPORTED])]
+    if not len(shown):
+        return None
+    keys = set(shown["key"])
+    return model_summary(shown, epochs[epochs["key"].isin(keys)], runs[runs["key"].isin(keys)])
+
+
+def model_table_rows(summary: pd.DataFrame, reference: str = "torch"
+                     ) -> tuple[list[str], list[tuple[str, list[list[str]]]], list[str]]:
+    """The cells of `format_model_tables`: the headers, per model its name and rows, and the
+    notes that explain a mark in them."""
     mixed = _mixed_machines(summary)
     counted = "instructions" in summary and (
         summary["instructions"].notna().any()
@@ -253,21 +259,32 @@ def format_model_tables(summary: pd.DataFrame, reference: str = "torch") -> str:
                "Step (ms)", f"Step vs {reference}", *([RATE_HEADER] if rated else []),
                *(["Instructions/step"] if counted else []), "Processes", "Seeds",
                *(["Machine"] if mixed else [])]
-    for model, rows in summary.groupby("model", sort=False):
-        table = [_unsupported_row(row, len(headers)) or
-                 [row["framework"] + (" [forced]" if _forced(row) else ""),
-                  _mean_std(row, "time_s", 2), _mean_std(row, "warmup_s", 2),
-                  _mean_std(row, "alloc_gib", 3),
-                  _mean_std(row, "peak_mib", 1), _mean_std(row, "test_pct", 2), _step_cell(row),
-                  _ratio_cell(row, reference), *([_rate_cell(row)] if rated else []),
-                  *([_instructions_cell(row)] if counted else []),
-                  _processes_cell(row), str(int(row["n"])),
-                  *([str(row["machine"])] if mixed else [])]
-                 for _, row in rows.iterrows()]
-        out.append(f"{model}\n{markdown_table(headers, table)}")
-    if any(_forced(row) for _, row in summary.iterrows()):
-        out.append(FORCED_NOTE)
-    return "\n\n".join(out)
+    tables = [(str(model), [
+        _unsupported_row(row, len(headers)) or
+        [row["framework"] + (" [forced]" if _forced(row) else ""),
+         _mean_std(row, "time_s", 2), _mean_std(row, "warmup_s", 2),
+         _mean_std(row, "alloc_gib", 3),
+         _mean_std(row, "peak_mib", 1), _mean_std(row, "test_pct", 2), _step_cell(row),
+         _ratio_cell(row, reference), *([_rate_cell(row)] if rated else []),
+         *([_instructions_cell(row)] if counted else []),
+         _processes_cell(row), str(int(row["n"])),
+         *([str(row["machine"])] if mixed else [])]
+        for _, row in rows.iterrows()]) for model, rows in summary.groupby("model", sort=False)]
+    notes = [FORCED_NOTE] if any(_forced(row) for _, row in summary.iterrows()) else []
+    return headers, tables, notes
+
+
+def format_model_tables(summary: pd.DataFrame, reference: str = "torch") -> str:
+    """One table per model: Framework, Time (s), Build + warm-up (s), Allocations (GiB),
+    Peak (MiB), Test accuracy (%), step time with its 95 % CI, the paired step-time ratio to the
+    reference framework with its 95 % CI, the achieved GFLOP/s and its share of the GEMM peak
+    where the cases recorded their FLOPs, instructions per step where counted (adh run
+    --count-instructions), and the processes and seeds behind them; "n/a (reason)" for a
+    framework that does not support the model. Where the rows come from more than one machine
+    (pooled on purpose: harness.machines), a last column names each row's."""
+    headers, tables, notes = model_table_rows(summary, reference)
+    return "\n\n".join([*(f"{model}\n{markdown_table(headers, rows)}" for model, rows in tables),
+                        *notes])
 
 
 def _forced(row: pd.Series) -> bool:

@@ -331,6 +331,20 @@ def test_ab_test_interleaves_rounds_and_removes_the_worktree(repo: Path, monkeyp
     assert not ref_tree.exists() and worktrees(repo) == 1
 
 
+def test_ab_test_hands_back_both_sides_cases_for_a_store(repo: Path, tmp_path: Path,
+                                                         monkeypatch) -> None:
+    # adh compare --against REF --store PATH saves these: each side under its own code version
+    (repo / "file.txt").write_text("v2\n")  # the working tree differs from REF
+    monkeypatch.setattr(abtest, "measure_round", fake_round([], set(), repo))
+    out = abtest.ab_test("HEAD", Suite("ci", "", [result([]).case]), rounds=2, repo=repo)
+    base, new = out.results
+    assert len(base.runs) == len(new.runs) == 2 and base.key != new.key
+    with ResultsStore(tmp_path / "c.sqlite") as store:
+        for r in out.results:
+            store.save(r)
+        assert len(store.cases()) == 2
+
+
 def test_ab_test_pairs_rounds_so_that_drift_cancels(repo: Path, monkeypatch) -> None:
     # The host's pace swings +-20 % between rounds, more than the 15 % slowdown: unpaired, the
     # rounds' spread would hide it; paired round by round, the ratio is 1.15 with a tight interval.

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 # The repository holding this code: harness/measure/provenance.py -> repo root.
-_REPO_DIR = Path(__file__).resolve().parents[2]
+REPO_DIR = Path(__file__).resolve().parents[2]
 
 
-def _git(repo_dir: Path, *args: str) -> str | None:
+def git_output(repo_dir: Path, *args: str) -> str | None:
+    """The output of `git -C repo_dir ARGS`, or None where git fails (no repository, no git)."""
     try:
         out = subprocess.run(
             ["git", "-C", str(repo_dir), *args], capture_output=True, text=True, check=True
@@ -36,11 +37,11 @@ def git_state(repo_dir: Path | None = None) -> tuple[str, bool]:
     Dirty means tracked files differ from the commit; untracked files are ignored, since
     scratch files and results beside the code do not change what runs.
     """
-    repo = repo_dir or _REPO_DIR
-    sha = _git(repo, "rev-parse", "--short", "HEAD")
+    repo = repo_dir or REPO_DIR
+    sha = git_output(repo, "rev-parse", "--short", "HEAD")
     if sha is None:
         return "unknown", False
-    return sha.strip(), bool(_git(repo, "status", "--porcelain", "--untracked-files=no"))
+    return sha.strip(), bool(git_output(repo, "status", "--porcelain", "--untracked-files=no"))
 
 
 def code_version(repo_dir: Path | None = None) -> str:
@@ -49,11 +50,11 @@ def code_version(repo_dir: Path | None = None) -> str:
     Two different uncommitted edits give two different versions, so `--resume` never reuses
     results measured with other code.
     """
-    repo = repo_dir or _REPO_DIR
+    repo = repo_dir or REPO_DIR
     sha, dirty = git_state(repo)
     if not dirty:
         return sha
-    diff = _git(repo, "diff", "HEAD", "--no-ext-diff", "--binary") or ""
+    diff = git_output(repo, "diff", "HEAD", "--no-ext-diff", "--binary") or ""
     return f"{sha}+dirty.{hashlib.sha256(diff.encode()).hexdigest()[:10]}"
 
 
