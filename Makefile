@@ -37,7 +37,7 @@ pytest: $(BIN)/.installed
 # 1.5x with a paired 95 % interval that excludes 1, so that a shared 2-core machine does not
 # raise false alarms. A finer time verdict: adh compare --against REF --rounds 10 --min-factor 1.1
 regression: $(BIN)/.installed
-	base=$$($(BIN)/adh baseline) && $(BIN)/adh compare --against "$$base" --suite ci --rounds 5 \
+	base=$$($(BIN)/adh baseline) && $(BIN)/adh compare --against "$$base" --suite ci --rounds 3 \
 		--min-factor 1.5 --count-instructions
 
 # After an intended change (slower, hungrier, less accurate): commit it, then make HEAD this
