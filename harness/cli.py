@@ -34,6 +34,7 @@ EPILOG = """examples:
   adh system                   is this machine fit to measure on?
   adh history ci               each case's step time over the commits, with change points
   adh publish ci --out site/   the history as a static HTML dashboard (opens from file://)
+  adh trace "ln(x1) + x1*x2 - sin(x2)" --at x1=2 x2=5   reverse mode, step by step
 """
 
 
@@ -309,6 +310,22 @@ def _parser() -> argparse.ArgumentParser:
     publish.add_argument("--out", type=Path, default=Path("site"),
                          help="folder of the dashboard (default: %(default)s)")
 
+    trace = sub.add_parser(
+        "trace", help="the engine's forward primal and reverse adjoint trace of an expression",
+        description="Build EXPR as the engine's graph on float64 scalars and print the "
+                    "evaluation trace of reverse-mode AD, as the literature tabulates it: the "
+                    "forward primal trace (inputs v_{1-n}..v_0, intermediates v_1, v_2, ... and "
+                    "their values) and the reverse adjoint trace (each adjoint v_i' summed from "
+                    "its consumers' v_j' x dv_j/dv_i, from each op's own backward), ending with "
+                    "the gradient, which the engine's reverse sweep must match. EXPR may use "
+                    "numbers, names, + - * / ** and unary -, and ln, log, exp, sin, cos, tanh, "
+                    "sigmoid, relu.",
+        epilog='example:\n  adh trace "ln(x1) + x1*x2 - sin(x2)" --at x1=2 x2=5',
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    trace.add_argument("expression", metavar="EXPR", help="a scalar expression, quoted")
+    trace.add_argument("--at", nargs="+", metavar="NAME=VALUE", required=True,
+                       help="the value of every name in EXPR, in the order to number them")
+
     base = sub.add_parser(
         "baseline", help="the commit the regression check measures against, on this machine",
         description="Print the baseline commit of this machine (by its fingerprint: CPU model, "
@@ -382,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
         commands = {"run": _run, "check": _check, "list": _list, "results": _results,
                     "report": _report, "compare": _compare, "system": _system, "spec": _spec,
                     "profile": _profile, "merge": _merge, "history": _history,
-                    "publish": _publish, "baseline": _baseline}
+                    "publish": _publish, "baseline": _baseline, "trace": _trace}
         return commands[args.command](args)
     except AdhError as error:  # anything else is a bug, and shows its traceback
         print(f"adh: error: {error}", file=sys.stderr)
@@ -785,6 +802,23 @@ def _publish(args) -> int:
             raise UsageError(f"{args.store} holds no results yet: run `adh run SUITE --store "
                              f"{args.store}` first")
         print(publish(store, args.out, args.suite or None, args.repo))
+    return 0
+
+
+def _trace(args) -> int:
+    from engine.trace import evaluation_trace, format_trace
+
+    values = {}
+    for given in args.at:
+        name, _, number = given.partition("=")
+        try:
+            values[name.strip()] = float(number)
+        except ValueError:
+            raise UsageError(f"--at takes NAME=VALUE pairs such as x1=2, got {given!r}") from None
+    try:
+        print(format_trace(evaluation_trace(args.expression, values)))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     return 0
 
 

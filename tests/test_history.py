@@ -170,6 +170,13 @@ def test_adh_history_prints_tables_and_change_points(repo, tmp_path: Path, capsy
     assert f"▲ 2.00x (regression) in {shas[2]}..{shas[3]}: 100.0 -> 200.0 MiB" in out
 
 
+def test_the_cli_offers_every_metric() -> None:
+    (history,) = [a for a in _parser()._subparsers._group_actions[0].choices.items()
+                  if a[0] == "history"]
+    (metric,) = [a for a in history[1]._actions if a.dest == "metric"]
+    assert list(metric.choices) == list(METRICS)
+
+
 def test_history_errors_name_the_fix(tmp_path: Path, capsys) -> None:
     assert main(["history", "ci", "--store", str(tmp_path / "none.sqlite")]) == 2
     assert "no results at" in capsys.readouterr().err
