@@ -35,6 +35,7 @@ EPILOG = """examples:
   adh history ci               each case's step time over the commits, with change points
   adh publish ci --out site/   the history as a static HTML dashboard (opens from file://)
   adh trace "ln(x1) + x1*x2 - sin(x2)" --at x1=2 x2=5   reverse mode, step by step
+  adh graph cnn --out figs/    the engine's graph of a CNN training step, drawn by Graphviz
 """
 
 
@@ -310,6 +311,23 @@ def _parser() -> argparse.ArgumentParser:
     publish.add_argument("--out", type=Path, default=Path("site"),
                          help="folder of the dashboard (default: %(default)s)")
 
+    graph = sub.add_parser(
+        "graph", help="draw the computational graph the engine builds for a model",
+        description="Build MODEL's training step in the engine's static graph (the graph "
+                    "engine-static re-feeds every batch: forward, loss) and write it as "
+                    "OUT/MODEL-graph.dot and, with Graphviz's dot, OUT/MODEL-graph.svg (or "
+                    "--format png/pdf): operators as boxes named by op, parameters shaded, data "
+                    "as ellipses, every edge labelled with the shape it carries. Needs Graphviz "
+                    "for the drawing (apt-get install graphviz); the .dot file is written "
+                    "without it.")
+    graph.add_argument("model", help="model name (see adh list)")
+    graph.add_argument("--batch", type=_positive_int, default=None,
+                       help="batch size on the edges (default: the model's)")
+    graph.add_argument("--out", type=Path, default=Path("."),
+                       help="folder to write to (default: the current one)")
+    graph.add_argument("--format", choices=["svg", "png", "pdf"], default="svg",
+                       help="drawing format (default: %(default)s)")
+
     trace = sub.add_parser(
         "trace", help="the engine's forward primal and reverse adjoint trace of an expression",
         description="Build EXPR as the engine's graph on float64 scalars and print the "
@@ -399,7 +417,8 @@ def main(argv: list[str] | None = None) -> int:
         commands = {"run": _run, "check": _check, "list": _list, "results": _results,
                     "report": _report, "compare": _compare, "system": _system, "spec": _spec,
                     "profile": _profile, "merge": _merge, "history": _history,
-                    "publish": _publish, "baseline": _baseline, "trace": _trace}
+                    "publish": _publish, "baseline": _baseline, "trace": _trace,
+                    "graph": _graph}
         return commands[args.command](args)
     except AdhError as error:  # anything else is a bug, and shows its traceback
         print(f"adh: error: {error}", file=sys.stderr)
@@ -802,6 +821,35 @@ def _publish(args) -> int:
             raise UsageError(f"{args.store} holds no results yet: run `adh run SUITE --store "
                              f"{args.store}` first")
         print(publish(store, args.out, args.suite or None, args.repo))
+    return 0
+
+
+def _graph(args) -> int:
+    import shutil
+    import subprocess
+
+    from engine.dot import to_dot
+
+    from .frameworks.engine import EngineStatic
+    from .specs import get_model
+    from .weights import initial_weights
+
+    spec = get_model(args.model)
+    batch = args.batch or spec.batch_size
+    framework = EngineStatic(spec, initial_weights(spec, 0, "float32"), "float32", 1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    dot_path = args.out / f"{spec.name}-graph.dot"
+    names = {id(p): name for name, p in framework.model.named_parameters()}
+    dot_path.write_text(to_dot(framework.graph(batch), f"{spec.name}: one training step, "
+                                                       f"batch {batch} (engine-static)", names))
+    print(dot_path)
+    dot = shutil.which("dot")
+    if dot is None:
+        raise UsageError(f"wrote {dot_path}, but drawing it needs Graphviz's dot: apt-get "
+                         "install graphviz (or brew install graphviz), then run this again")
+    drawing = dot_path.with_suffix(f".{args.format}")
+    subprocess.run([dot, f"-T{args.format}", str(dot_path), "-o", str(drawing)], check=True)
+    print(drawing)
     return 0
 
 

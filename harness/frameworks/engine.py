@@ -10,6 +10,7 @@ import engine as ad
 from engine import init as initializers
 from engine.profile import profiled
 
+from ..metrics import targets
 from ..profile import OpCall, ProfiledStep
 from ..specs import Layer, ModelSpec
 from .base import Framework
@@ -119,6 +120,11 @@ class EngineStatic(EngineDynamic):
             outputs = self.model(x_in)
             self.graphs[key] = (x_in, y_in, outputs, ad.Graph(self.loss_fn(outputs, y_in)))
         return self.graphs[key]
+
+    def graph(self, batch_size: int) -> ad.Graph:
+        """The graph a training step on a batch of `batch_size` runs (built on first use)."""
+        y = targets(self.spec, np.zeros(batch_size, np.int64), self.dtype)
+        return self._graph((batch_size, *self.spec.input_shape), y)[3]
 
     def _forward_backward(self, x, y):
         x_in, y_in, outputs, graph = self._graph(x.shape, y)
