@@ -46,6 +46,6 @@ baseline: $(BIN)/.installed
 	$(BIN)/adh baseline --set
 
 # The ci suite at the last 12 commits of main (a worktree each), into results/history.sqlite;
-# then the dashboard in site/ (about 2 minutes a commit on 2 cores).
+# then the dashboard in site/ (45-70 s a commit on 2 cores, measured over 17 commits).
 history: $(BIN)/.installed
 	$(BIN)/python scripts/backfill_history.py --commits 12

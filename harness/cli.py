@@ -820,8 +820,18 @@ def _publish(args) -> int:
         if not store.suites():
             raise UsageError(f"{args.store} holds no results yet: run `adh run SUITE --store "
                              f"{args.store}` first")
+        _writable(args.out)
         print(publish(store, args.out, args.suite or None, args.repo))
     return 0
+
+
+def _writable(folder: Path) -> None:
+    """Create `folder` if missing; UsageError naming it where that is not possible."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot write to {folder} ({e.strerror}); pass --out with a folder "
+                         "you may write to") from None
 
 
 def _graph(args) -> int:
@@ -837,7 +847,7 @@ def _graph(args) -> int:
     spec = get_model(args.model)
     batch = args.batch or spec.batch_size
     framework = EngineStatic(spec, initial_weights(spec, 0, "float32"), "float32", 1)
-    args.out.mkdir(parents=True, exist_ok=True)
+    _writable(args.out)
     dot_path = args.out / f"{spec.name}-graph.dot"
     names = {id(p): name for name, p in framework.model.named_parameters()}
     dot_path.write_text(to_dot(framework.graph(batch), f"{spec.name}: one training step, "

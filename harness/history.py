@@ -28,7 +28,7 @@ import pandas as pd
 
 from .compare import Thresholds
 from .errors import UsageError
-from .machines import NOT_RECORDED, case_machines
+from .machines import case_machines, joined_machines
 from .measure.provenance import REPO_DIR, git_output
 from .records import Status
 from .store import SETTINGS_COLUMNS, ResultsStore
@@ -194,21 +194,6 @@ def metric_values(cases: pd.DataFrame, epochs: pd.DataFrame, metric: str) -> pd.
     return out
 
 
-def _joined_machines(machines: pd.Series) -> pd.Series:
-    """Records older than the BLAS in the fingerprint ("..., BLAS not recorded") joined to the
-    one machine of their CPU model and cores that has it, where there is exactly one."""
-    recorded = [m for m in machines.unique() if not m.endswith(NOT_RECORDED)]
-
-    def join(machine: str) -> str:
-        if not machine.endswith(NOT_RECORDED):
-            return machine
-        cpu = machine.rsplit(", BLAS ", 1)[0]
-        same = [m for m in recorded if m.rsplit(", BLAS ", 1)[0] == cpu]
-        return same[0] if len(same) == 1 else machine
-
-    return machines.map(join)
-
-
 def case_names(cases: pd.DataFrame) -> pd.Series:
     """A name per case (row of a store's `cases()`) that tells apart the cases of one suite:
     MODEL/FRAMEWORK/DATASET/seedN, then every other setting that varies among `cases`
@@ -236,7 +221,7 @@ def build_history(store: ResultsStore, suite: str, metric: str = "step",
     cases = store.cases(suite, status=Status.OK)
     m = METRICS[metric]
     notes = []
-    cases = cases.assign(machine=_joined_machines(case_machines(cases)), name=case_names(cases),
+    cases = cases.assign(machine=joined_machines(case_machines(cases)), name=case_names(cases),
                          version=cases.get("prov_code_version",
                                            pd.Series("unknown", index=cases.index)).fillna(
                                                "unknown"))
@@ -339,6 +324,15 @@ def describe_change(c: ChangePoint, metric: Metric) -> str:
             f"{metric.unit}")
 
 
+def column_names(series: list[Series]) -> list[str]:
+    """What tells apart the series of one model: their frameworks, or, where a framework has
+    several (seeds, datasets, a swept setting), their labels but the model."""
+    names = [s.framework for s in series]
+    if len(set(names)) < len(names):
+        names = [s.label.split("/", 1)[1] for s in series]
+    return names
+
+
 def format_history(history: History) -> str:
     """Markdown: per machine and model, a table with a row per commit (oldest first) and a column
     per framework, the value and its 95 % interval; the change points listed under it."""
@@ -356,9 +350,7 @@ def format_history(history: History) -> str:
             by_model.setdefault(s.model, []).append(s)
         for model, group in by_model.items():
             commits = sorted({p.commit for s in group for p in s.points}, key=Commit.sort_key)
-            names = [s.framework for s in group]
-            if len(set(names)) < len(names):  # several seeds or datasets: say which
-                names = [s.label.split("/", 1)[1] for s in group]
+            names = column_names(group)
             columns = [{p.commit: p for p in s.points} for s in group]
             rows = [[c.label, c.date, *(_cell(col.get(c), m) for col in columns)]
                     for c in commits]

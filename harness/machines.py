@@ -36,6 +36,26 @@ def case_machines(cases: pd.DataFrame) -> pd.Series:
     return recorded.where(recorded.notna(), pd.Series(derived, index=cases.index)).astype(str)
 
 
+def _cpu_and_cores(machine: str) -> str:
+    """A fingerprint without its BLAS."""
+    return machine.rsplit(", BLAS ", 1)[0]
+
+
+def joined_machines(machines: pd.Series) -> pd.Series:
+    """`machines` (fingerprints), each record older than the BLAS in the fingerprint ("...,
+    BLAS not recorded") joined to the one machine of its CPU model and cores that has a BLAS,
+    where there is exactly one: a history across that change of the record stays one series."""
+    recorded = [m for m in machines.unique() if not m.endswith(NOT_RECORDED)]
+
+    def join(machine: str) -> str:
+        if not machine.endswith(NOT_RECORDED):
+            return machine
+        same = [m for m in recorded if _cpu_and_cores(m) == _cpu_and_cores(machine)]
+        return same[0] if len(same) == 1 else machine
+
+    return machines.map(join)
+
+
 def require_one_machine(cases: pd.DataFrame, what: str, allow: bool = False) -> list[str]:
     """The machines of `cases` (those that ran: status ok), most cases first; compared by CPU
     model and cores alone where a record predates the BLAS in the fingerprint. More than one is
@@ -43,7 +63,7 @@ def require_one_machine(cases: pd.DataFrame, what: str, allow: bool = False) -> 
     ran = cases[cases["status"] == "ok"] if "status" in cases else cases
     machines = case_machines(ran)
     if machines.str.endswith(NOT_RECORDED).any():  # records older than the BLAS in them
-        machines = machines.str.rsplit(", BLAS ", n=1).str[0]
+        machines = machines.map(_cpu_and_cores)
     counts = machines.value_counts()
     machines = list(counts.index)
     if len(machines) > 1 and not allow:

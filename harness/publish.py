@@ -22,7 +22,16 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .history import METRICS, MIN_POINTS, Commit, History, Series, build_history, describe_change
+from .history import (
+    METRICS,
+    MIN_POINTS,
+    Commit,
+    History,
+    Series,
+    build_history,
+    column_names,
+    describe_change,
+)
 from .machines import case_machines
 from .report.style import framework_look, framework_order, styled
 from .store import ResultsStore, newest_versions
@@ -72,11 +81,9 @@ def history_figure(histories: list[History], model: str, machine: str) -> Figure
         axes = fig.subplots(2, 2, squeeze=False).ravel()
         for ax, history, series in zip(axes, histories, panels, strict=False):
             order = framework_order(s.framework for s in series)
-            names = [s.framework for s in series]
+            labels = dict(zip(map(id, series), column_names(series), strict=True))
             for s in sorted(series, key=lambda s: order.index(s.framework)):
-                # the framework names the line, unless several of its cases share the panel
-                label = s.framework if names.count(s.framework) == 1 else s.label
-                _draw_series(ax, s, x, label)
+                _draw_series(ax, s, x, labels[id(s)])
             ax.set_title(history.metric.title())
             _fit_values(ax, [p.value for s in series for p in s.points])
             ax.set_xticks(range(len(commits)), [c.label for c in commits], rotation=90,

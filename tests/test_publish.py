@@ -72,3 +72,10 @@ def test_chromium_shows_the_page_from_file(site, tmp_path: Path) -> None:
                     f"--screenshot={shot}", page.as_uri()],
                    capture_output=True, timeout=120, check=True)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def test_an_out_folder_that_cannot_be_made_is_one_line(site, tmp_path: Path, capsys) -> None:
+    (tmp_path / "file").write_text("")
+    assert main(["publish", "ci", "--store", str(tmp_path / "h.sqlite"),
+                 "--out", str(tmp_path / "file" / "site")]) == 2
+    assert "cannot write to" in capsys.readouterr().err
