@@ -377,6 +377,28 @@ def check_frameworks(frameworks: Iterable[str | type[Framework]],
     return results
 
 
+def suite_checks(suite_name: str, frameworks: Sequence[str] | None = None,
+                 models: Sequence[str] | None = None
+                 ) -> tuple[list[str], list[ModelSpec], dict[str, str | Path | None]]:
+    """What `adh check --suite` checks: the suite's frameworks (unless given), one spec per
+    model of the suite (its settings, on the suite's dataset), and the dataset files; the
+    arguments of `check_frameworks`."""
+    from dataclasses import replace
+
+    from .suites import load_suite
+    from .worker import case_spec, dataset_file
+
+    suite = load_suite(suite_name, {"models": list(models)} if models else None)
+    specs: dict[str, ModelSpec] = {}
+    files: dict[str, str | Path | None] = {}
+    for case in suite.cases:
+        if case.model not in specs:
+            specs[case.model] = replace(case_spec(case), dataset=case.dataset)
+            files[case.dataset] = dataset_file(case)
+    named = list(dict.fromkeys(case.framework for case in suite.cases))
+    return list(frameworks or named), list(specs.values()), files
+
+
 def framework_name(framework: str | type[Framework]) -> str:
     """A registered name as it is; a class's `name`, or its class name if it has none."""
     if isinstance(framework, str):

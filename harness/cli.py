@@ -160,6 +160,12 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--profiles", type=Path, metavar="DIR",
                         help="also show the per-op profiles adh profile saved in DIR (its "
                              "--trace-dir): their tables, and a roofline figure of their ops")
+    report.add_argument("--no-check", action="store_true",
+                        help="leave out the parity table: by default the report runs `adh check "
+                             "--suite SUITE` on the suite's installed frameworks (float32, 20 "
+                             "steps; a minute or more for many frameworks) and shows it first")
+    report.add_argument("--data-dir", metavar="DIR",
+                        help="where the parity check finds the suite's IDX dataset, as for adh run")
     _mixed_machines_argument(report, "report a suite whose cases")
 
     compare = sub.add_parser(
@@ -591,11 +597,18 @@ def _refuse_misplaced(text: str, expected: str, command: str) -> None:
 
 
 def _check(args) -> int:
-    from .check import ENGINES, check_frameworks, format_failures, format_table, summary
+    from .check import (
+        ENGINES,
+        check_frameworks,
+        format_failures,
+        format_table,
+        suite_checks,
+        summary,
+    )
 
     frameworks, models, files = args.frameworks, args.models, None
     if args.suite:
-        frameworks, models, files = _suite_checks(args.suite, args.frameworks, args.models)
+        frameworks, models, files = suite_checks(args.suite, args.frameworks, args.models)
     with _measuring(args):
         results = check_frameworks(frameworks or ENGINES, models, [args.dtype],
                                    args.steps, seed=args.seed, threads=args.threads,
@@ -607,24 +620,6 @@ def _check(args) -> int:
         print("\n" + format_failures(failed))
     print(f"\n{summary(results)}")
     return 1 if failed else 0
-
-
-def _suite_checks(suite_name: str, frameworks: list[str] | None, models: list[str] | None):
-    """What `adh check --suite` checks: the suite's frameworks (unless given), one spec per
-    model of the suite (its settings, on the suite's dataset), and the dataset files."""
-    from dataclasses import replace
-
-    from .suites import load_suite
-    from .worker import case_spec, dataset_file
-
-    suite = load_suite(suite_name, {"models": models} if models else None)
-    specs, files = {}, {}
-    for case in suite.cases:
-        if case.model not in specs:
-            specs[case.model] = replace(case_spec(case), dataset=case.dataset)
-            files[case.dataset] = dataset_file(case)
-    named = list(dict.fromkeys(case.framework for case in suite.cases))
-    return frameworks or named, list(specs.values()), files
 
 
 def _list(args) -> int:
@@ -729,7 +724,17 @@ def _report(args) -> int:
     with ResultsStore(args.store) as store:
         if args.suite not in store.suites():  # a suite may be called anything it was stored as
             _refuse_misplaced(args.suite, "suite", "report")
-        print(build_report(store, args.suite, args.out, profiles, args.allow_mixed_machines))
+        parity = None
+        if not args.no_check:
+            from .measure.provenance import code_version
+            from .report.parity import check_suite
+
+            print(f"checking parity (adh check --suite {args.suite}; --no-check skips it) ...",
+                  file=sys.stderr)
+            ran = store.cases(args.suite)["framework"].unique().tolist()
+            parity = check_suite(args.suite, ran, code_version(), data_dir=args.data_dir)
+        print(build_report(store, args.suite, args.out, profiles, args.allow_mixed_machines,
+                           parity))
     return 0
 
 

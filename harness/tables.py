@@ -2,6 +2,8 @@
 (booktabs)."""
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from .machines import case_machines
@@ -162,11 +164,15 @@ def flat_estimates(summary: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _mean_std(row: pd.Series, name: str, digits: int) -> str:
+def mean_std(row: pd.Series, name: str, digits: int) -> str:
+    """'mean ± std' to `digits` decimals; the mean alone where there is one run or where every
+    run gave the same value to those decimals (bytes allocated are deterministic: '± 0.000'
+    would only be noise on the page)."""
     mean, std = row[name], row[f"{name}_std"]
     if pd.isna(mean):
         return "-"
-    return f"{mean:.{digits}f}" + ("" if pd.isna(std) else f" ± {std:.{digits}f}")
+    spread = not pd.isna(std) and round(std, digits) > 0
+    return f"{mean:.{digits}f}" + (f" ± {std:.{digits}f}" if spread else "")
 
 
 def _step_cell(row: pd.Series) -> str:
@@ -262,9 +268,9 @@ def model_table_rows(summary: pd.DataFrame, reference: str = "torch"
     tables = [(str(model), [
         _unsupported_row(row, len(headers)) or
         [row["framework"] + (" [forced]" if _forced(row) else ""),
-         _mean_std(row, "time_s", 2), _mean_std(row, "warmup_s", 2),
-         _mean_std(row, "alloc_gib", 3),
-         _mean_std(row, "peak_mib", 1), _mean_std(row, "test_pct", 2), _step_cell(row),
+         mean_std(row, "time_s", 2), mean_std(row, "warmup_s", 2),
+         mean_std(row, "alloc_gib", 3),
+         mean_std(row, "peak_mib", 1), mean_std(row, "test_pct", 2), _step_cell(row),
          _ratio_cell(row, reference), *([_rate_cell(row)] if rated else []),
          *([_instructions_cell(row)] if counted else []),
          _processes_cell(row), str(int(row["n"])),
@@ -348,14 +354,14 @@ def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str]
         if unsupported:
             body.append(unsupported)
             continue
-        cells = [row["framework"], _mean_std(row, "time_s", 2), _mean_std(row, "warmup_s", 2),
+        cells = [row["framework"], mean_std(row, "time_s", 2), mean_std(row, "warmup_s", 2),
                  _step_cell(row)]
         if relative:
             cells.append(_ratio_cell(row, reference))
         if rated:
             cells.append(_rate_cell(row))
         for column, _, digits, words in columns:
-            cells.append(_mean_std(row, column, digits))
+            cells.append(mean_std(row, column, digits))
             if relative:
                 cells.append(_relative_cell(row, column, words, reference))
         body.append(cells + [_processes_cell(row), str(int(row["n"]))]
@@ -387,8 +393,8 @@ def accuracy_table(summary: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """`accuracy_summary` as a table: Model, Framework, Train and Test accuracy (%) as mean ±
     std, and the number of runs (folds x repetitions)."""
     headers = ["Model", "Framework", "Train accuracy (%)", "Test accuracy (%)", "Runs"]
-    rows = [[row["model"], row["framework"], _mean_std(row, "train_pct", 2),
-             _mean_std(row, "test_pct", 2), str(int(row["n"]))] for _, row in summary.iterrows()]
+    rows = [[row["model"], row["framework"], mean_std(row, "train_pct", 2),
+             mean_std(row, "test_pct", 2), str(int(row["n"]))] for _, row in summary.iterrows()]
     return headers, rows
 
 
@@ -402,22 +408,43 @@ def latex_escape(text: str) -> str:
     return "".join(_LATEX_ESCAPES.get(ch, ch) for ch in str(text))
 
 
+# A table with more columns than this spans both columns of a two-column paper (table*) and is
+# scaled to the text width: the papers' tables have 8-14 columns, which no column holds.
+COLUMN_WIDTH_COLUMNS = 5
+
+
 def latex_table(headers: list[str], rows: list[list[str]], caption: str = "", label: str = "",
                 left: int = 1) -> str:
     """A booktabs table (\\usepackage{booktabs}): the first `left` columns (names) left-aligned,
-    the numbers right-aligned."""
+    the numbers right-aligned. Up to COLUMN_WIDTH_COLUMNS columns it is a `table` that fits one
+    column; a wider one is a `table*` across the page, its tabular scaled to \\textwidth
+    (\\usepackage{graphicx}) so that it never runs into the margin."""
     def line(cells: list[str]) -> str:
         return " & ".join(latex_escape(c) for c in cells) + r" \\"
 
-    lines = [r"\begin{table}[t]", r"\centering"]
+    wide = len(headers) > COLUMN_WIDTH_COLUMNS
+    environment = "table*" if wide else "table"
+    lines = [rf"\begin{{{environment}}}[t]", r"\centering"]
     if caption:
         lines.append(rf"\caption{{{latex_escape(caption)}}}")
     if label:
         lines.append(rf"\label{{{label}}}")
     alignment = "l" * left + "r" * (len(headers) - left)
-    lines += [r"\begin{tabular}{" + alignment + "}", r"\toprule", line(headers), r"\midrule",
-              *map(line, rows), r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    tabular = [r"\begin{tabular}{" + alignment + "}", r"\toprule", line(headers), r"\midrule",
+               *map(line, rows), r"\bottomrule", r"\end{tabular}"]
+    if wide:
+        tabular = [r"\resizebox{\textwidth}{!}{%", *tabular, "}"]
+    lines += [*tabular, rf"\end{{{environment}}}"]
     return "\n".join(lines) + "\n"
+
+
+def three_figures(value: float) -> str:
+    """`value` to three significant figures without a dangling point: 100.4 -> '100',
+    12.34 -> '12.3', 1.5 -> '1.50', 0.01234 -> '0.0123'."""
+    if not math.isfinite(value) or value == 0:
+        return f"{value:g}"
+    decimals = max(0, 2 - math.floor(math.log10(abs(value))))
+    return f"{round(value, decimals):.{decimals}f}"
 
 
 def sweep_table(points: pd.DataFrame, column: str, header: str,
@@ -427,7 +454,8 @@ def sweep_table(points: pd.DataFrame, column: str, header: str,
     `points` has model, framework, `column`, median, q1, q3 (seconds)."""
     headers = ["Model", header, *(f"{f} (ms)" for f in frameworks)]
     cells = {(r["model"], r[column], r["framework"]):
-             f"{1000 * r['median']:#.3g} [{1000 * r['q1']:#.3g}, {1000 * r['q3']:#.3g}]"
+             f"{three_figures(1000 * r['median'])} [{three_figures(1000 * r['q1'])}, "
+             f"{three_figures(1000 * r['q3'])}]"
              for _, r in points.iterrows()}
     swept = points[["model", column]].drop_duplicates()
     rows = [[model, f"{value:g}", *(cells.get((model, value, f), "-") for f in frameworks)]

@@ -170,7 +170,8 @@ def test_papers_table_against_torch(store: ResultsStore) -> None:
     by_fw = {row[0]: row for row in rows}
     assert set(by_fw) == set(KNOWN)
     assert by_fw["engine-static"][1] == "2.05 ± 0.07"
-    assert by_fw["engine-static"][2] == "0.25 ± 0.00"  # the model's build (0.2) and warm-up steps
+    # the model's build (0.2) and warm-up steps, the same in both seeds: no "± 0.00"
+    assert by_fw["engine-static"][2] == "0.25"
     step = cnn.at["engine-static", "step"]
     assert by_fw["engine-static"][3] == (f"{1000 * step.value:.2f} "
                                          f"(95% CI {1000 * step.low:.2f}-{1000 * step.high:.2f})")
@@ -298,6 +299,7 @@ def test_accuracy_figures(store: ResultsStore) -> None:
         points_below = 2 if column == "train_acc" else 0  # training ends 2 points below test
         expected = 100 * (0.905 - 0.3 * (1 / np.arange(1, 4) - 1 / 3)) - points_below
         np.testing.assert_allclose(line.get_ydata(), expected)
+        np.testing.assert_array_equal(line.get_xdata(), [1, 2, 3])  # no offset per framework
         assert len(axes[0].collections) == 3  # a band per framework over the two seeds
         legend = [t.get_text() for t in fig.legends[0].get_texts()]
         assert legend == ["engine-static", "torch", "acme-grad"]
@@ -336,8 +338,13 @@ def test_scaling_figures(store: ResultsStore) -> None:
     data = load_suite_data(store, "scaling")
     assert set(data.swept) == {"batch_size", "extra_width", "extra_seq_len"}
     fig = figures.scaling_batch(data)
-    assert [ax.get_title() for ax in fig.axes[:3]] == ["mlp", "cnn", "rnn"]
-    top, bottom = fig.axes[0], fig.axes[3]
+    # the built-in models in their fixed order, whatever order the suite ran them in
+    assert [ax.get_title() for ax in fig.axes[:3]] == ["cnn", "mlp", "rnn"]
+    top, bottom = fig.axes[1], fig.axes[4]  # the mlp's
+    for ax in fig.axes:  # a narrow log range still gets two labelled ticks
+        low, high = ax.get_ylim()
+        shown = [t for t in ax.yaxis.get_majorticklocs() if low <= t <= high]
+        assert len(shown) >= 2, (ax.get_title(), low, high)
     assert top.get_xscale() == top.get_yscale() == "log"
     torch = errorbar_lines(top)["torch"]
     np.testing.assert_array_equal(torch.get_xdata(), [16, 64, 256, 1024])
@@ -345,7 +352,7 @@ def test_scaling_figures(store: ResultsStore) -> None:
     per_example = errorbar_lines(bottom)["torch"].get_ydata()
     assert list(per_example) == sorted(per_example, reverse=True)
     assert per_example[-1] == pytest.approx(1e6 * (1e-3 + 2e-5 * 1024) / 1024, rel=0.1)
-    assert bottom.get_ylabel() == "Time per example (µs)"
+    assert fig.axes[3].get_ylabel() == "Time per example (µs)"
     size = figures.scaling_size(data)
     assert [ax.get_xlabel() for ax in size.axes] == ["Hidden width", "Sequence length (steps)"]
     widths = errorbar_lines(size.axes[0])["engine-static"].get_xdata()
@@ -355,12 +362,22 @@ def test_scaling_figures(store: ResultsStore) -> None:
 
 
 def test_circles_figure(store: ResultsStore) -> None:
-    fig = figures.circles_curves(load_suite_data(store, "circles"), "torch")
-    train, test = fig.axes
-    assert labels(train) == [m.removeprefix("circles-") for m in CIRCLES]
-    assert train.get_ylabel() == "Mean squared error" and "Test" in test.get_title()
+    fig = figures.circles_curves(load_suite_data(store, "circles"))
+    assert [ax.get_title() for ax in fig.axes] == [
+        "Training: engine-static", "Test: engine-static", "Training: torch", "Test: torch"]
+    train = fig.axes[2]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == [m.removeprefix("circles-") for m in CIRCLES]
+    assert train.get_ylabel() == "Mean squared error"
     # tanh: loss scale 1 + 0.02 fold, 1.04 on average over the folds
     np.testing.assert_allclose(train.get_lines()[0].get_ydata(), 1.04 * 0.5 / np.arange(1, 5))
+    # its band runs from the folds' minimum (fold 0) to their maximum (fold 4), never below 0
+    band = train.collections[0].get_paths()[0].vertices
+    at_first_epoch = band[np.isclose(band[:, 0], 1.0), 1]
+    assert (at_first_epoch.min(), at_first_epoch.max()) == pytest.approx((0.5, 0.54))
+    # the activations' colours are their own, never a framework's
+    framework_colours = {look.color for look in FRAMEWORKS.values()}
+    assert not {line.get_color() for line in train.get_lines()} & framework_colours
 
 
 def test_plans_follow_the_data(store: ResultsStore) -> None:
@@ -369,7 +386,21 @@ def test_plans_follow_the_data(store: ResultsStore) -> None:
 
     assert numbers("plain") == ["1", "2", "3", "4", "5", "7"]
     assert numbers("scaling") == ["6a", "6b"]
-    assert numbers("circles") == ["4", "8", "8"]  # no memory pass; a figure 8 per framework
+    assert numbers("circles") == ["4", "8"]  # no memory pass; one figure 8 for all frameworks
+
+
+def test_a_two_epoch_suite_is_a_smoke_test_without_two_point_lines(store: ResultsStore,
+                                                                    tmp_path: Path) -> None:
+    with ResultsStore(tmp_path / "adh.sqlite") as smoke:
+        for fw in ("engine-static", "torch"):
+            smoke.save(make_result("smoke", "mlp", fw, 0, epochs=2))
+        planned, skipped = plan_figures(load_suite_data(smoke, "smoke"))
+        text = build_report(smoke, "smoke", tmp_path / "out").read_text()
+    assert [f.number for f in planned] == ["3", "4", "5"]
+    assert ("Figures 1, 2 and 7", "2 epochs make lines of 2 points; the final accuracies are in "
+            "the tables, and figure 3 shows learning batch by batch") in skipped
+    assert "**A smoke test, not a study:** 2 epochs and 1 seed per case" in text
+    assert "A smoke test" not in build_report(store, "plain", tmp_path / "plain").read_text()
 
 
 # --- the report -------------------------------------------------------------------------------
@@ -510,3 +541,103 @@ def test_missing_or_empty_suite(store: ResultsStore, tmp_path: Path) -> None:
     with (ResultsStore(tmp_path / "empty.sqlite") as empty,
           pytest.raises(UsageError, match="store is empty")):
         build_report(empty, "quick", tmp_path)
+
+
+# --- the report's setup, parity and the published studies -------------------------------------
+
+def test_numbers_print_without_noise() -> None:
+    row = pd.Series({"a": 1.5, "a_std": 0.0004, "b": 1.5, "b_std": 0.02, "c": 1.5,
+                     "c_std": float("nan")})
+    assert tables.mean_std(row, "a", 3) == "1.500"  # deterministic to the digits shown
+    assert tables.mean_std(row, "b", 3) == "1.500 ± 0.020"
+    assert tables.mean_std(row, "c", 3) == "1.500"  # one run
+    assert [tables.three_figures(v) for v in (100.4, 12.34, 1.5, 0.01234)] == [
+        "100", "12.3", "1.50", "0.0123"]
+    points = pd.DataFrame({"model": ["mlp"], "framework": ["torch"], "batch_size": [1024],
+                           "median": [0.1004], "q1": [0.1001], "q3": [0.1012]})
+    _, rows = tables.sweep_table(points, "batch_size", "Batch size", ["torch"])
+    assert rows == [["mlp", "1024", "100 [100, 101]"]]
+
+
+def test_latex_tables_fit_the_page() -> None:
+    narrow = tables.latex_table(["Model", "Train (%)", "Test (%)"], [["a", "1", "2"]])
+    assert narrow.startswith(r"\begin{table}[t]") and "resizebox" not in narrow
+    headers = ["Framework", *(f"c{i}" for i in range(12))]
+    wide = tables.latex_table(headers, [["x", *["1"] * 12]], caption="cap. mnist, 5 epochs")
+    assert wide.startswith(r"\begin{table*}[t]") and wide.rstrip().endswith(r"\end{table*}")
+    assert r"\resizebox{\textwidth}{!}{%" in wide and r"\caption{cap. mnist, 5 epochs}" in wide
+
+
+def test_the_report_opens_with_its_setup_and_parity(store: ResultsStore, tmp_path: Path) -> None:
+    from harness.check import TOLERANCES, CheckResult, Parity
+    from harness.report.parity import ParityCheck
+
+    parity = Parity(1e-6, "0.weight", 2e-6, 0, 3e-6, "0.bias", 1.0, TOLERANCES["float32"])
+    results = [CheckResult("cnn", "engine-static", "float32", parity=parity)]
+    report = build_report(store, "plain", tmp_path / "out",
+                          parity=ParityCheck(results, "abc1234", steps=20, missing=["acme-grad"]))
+    text = report.read_text()
+    assert text.index("## Setup") < text.index("## Parity") < text.index("## Provenance")
+    setup = text.split("## Setup")[1].split("## Parity")[0]
+    # the CNN's parameters: 6*25+6 + 16*6*25+16 + 256*84+84 + 84*10+10
+    assert re.search(r"\| cnn +\| LeNet-style CNN.*\| 25,010 +\|", setup)
+    assert "| sgd, lr 0.1 " in setup and "| 100   | 3      | mnist-10k" in setup
+    assert "- mnist-10k: 10,000 real MNIST digits embedded in the package" in setup
+    assert "trains in float32 from the same initial weights" in setup
+    parity = text.split("## Parity")[1].split("## Provenance")[0]
+    assert "at commit abc1234, the commit the runs measured" in parity
+    assert "| cnn   | engine-static | float32 | 1.00e-06" in parity
+    assert "Not installed here, so not checked: acme-grad." in parity
+    tex = (tmp_path / "out" / "tables" / "model_cnn.tex").read_text()
+    assert "Mnist-10k, 3 epochs, batch 100" in tex and r"\begin{table*}" in tex
+
+
+def test_parity_at_another_commit_is_said_and_a_skipped_check_says_how(store: ResultsStore,
+                                                                       tmp_path: Path) -> None:
+    from harness.report.parity import ParityCheck, parity_section
+
+    cases = load_suite_data(store, "plain").ok
+    other = "\n".join(parity_section(ParityCheck([], "def5678", 20), cases, "plain"))
+    assert "at def5678; the runs measured abc1234" in other and "not necessarily" in other
+    skipped = "\n".join(parity_section(None, cases, "plain"))
+    assert "--no-check" in skipped and "`adh check --suite plain --steps 20`" in skipped
+
+
+def test_check_suite_runs_adh_check_on_the_suites_frameworks(tmp_path: Path) -> None:
+    from harness.report.parity import check_suite
+
+    suite = tmp_path / "tiny.toml"
+    suite.write_text('dataset = "circles"\nmodels = ["circles-tanh"]\n'
+                     'frameworks = ["engine-static", "torch"]\nepochs = 1\n')
+    ran = ["engine-static", "torch", "acme-grad"]  # acme-grad: measured elsewhere, not here
+    check = check_suite(str(suite), ran, "abc1234", steps=3)
+    assert [(r.framework, r.verdict) for r in check.results] == [("engine-static", "ok"),
+                                                                  ("torch", "ok")]
+    assert check.missing == ["acme-grad"] and not check.problem
+    gone = check_suite(str(tmp_path / "gone.toml"), ran, "abc1234")
+    assert not gone.results and "gone.toml" in gone.problem
+
+
+def test_the_published_studies_beside_ours(store: ResultsStore, tmp_path: Path) -> None:
+    from harness.report.studies import JULIA_CNN, study_table
+
+    summary = summary_of(store, "plain")
+    headers, rows = study_table(JULIA_CNN, summary[summary["model"] == "cnn"])
+    by = {row[0]: dict(zip(headers, row, strict=True)) for row in rows}
+    engine = by["own engine (Julia)"]
+    assert engine["Time vs PyTorch"] == "4.57× slower"  # 168.7 / 36.9
+    assert engine["Ours"] == "engine-static" and engine["Ours: step vs torch"].startswith("2.0")
+    assert engine["Ours: allocations vs torch"] == "2.00× less"  # half torch's bytes
+    assert by["PyTorch (Python)"]["Allocations (GiB)"] == "not reported"
+    assert by["Flux (Julia)"]["Ours"] == "no counterpart"
+    text = build_report(store, "plain", tmp_path / "plain").read_text()
+    studies = text.split("## Beside the published studies")[1].split("## Figures")[0]
+    assert "### Julia CNN study, Table I, beside our cnn" in studies
+    assert "Protocol differences: the study: MNIST" in studies
+    assert "ours: mnist-10k, 3 epochs, batch 100" in studies
+    assert "Julia RNN" not in studies  # the plain suite has no rnn
+    circles = build_report(store, "circles", tmp_path / "circles").read_text()
+    table = circles.split("### Python circles study, Table I")[1]
+    assert re.search(r"\| circles-tanh +\| 98\.3 +\| 96\.9 +\| 93\.", table)
+    assert "time and accuracy (mean ± std over runs" in circles  # no memory pass: no memory
+    assert "Beside the published" not in build_report(store, "scaling", tmp_path / "s").read_text()

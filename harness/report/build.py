@@ -7,7 +7,6 @@ circles curves (4, 5, 8). Figure numbers are the same in every report.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,13 +24,17 @@ from ..records import Status
 from ..stats import ORDER_STATISTICS_FROM
 from ..store import ResultsStore, newest_versions
 from . import figures, frames
+from .parity import ParityCheck, parity_section
 from .roofline import CAPTION as ROOFLINE_CAPTION
 from .roofline import roofline
+from .setup import setup_section
+from .studies import studies_section
 from .style import framework_order, save
 
 ROOFLINE_STEM = "roofline"
 
 REFERENCE = "torch"
+MIN_EPOCHS_FOR_CURVES = 3  # fewer epochs: no per-epoch line figures (1, 2, 7)
 OUTPUT_SUFFIXES = {".png", ".pdf", ".md", ".tex", ".csv"}
 
 
@@ -91,10 +94,8 @@ def _sweep_figures(data: frames.SuiteData) -> list[PlannedFigure]:
 
 
 def _circles_figures(data: frames.SuiteData) -> list[PlannedFigure]:
-    return [PlannedFigure(
-        "8", f"fig8_circles_{re.sub(r'[^A-Za-z0-9_-]+', '_', fw)}", f"The circles study ({fw})",
-        figures.CIRCLES_CAPTION, lambda fw=fw: figures.circles_curves(data, fw))
-        for fw in framework_order(data.ok["framework"])]
+    return [PlannedFigure("8", "fig8_circles", "The circles study", figures.CIRCLES_CAPTION,
+                          lambda: figures.circles_curves(data))]
 
 
 def plan_figures(data: frames.SuiteData) -> tuple[list[PlannedFigure], list[tuple[str, str]]]:
@@ -112,10 +113,21 @@ def plan_figures(data: frames.SuiteData) -> tuple[list[PlannedFigure], list[tupl
         if data.batches.empty:
             standard.pop()
             skipped.append(("Figure 3", "no per-batch records were stored"))
+        if data.epoch_count < MIN_EPOCHS_FOR_CURVES:
+            # a line through two points shows no course of learning, and a slope between them
+            # reads as a difference in learning speed
+            standard = [f for f in standard if f.number == "3"]
+            skipped.append(("Figures 1, 2 and 7", f"{data.epoch_count} epoch"
+                            f"{'' if data.epoch_count == 1 else 's'} make lines of "
+                            f"{data.epoch_count} point{'' if data.epoch_count == 1 else 's'}; "
+                            f"the final accuracies are in the tables, and figure 3 shows "
+                            f"learning batch by batch"))
         planned += standard + _bar_figures(data)
-        planned.append(PlannedFigure("7", "fig7_time_to_accuracy", "Accuracy against training time",
-                                     figures.TIME_TO_ACCURACY_CAPTION,
-                                     lambda: figures.time_to_accuracy(data)))
+        if data.epoch_count >= MIN_EPOCHS_FOR_CURVES:
+            planned.append(PlannedFigure("7", "fig7_time_to_accuracy",
+                                         "Accuracy against training time",
+                                         figures.TIME_TO_ACCURACY_CAPTION,
+                                         lambda: figures.time_to_accuracy(data)))
         skipped.append(("Figures 6 and 8", "figure 6 needs a sweep suite (scaling), figure 8 the "
                                            "circles cross-validation suite"))
     if data.steps.empty:
@@ -141,11 +153,13 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
         return out
     summary = tables.model_summary(data.cases, data.epochs, data.runs, REFERENCE)
     count = "Runs" if data.has_folds else "Seeds"
+    measured = "time, memory and accuracy" if data.has_memory else "time and accuracy"
     for model, rows in summary.groupby("model", sort=False):
         headers, body = tables.paper_table(rows, REFERENCE)
         headers[-1] = count
-        out.append(Table(f"{model}: time, memory and accuracy (mean ± std over {count.lower()}; "
-                         f"step time and its ratio to {REFERENCE}: median over processes, 95% CI)",
+        out.append(Table(f"{model}: {measured} (mean ± std over {count.lower()}, the std left "
+                         f"out where every one gave the same value; step time and its ratio to "
+                         f"{REFERENCE}: median over processes, 95% CI)",
                          f"model_{model}", headers, body, tables.flat_estimates(rows)))
     if data.has_folds:
         accuracy = tables.accuracy_summary(data.ok, data.epochs)
@@ -374,15 +388,43 @@ def load_suite_data(store: ResultsStore, suite: str) -> frames.SuiteData:
     return data
 
 
+def _smoke_test_note(data: frames.SuiteData) -> list[str]:
+    """A warning at the top of a report whose runs are too short to cite: fewer epochs than
+    MIN_EPOCHS_FOR_CURVES, or a single seed without folds (nothing in it is a learning curve or
+    a spread over seeds)."""
+    if data.swept or data.has_folds:
+        return []
+    if data.epoch_count >= MIN_EPOCHS_FOR_CURVES and data.repetitions > 1:
+        return []
+    return [f"**A smoke test, not a study:** {data.epoch_count} epoch"
+            f"{'' if data.epoch_count == 1 else 's'} and {data.repetitions} seed"
+            f"{'' if data.repetitions == 1 else 's'} per case show that every framework runs and "
+            f"roughly how they compare; accuracies are far from converged. The numbers to cite "
+            f"come from a suite with at least {MIN_EPOCHS_FOR_CURVES} epochs and several seeds "
+            f"(`adh run paper`).", ""]
+
+
+def _settings(cases: pd.DataFrame) -> str:
+    """'fashion-mnist, 5 epochs, batch 100, 2 threads, float32' (the values of the suite's
+    cases, joined where they differ): what a table's LaTeX caption must say to stand alone."""
+    def values(column: str) -> str:
+        return "/".join(str(v) for v in dict.fromkeys(cases[column].dropna()))
+
+    epochs, batch = values("epochs"), values("batch_size")
+    return (f"{values('dataset')}, {epochs} epoch{'' if epochs == '1' else 's'}, batch {batch}, "
+            f"{values('threads')} threads, {values('dtype')}")
+
+
 def _tables_section(data: frames.SuiteData, suite: str, table_dir: Path) -> list[str]:
     """Write every table as Markdown, LaTeX and CSV; the report's lines showing them."""
     lines = ["## Tables", ""]
+    settings = _settings(data.ok)
     for table in plan_tables(data):
         markdown = tables.markdown_table(table.headers, table.rows)
         (table_dir / f"{table.stem}.md").write_text(markdown + "\n")
         (table_dir / f"{table.stem}.tex").write_text(tables.latex_table(
-            table.headers, table.rows, caption=table.title, label=f"tab:{suite}-{table.stem}",
-            left=table.left))
+            table.headers, table.rows, caption=f"{table.title}. {settings[0].upper()}"
+            f"{settings[1:]}.", label=f"tab:{suite}-{table.stem}", left=table.left))
         table.csv.to_csv(table_dir / f"{table.stem}.csv", index=False)
         lines += [f"### {table.title}", "", markdown, "",
                   f"[LaTeX](tables/{table.stem}.tex) · [CSV](tables/{table.stem}.csv)", ""]
@@ -434,14 +476,16 @@ def _profiles_section(profiles: list[SavedProfile], figure_dir: Path) -> list[st
 
 def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
                  profiles: list[SavedProfile] | None = None,
-                 allow_mixed_machines: bool = False) -> Path:
+                 allow_mixed_machines: bool = False, parity: ParityCheck | None = None) -> Path:
     """Write the report of `suite` to `out_dir` (default reports/<suite>/): figures as PNG (200
     dpi) and PDF under figures/, tables as Markdown, LaTeX and CSV under tables/, and report.md
     showing them all with the provenance and the measurement method, and `profiles` (from
-    harness.profile.read_profiles) with a roofline figure. Files of an earlier build in
-    figures/ and tables/ are removed first. Returns report.md's path. Raises UsageError when
-    the store holds no finished case of `suite`, or cases of several machines unless
-    `allow_mixed_machines` (harness.machines)."""
+    harness.profile.read_profiles) with a roofline figure, after a Setup table and the parity
+    checks `parity` (harness.report.parity.check_suite; None: a line saying how to run them),
+    and the published studies' numbers beside ours where the suite ran their models. Files of
+    an earlier build in figures/ and tables/ are removed first. Returns report.md's path.
+    Raises UsageError when the store holds no finished case of `suite`, or cases of several
+    machines unless `allow_mixed_machines` (harness.machines)."""
     data = load_suite_data(store, suite)
     require_one_machine(data.cases, f"suite {suite!r} in {store.path}", allow_mixed_machines)
     out_dir = Path(out_dir) if out_dir is not None else Path("reports") / suite
@@ -453,11 +497,15 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
     lines = [f"# Report: suite `{suite}`", "",
              f"{len(data.ok)} finished runs of {len(data.models)} models × {len(frameworks)} "
              f"frameworks ({', '.join(frameworks)}) on {_distinct(data.ok['dataset'])}.", "",
+             *_smoke_test_note(data),
+             *setup_section(data.ok),
+             *parity_section(parity, data.ok, suite),
              "## Provenance", "", provenance_section(data.cases), "",
              "## How this was measured", "", method_section(data), "",
              *_unfinished_section(data.cases),
              *_unsupported_section(data.cases),
              *_tables_section(data, suite, table_dir),
+             *studies_section(data),
              *_figures_section(data, figure_dir),
              *_profiles_section(profiles or [], figure_dir)]
     report = out_dir / "report.md"

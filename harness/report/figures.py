@@ -47,7 +47,6 @@ from .style import (
 BAND_ALPHA = 0.18
 RAW_ALPHA = 0.3
 LOG_SPAN = 20.0  # a positive axis whose data spans more than this factor is drawn in log scale
-DODGE = 0.04  # epochs between the lines of neighbouring frameworks in figures 1 and 2
 MAX_TICKS = 4  # ticks on a swept axis, so that the labels never touch at ~1 in per panel
 LOSS_NAMES = {"softmax_cross_entropy": "Cross-entropy loss", "mse": "MSE loss"}
 SIZE_LABELS = {"extra_width": "Hidden width", "extra_seq_len": "Sequence length (steps)"}
@@ -125,12 +124,20 @@ def _labels(fig: Figure, x: str, y: str) -> None:
 
 def _log_ticks(ax: Axes, axis: str) -> None:
     """Readable ticks on a log axis: plain numbers (0.5, 2, 10, not 10^0), at 1-2-3-5 steps
-    within a decade, 1-2-5 steps within two, else at powers of ten only."""
+    within a decade, 1-2-5 steps within two, else at powers of ten only; where that leaves fewer
+    than two ticks in view (a narrow range such as 40-70), at every integer multiple of the
+    decade, and failing that at evenly spaced round numbers."""
     target = ax.yaxis if axis == "y" else ax.xaxis
     low, high = ax.get_ylim() if axis == "y" else ax.get_xlim()
     span = high / low
     subs = (1.0, 2.0, 3.0, 5.0) if span <= 10 else (1.0, 2.0, 5.0) if span <= 100 else (1.0,)
-    target.set_major_locator(LogLocator(base=10, subs=subs))
+    for candidate in (subs, tuple(float(k) for k in range(1, 10))):
+        locator = LogLocator(base=10, subs=candidate)
+        if sum(low <= t <= high for t in locator.tick_values(low, high)) >= 2:
+            break
+    else:
+        locator = FixedLocator(MaxNLocator(nbins=3).tick_values(low, high))
+    target.set_major_locator(locator)
     target.set_major_formatter(_plain)
     target.set_minor_formatter(NullFormatter())
 
@@ -155,34 +162,34 @@ def _swept_ticks(ax: Axes, values) -> None:
 
 # --- Figures 1 and 2: accuracy per epoch ------------------------------------------------------
 
-_DODGED = (" Lines are shifted by a few hundredths of an epoch, so that frameworks with equal "
-           "numbers stay visible.")
+_OVERLAID = (" Frameworks that compute the same numbers overlap: their markers and line styles "
+             "tell them apart.")
 ACCURACY_CAPTIONS = {
     "train_acc": Caption("Mean training accuracy over each epoch's batches, a line per framework"
-                         "{over}." + _DODGED, "the band from their minimum to maximum", "band"),
+                         "{over}." + _OVERLAID, "the band from their minimum to maximum", "band"),
     "test_acc": Caption("Accuracy on the test set after each epoch, a line per framework{over}."
-                        + _DODGED, "the band from their minimum to maximum", "band"),
+                        + _OVERLAID, "the band from their minimum to maximum", "band"),
 }
 
 
 @styled()
 def accuracy_per_epoch(data: frames.SuiteData, column: str) -> Figure:
     """Figure 1 (`column`="train_acc") or 2 ("test_acc"), as `ACCURACY_CAPTIONS` describes it:
-    one panel per model; neighbouring lines are `DODGE` epochs apart."""
+    one panel per model, every line at the epochs it measured (no offset between frameworks,
+    which read as differences in learning speed)."""
     curves = frames.epoch_curves(data.epochs, column)
     frameworks = framework_order(data.ok["framework"])
     fig, axes = _model_panels(data.models, sharex=True)
     for ax, model in zip(axes, data.models, strict=True):
         of_model = curves[curves["model"] == model]
-        for i, fw in enumerate(frameworks):
+        for fw in frameworks:
             c = of_model[of_model["framework"] == fw]
             if c.empty:
                 continue
             look = framework_look(fw)
-            epoch = c["epoch"] + DODGE * (i - (len(frameworks) - 1) / 2)
-            ax.plot(epoch, 100 * c["mean"], label=fw, **look.kwargs())
+            ax.plot(c["epoch"], 100 * c["mean"], label=fw, **look.kwargs())
             if (c["count"] > 1).any():
-                ax.fill_between(epoch, 100 * c["min"], 100 * c["max"], color=look.color,
+                ax.fill_between(c["epoch"], 100 * c["min"], 100 * c["max"], color=look.color,
                                 alpha=BAND_ALPHA, linewidth=0)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=5))
     kind = "Training" if column == "train_acc" else "Test"
@@ -319,8 +326,8 @@ def _seed_spread(data: frames.SuiteData, column: str, scale: float) -> pd.DataFr
 TIME_BARS_CAPTION = Caption(
     "Top: training time of all epochs (warm-up steps and evaluation excluded){over}. Bottom: time "
     "of one training step: a dot per process (the median of its timed steps), the bar at the "
-    "median over processes, the error bar its 95% confidence interval.",
-    "error bars ±1 std", "error bars")
+    "median over processes, the error bar its 95% confidence interval (the only error bars in "
+    "this figure).", "a dot per seed", "spread to show")
 
 
 @styled()
@@ -335,9 +342,12 @@ def time_bars(data: frames.SuiteData) -> Figure:
     used = used_runs(data.runs)
     processes = pd.DataFrame({"model": used["model"], "framework": used["framework"],
                               "value": 1000 * used["median_s"]})
-    label = "Step time (ms)"
-    return _bar_rows(data, [("Training time (s)", _seed_spread(data, "train_time_s", 1.0)),
-                            (label, steps)], dots={label: processes})
+    training = _seed_spread(data, "train_time_s", 1.0).assign(err_low=np.nan, err_high=np.nan)
+    seeds = pd.DataFrame({"model": data.ok["model"], "framework": data.ok["framework"],
+                          "value": data.ok["train_time_s"]})
+    time_label, step_label = "Training time (s)", "Step time (ms)"
+    return _bar_rows(data, [(time_label, training), (step_label, steps)],
+                     dots={time_label: seeds, step_label: processes})
 
 
 MEMORY_BARS_CAPTION = Caption(
@@ -449,36 +459,41 @@ def time_to_accuracy(data: frames.SuiteData) -> Figure:
 # --- Figure 8: the circles study ----------------------------------------------------------------
 
 CIRCLES_CAPTION = Caption(
-    "Mean squared error on the training data (mean over each epoch's batches) and on the "
-    "held-out fold after each epoch, for the six variants (dashed: sigmoid-clipped output){over}.",
-    "the band ±1 std", "band")
+    "Mean squared error on the training data (mean over each epoch's batches, left) and on the "
+    "held-out fold after each epoch (right), a row per framework, a line per variant: colour "
+    "for the activation, dashed with square markers for the sigmoid-clipped output{over}.",
+    "the band from their minimum to maximum", "band")
 
 
 @styled()
-def circles_curves(data: frames.SuiteData, framework: str) -> Figure:
-    """Figure 8 of one `framework`, as `CIRCLES_CAPTION` describes it: training and test side by
-    side, on one y axis."""
-    epochs = data.epochs[data.epochs["framework"] == framework]
-    fig, grid = new_figure(1, 2, panel_height=1.6, sharey=True)
-    variants = list(dict.fromkeys(epochs["model"]))
-    for ax, column, title in ((grid[0][0], "train_loss", "Training"),
-                              (grid[0][1], "test_loss", "Test")):
-        curves = frames.epoch_curves(epochs, column)
-        for i, (model, name) in enumerate(zip(variants, short_names(variants), strict=True)):
-            c = curves[curves["model"] == model]
-            look = variant_look(model)
-            std = c["std"].fillna(0.0)
-            # Markers, staggered per variant, so that they do not pile up on the same epochs.
-            every = max(1, len(c) // 5)
-            ax.plot(c["epoch"], c["mean"], label=name,
-                    markevery=(i * every // len(variants), every), **look.kwargs())
-            ax.fill_between(c["epoch"], (c["mean"] - std).clip(lower=c["min"]), c["mean"] + std,
-                            color=look.color, alpha=BAND_ALPHA, linewidth=0)
-        ax.set_title(f"{title} ({framework})")
+def circles_curves(data: frames.SuiteData) -> Figure:
+    """Figure 8, as `CIRCLES_CAPTION` describes it: a row per framework, training and test side
+    by side, every panel on one y axis (a log one where the losses span more than `LOG_SPAN`,
+    so that bands from minimum to maximum stay positive). The variants' colours are their own
+    (style.ACTIVATIONS), not those of the frameworks."""
+    frameworks = framework_order(data.epochs["framework"])
+    fig, grid = new_figure(len(frameworks), 2, panel_height=1.4, sharey=True, sharex=True)
+    variants = list(dict.fromkeys(data.epochs["model"]))
+    for row, framework in zip(grid, frameworks, strict=True):
+        epochs = data.epochs[data.epochs["framework"] == framework]
+        for ax, column, title in ((row[0], "train_loss", "Training"),
+                                  (row[1], "test_loss", "Test")):
+            curves = frames.epoch_curves(epochs, column)
+            for i, model in enumerate(variants):
+                c = curves[curves["model"] == model]
+                look = variant_look(model)
+                # Markers, staggered per variant, so that they do not pile up on the same epochs.
+                every = max(1, len(c) // 5)
+                ax.plot(c["epoch"], c["mean"], markevery=(i * every // len(variants), every),
+                        **look.kwargs())
+                ax.fill_between(c["epoch"], c["min"], c["max"], color=look.color,
+                                alpha=BAND_ALPHA, linewidth=0)
+            ax.set_title(f"{title}: {framework}")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=5))
+        row[0].set_ylabel("Mean squared error")
+    for ax in grid[-1]:
         ax.set_xlabel("Epoch")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=5))
-    _log_if_wide(grid[0][0], "y", epochs[["train_loss", "test_loss"]].to_numpy().ravel())
-    grid[0][0].set_ylabel("Mean squared error")
+    _log_if_wide(grid[0][0], "y", data.epochs[["train_loss", "test_loss"]].to_numpy().ravel())
     handles = [Line2D([], [], label=name, **variant_look(m).kwargs())
                for m, name in zip(variants, short_names(variants), strict=True)]
     legend_above(fig, handles, [h.get_label() for h in handles], columns=3)

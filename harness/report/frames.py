@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..records import Status
+from ..specs import MODELS
 
 # Settings that a sweep suite varies within one model and framework, as cases() names them.
 SWEEP_COLUMNS = {"batch_size": "batch size", "extra_width": "MLP width",
@@ -42,7 +43,16 @@ class SuiteData:
 
     @property
     def models(self) -> list[str]:
-        return list(dict.fromkeys(self.ok["model"]))
+        """The finished cases' models: the built-in ones in their fixed order (cnn, mlp, rnn,
+        lstm, the circles variants), so that every figure and table of every suite lists them
+        alike, then the others in the order they ran."""
+        present = list(dict.fromkeys(self.ok["model"]))
+        return [m for m in MODELS if m in present] + [m for m in present if m not in MODELS]
+
+    @property
+    def epoch_count(self) -> int:
+        """The most epochs any finished case trained (0 without epoch records)."""
+        return int(self.epochs["epoch"].max()) if len(self.epochs) else 0
 
     @property
     def swept(self) -> list[str]:

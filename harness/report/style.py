@@ -93,8 +93,9 @@ _SPARE_MARKERS = ["*", "h", "<", ">", "p"]
 _SPARE_LINESTYLES = [(0, (6, 2, 1, 2)), (0, (2, 2)), (0, (8, 2)), (0, (4, 1, 1, 1))]
 
 # The circles study: colour by activation, solid for a linear output, dashed for the clipped one.
-ACTIVATIONS = {"tanh": OKABE_ITO["blue"], "relu": OKABE_ITO["orange"],
-               "sigmoid": OKABE_ITO["green"]}
+# From Paul Tol's muted palette, none of them a framework's colour: a reader of one report must
+# never take an activation for a framework.
+ACTIVATIONS = {"tanh": "#332288", "relu": "#CC6677", "sigmoid": "#999933"}
 
 
 def _stable_index(name: str, n: int, salt: str) -> int:

@@ -1,0 +1,78 @@
+"""The report's parity section: `adh check --suite` at report time, beside the commit the runs
+measured, so that a reader sees the frameworks compute the same thing before comparing them."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ..check import CheckResult, check_frameworks, format_table, suite_checks, summary
+from ..errors import UsageError
+from ..frameworks import available
+
+STEPS = 20  # training steps the report's check compares (adh check's default is 50)
+
+
+@dataclass
+class ParityCheck:
+    """The checks of a suite's models and frameworks, and what could not be checked here."""
+
+    results: list[CheckResult]
+    code_version: str  # of the code checked (harness.measure.provenance.code_version)
+    steps: int
+    missing: list[str] = field(default_factory=list)  # frameworks not installed here
+    problem: str = ""  # why nothing was checked (the suite file is not found here)
+
+
+def check_suite(suite: str, frameworks: list[str], code_version: str, steps: int = STEPS,
+                data_dir: str | None = None) -> ParityCheck:
+    """`adh check --suite SUITE --steps STEPS` in float32 on those of `frameworks` (the ones
+    the runs measured) that are installed here; a ParityCheck that says why where the suite
+    cannot be loaded."""
+    installed = available()
+    missing = [name for name in frameworks if name not in installed]
+    present = [name for name in frameworks if name in installed]
+    try:
+        _, specs, files = suite_checks(suite, present)
+    except UsageError as error:
+        return ParityCheck([], code_version, steps, problem=str(error))
+    results = check_frameworks(present, specs, ["float32"], steps, threads=2,
+                               data_dir=data_dir, data_files=files) if present else []
+    return ParityCheck(results, code_version, steps, missing)
+
+
+def _measured_versions(cases: pd.DataFrame) -> list[str]:
+    """The code versions the runs measured: their recorded code version (commit, plus a hash of
+    uncommitted changes), else their commit."""
+    empty = pd.Series(None, index=cases.index, dtype=object)
+    versions = cases.get("prov_code_version", empty).fillna(cases.get("prov_commit", empty))
+    return [str(v) for v in dict.fromkeys(versions.dropna())]
+
+
+def parity_section(check: ParityCheck | None, cases: pd.DataFrame, suite: str) -> list[str]:
+    """The Parity section: the table of `adh check`, the commit it checked against the runs'
+    commit, and what it means; a line saying how to add it when `check` is None."""
+    lines = ["## Parity", ""]
+    rerun = f"`adh check --suite {suite} --steps {STEPS}`"
+    if check is None:
+        return lines + [f"Not checked for this report (`adh report --no-check`); {rerun} "
+                        f"proves it.", ""]
+    if check.problem:
+        return lines + [f"Not checked: {check.problem}", ""]
+    versions = _measured_versions(cases)
+    same = versions == [check.code_version]
+    at = (f"at commit {check.code_version}, the commit the runs measured"
+          if same else f"at {check.code_version}; the runs measured "
+          f"{', '.join(map(str, versions)) or 'an unrecorded version'}: this table proves the "
+          f"checked code, not necessarily the measured one (rebuild the report at that commit)")
+    lines += [f"{rerun}, {at}: from the same initial weights and batches, each framework's "
+              f"gradients on one batch and its weights after {check.steps} float32 training "
+              f"steps against torch's (rho = |x - y| / max(1, |x| + |y|), the largest over all "
+              f"parameters), the largest relative difference of the losses, and the share of "
+              f"test examples both models put in the same class. ok: within the float32 "
+              f"tolerances of `adh check`, and bit-identical when run twice.", ""]
+    if check.results:
+        lines += [format_table(check.results), "", summary(check.results) + ".", ""]
+    if check.missing:
+        lines += [f"Not installed here, so not checked: {', '.join(check.missing)}.", ""]
+    return lines

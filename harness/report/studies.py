@@ -1,0 +1,194 @@
+"""Our results beside the published numbers of the studies this project grew from.
+
+Absolute times and bytes come from other machines, languages and protocols, so a study is
+compared as ratios to its reference framework (PyTorch) and ours to torch; accuracies are shown
+as they are, with the protocol differences that explain a gap stated under each table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .. import tables
+from ..stats import Estimate, format_ratio
+from . import frames
+
+REFERENCE = "torch"
+
+
+@dataclass(frozen=True)
+class Published:
+    """One contestant's row of a study's table: None where the study reports no number."""
+
+    contestant: str
+    ours: str | None  # our framework that plays its part, if any
+    time_s: float | None
+    alloc_gib: float | None
+    test_pct: float | None
+
+
+@dataclass(frozen=True)
+class Study:
+    """A study's table of time, bytes allocated and test accuracy for one of our models."""
+
+    title: str
+    model: str
+    rows: tuple[Published, ...]  # the last is the reference (PyTorch)
+    protocol: str  # the study's protocol in a sentence: dataset, epochs, batch, optimizer, ...
+    measures: str  # what its time and memory measure, against ours
+
+
+JULIA_CNN = Study(
+    "Julia CNN study, Table I", "cnn",
+    (Published("own engine (Julia)", "engine-static", 168.7, 250.632, 95.59),
+     Published("Flux (Julia)", None, 33.5, 15.80, 94.67),
+     Published("PyTorch (Python)", REFERENCE, 36.9, None, 94.59)),
+    "MNIST (60,000 training images); a CNN of convolution, pooling and dense layers whose sizes "
+    "the text does not give; the number of epochs, the batch size and the optimizer are not "
+    "stated (its companion CNN study trains 5 epochs; its library implements Adam); the own "
+    "engine builds its graph once (our engine-static), in Julia, as Flux; PyTorch in Python",
+    "Time: the whole training run in seconds. Memory: Julia's count of bytes allocated in total "
+    "(PyTorch's is not reported), the same kind of number as our memray bytes allocated")
+
+JULIA_RNN = Study(
+    "Julia RNN study, Tables I-III", "rnn",
+    (Published("own engine (Julia)", "engine-static", 11.53, 4.59, 92.24),
+     Published("Flux (Julia)", None, 12.78, 13.16, 94.4),
+     Published("PyTorch (Python)", REFERENCE, 11.88, 31.57, 94.55)),
+    "MNIST, 5 epochs of 600 batches of 100 images; a recurrent network over the image's rows "
+    "with a dense output, trained by SGD through time, Glorot initialisation, float32; the "
+    "hidden size and learning rate are not stated; the graph built once (our engine-static)",
+    "Time: 5 epochs of training in seconds. Memory: bytes allocated in total, from Julia's "
+    "counter for the Julia solutions and from the PyTorch Profiler for PyTorch (different "
+    "counters; ours is memray's for every framework)")
+
+# Train and test accuracy (%), mean over 2 x 5-fold cross-validation, per model of the study.
+CIRCLES_PUBLISHED = {
+    "circles-tanh": (98.3, 96.9), "circles-tanh-clipped": (98.5, 97.0),
+    "circles-relu": (97.6, 96.5), "circles-relu-clipped": (96.8, 96.4),
+    "circles-sigmoid": (98.0, 97.0), "circles-sigmoid-clipped": (97.0, 96.0),
+}
+CIRCLES_PROTOCOL = (
+    "The Python circles study, Table I: 10,000 points, 3 hidden layers of 25, MSE loss, its own "
+    "framework on torch tensors fed one sample at a time (batch 1), a learning rate per model "
+    "chosen by grid search with 5-fold cross-validation, then 5-fold cross-validation run twice; "
+    "its optimizer and epochs are not stated")
+
+STUDY_DATASETS = ("The Julia CNN and RNN studies trained on MNIST; the Python circles study on "
+                  "its own circles dataset (10,000 points, 80/20).")
+
+
+def _number(value: float | None, digits: int) -> str:
+    return "not reported" if value is None else f"{value:.{digits}f}"
+
+
+def _published_ratio(value: float | None, reference: float | None,
+                     words: tuple[str, str]) -> str:
+    if value is None or reference is None:
+        return "-"
+    return tables.relative_words(value / reference, words)
+
+
+def _ours(summary: pd.DataFrame, framework: str | None, column: str) -> object:
+    rows = summary[summary["framework"] == framework]
+    return None if framework is None or rows.empty else rows.iloc[0][column]
+
+
+def study_table(study: Study, summary: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """The study's rows beside ours: the published time, allocations and test accuracy each
+    with its ratio to PyTorch, and our framework in that role with its ratio to torch (the step
+    time's paired ratio and 95 % CI, bytes allocated, test accuracy); `summary` is
+    tables.model_summary of the study's model."""
+    headers = ["Contestant", "Time (s)", "Time vs PyTorch", "Ours", "Ours: step vs torch",
+               "Allocations (GiB)", "Allocations vs PyTorch", "Ours: allocations vs torch",
+               "Test accuracy (%)", "Ours: test accuracy (%)"]
+    reference = study.rows[-1]
+    rows = []
+    for row in study.rows:
+        ratio = _ours(summary, row.ours, "ratio")
+        alloc = _ours(summary, row.ours, "alloc_gib_ratio")
+        accuracy = _ours(summary, row.ours, "test_pct")
+        is_reference = row.ours == REFERENCE
+        rows.append([
+            row.contestant, _number(row.time_s, 1),
+            "reference" if row is reference else _published_ratio(
+                row.time_s, reference.time_s, ("slower", "faster")),
+            row.ours or "no counterpart",
+            "reference" if is_reference else (
+                format_ratio(ratio) if isinstance(ratio, Estimate) else "-"),
+            _number(row.alloc_gib, 2),
+            "reference" if row is reference else _published_ratio(
+                row.alloc_gib, reference.alloc_gib, ("more", "less")),
+            "reference" if is_reference else (
+                tables.relative_words(float(alloc), ("more", "less"))
+                if isinstance(alloc, float) else "-"),
+            _number(row.test_pct, 2),
+            f"{accuracy:.2f}" if isinstance(accuracy, float) and pd.notna(accuracy) else "-"])
+    return headers, rows
+
+
+def _our_protocol(data: frames.SuiteData, model: str) -> str:
+    cases = data.ok[data.ok["model"] == model]
+    first = cases.iloc[0]
+    return (f"ours: {', '.join(map(str, dict.fromkeys(cases['dataset'])))}, {first['epochs']} "
+            f"epochs, batch {first['batch_size']}, {first['optimizer']} at lr {first['lr']:g}, "
+            f"float32, {len(dict.fromkeys(cases['seed']))} seed(s), numpy (the engine) and "
+            f"torch in Python on this machine, {first['threads']} threads")
+
+
+def circles_table(data: frames.SuiteData) -> tuple[list[str], list[list[str]]]:
+    """The circles study's train and test accuracy per model beside ours (engine-static and
+    torch, mean ± std over the folds and repetitions)."""
+    ours = tables.accuracy_summary(data.ok, data.epochs).set_index(["model", "framework"])
+    frameworks = [f for f in ("engine-static", REFERENCE) if f in set(data.ok["framework"])]
+    headers = ["Model", "Published train (%)", "Published test (%)",
+               *(f"{f} {split} (%)" for f in frameworks for split in ("train", "test"))]
+    rows = []
+    for model, (train, test) in CIRCLES_PUBLISHED.items():
+        if model not in set(data.ok["model"]):
+            continue
+        cells = [model, f"{train:.1f}", f"{test:.1f}"]
+        for framework in frameworks:
+            if (model, framework) in ours.index:
+                row = ours.loc[(model, framework)]
+                cells += [tables.mean_std(row, "train_pct", 1), tables.mean_std(row, "test_pct", 1)]
+            else:
+                cells += ["-", "-"]
+        rows.append(cells)
+    return headers, rows
+
+
+def studies_section(data: frames.SuiteData) -> list[str]:
+    """'Beside the published studies': a table per study whose model this suite ran with the
+    engine and torch, each with the protocol differences; nothing for a suite with none."""
+    lines: list[str] = []
+    models = set(data.ok["model"])
+    frameworks = set(data.ok["framework"])
+    if data.swept or not {"engine-static", REFERENCE} <= frameworks:
+        return []
+    if data.has_folds:
+        headers, rows = circles_table(data)
+        if rows:
+            first = data.ok.iloc[0]
+            lines += ["### Python circles study, Table I", "",
+                      tables.markdown_table(headers, rows), "",
+                      f"{CIRCLES_PROTOCOL}; ours: {first['optimizer']} at lr {first['lr']:g} for "
+                      f"every model, batch {first['batch_size']}, {first['epochs']} epochs, the "
+                      f"same 2 x 5-fold cross-validation.", ""]
+    else:
+        summary = tables.model_summary(data.cases, data.epochs, data.runs, REFERENCE)
+        for study in (JULIA_CNN, JULIA_RNN):
+            if study.model not in models:
+                continue
+            headers, rows = study_table(study, summary[summary["model"] == study.model])
+            lines += [f"### {study.title}, beside our {study.model}", "",
+                      tables.markdown_table(headers, rows), "",
+                      f"Protocol differences: the study: {study.protocol}; "
+                      f"{_our_protocol(data, study.model)}. {study.measures}.", ""]
+    if not lines:
+        return []
+    return ["## Beside the published studies", "",
+            "The studies' published numbers came from other machines, so times and bytes are "
+            "compared as ratios to each study's reference (PyTorch), ours to torch on this "
+            f"machine. {STUDY_DATASETS}", "", *lines]
