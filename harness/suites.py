@@ -1,7 +1,7 @@
 """Suites: TOML files that expand into cases (model x framework x dataset x settings x seed).
 
 Top-level keys set the defaults; each `[[sweep]]` table (optional) is a group of cases with its
-own overrides, where a list value of batch_size, width or seq_len is swept. Without sweeps, the
+own overrides, where a list value of batch_size, lr, width or seq_len is swept. Without sweeps, the
 top level alone is one group. Example (the built-in `quick` suite):
 
     description = "Every model and framework for 2 epochs on the embedded mnist-10k"
@@ -36,7 +36,8 @@ SETTINGS = {  # key: (type, meaning) - the only keys a suite file may use
     "seeds": (list, "seeds: each gives other initial weights and batch order"),
     "epochs": (int, "epochs (default: the model's)"),
     "batch_size": ((int, list), "batch size (default: the model's); a list is swept"),
-    "lr": (float, "learning rate (default: the model's)"),
+    "lr": ((float, list), "learning rate (default: the model's); a list is swept (with folds: "
+                          "a grid search, the report keeps each model's best rate)"),
     "threads": (int, "threads for every numeric library"),
     "dtype": (str, "float32 or float64"),
     "train_limit": (int, "use only the first N training examples"),
@@ -50,9 +51,9 @@ SETTINGS = {  # key: (type, meaning) - the only keys a suite file may use
     "timeout_s": (int, "a case running longer is stopped and recorded as timeout"),
     "sweep": (list, "groups of cases, each a table of the keys above"),
 }
-SWEPT = ("batch_size", "width", "seq_len")
-ITEMS = {"models": str, "frameworks": str, "seeds": int, "batch_size": int, "width": int,
-         "seq_len": int, "sweep": dict}  # what a list value must hold
+SWEPT = ("batch_size", "lr", "width", "seq_len")
+ITEMS = {"models": str, "frameworks": str, "seeds": int, "batch_size": int, "lr": float,
+         "width": int, "seq_len": int, "sweep": dict}  # what a list value must hold
 MINIMUM = {"seeds": 0, "epochs": 1, "batch_size": 1, "threads": 1, "train_limit": 1, "folds": 2,
            "width": 1, "seq_len": 1, "timeout_s": 1, "rounds": 1}
 # whole-suite settings; a [[sweep]]'s models are a list
@@ -271,7 +272,8 @@ def _validate(where: str, key: str, value: Any, raw: dict[str, Any]) -> None:
     if key not in SETTINGS:
         raise UsageError(f"{where}: unknown field {key!r}; valid fields: {', '.join(SETTINGS)}")
     kind, meaning = SETTINGS[key]
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if float in kinds and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
         raise UsageError(f"{where}: field {key!r} must be {_type_name(kind)} ({meaning}), "
@@ -283,14 +285,15 @@ def _validate(where: str, key: str, value: Any, raw: dict[str, Any]) -> None:
         item = ITEMS[key]
         if not value and key != "sweep":
             raise UsageError(f"{where}: field {key!r} must not be empty ({meaning})")
-        if any(not isinstance(v, item) or isinstance(v, bool) for v in value):
-            items = {str: "strings", int: "integers", dict: "tables"}[item]
+        allowed = (int, float) if item is float else item  # 1 is a number too
+        if any(not isinstance(v, allowed) or isinstance(v, bool) for v in value):
+            items = {str: "strings", int: "integers", float: "numbers", dict: "tables"}[item]
             raise UsageError(f"{where}: field {key!r} must be a list of {items} ({meaning}), "
                              f"got {value!r}")
     if key in MINIMUM and any(v < MINIMUM[key] for v in values):
         raise UsageError(f"{where}: field {key!r} must be at least {MINIMUM[key]} ({meaning}), "
                          f"got {value!r}")
-    if key == "lr" and value <= 0:
+    if key == "lr" and any(v <= 0 for v in values):
         raise UsageError(f"{where}: field 'lr' must be positive, got {value!r}")
     if key == "dtype" and value not in DTYPES:
         raise UsageError(f"{where}: unknown dtype {value!r}; choose from: {', '.join(DTYPES)}")
@@ -334,7 +337,7 @@ def _expand(suite: str, group: dict[str, Any], path: Path, models: dict[str, Mod
             names, frameworks, group.get("seeds", [0]), *sweeps):
         spec = models.get(model) or get_model(model)
         dataset = group.get("dataset", spec.dataset)
-        batch_size, width, seq_len = swept
+        batch_size, lr, width, seq_len = swept
         try:  # width and seq_len fit only some models: say so now, not in every case's worker
             scaled(spec, width=width, seq_len=seq_len)
         except UsageError as error:
@@ -351,7 +354,7 @@ def _expand(suite: str, group: dict[str, Any], path: Path, models: dict[str, Mod
             cases.append(Case(
                 suite=suite, model=model, framework=framework, dataset=dataset, seed=seed,
                 epochs=group.get("epochs", spec.epochs), batch_size=batch_size or spec.batch_size,
-                optimizer=spec.optimizer, lr=float(group.get("lr", spec.lr)),
+                optimizer=spec.optimizer, lr=float(lr if lr is not None else spec.lr),
                 threads=group.get("threads", 2), dtype=group.get("dtype", "float32"),
                 train_limit=group.get("train_limit"),
                 extra=tuple(sorted((k, v) for k, v in extra_items.items() if v is not None))))

@@ -3,6 +3,7 @@ suite, a scaling sweep, a circles cross-validation), the figures' series and lab
 rows and ratios, the files a report writes, and the refusal of a missing or empty suite."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import zlib
@@ -18,7 +19,7 @@ from harness.errors import UsageError
 from harness.measure.policy import FlagPolicy
 from harness.profile import UNACCOUNTED, ProfileRow, SavedProfile
 from harness.records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord
-from harness.report import build_report, figures
+from harness.report import build_report, figures, rates
 from harness.report.build import load_suite_data, method_section, plan_figures
 from harness.report.style import FRAMEWORKS, framework_look, framework_order, variant_look
 from harness.store import ResultsStore
@@ -641,3 +642,39 @@ def test_the_published_studies_beside_ours(store: ResultsStore, tmp_path: Path) 
     assert re.search(r"\| circles-tanh +\| 98\.3 +\| 96\.9 +\| 93\.", table)
     assert "time and accuracy (mean ± std over runs" in circles  # no memory pass: no memory
     assert "Beside the published" not in build_report(store, "scaling", tmp_path / "s").read_text()
+
+
+def test_a_learning_rate_search_keeps_each_models_best_rate(tmp_path: Path) -> None:
+    """Two rates per model in 2 x 5-fold cross-validation: the report keeps, per model, the rate
+    whose first repetition's folds held out best, and lists the grid."""
+    best = {"circles-tanh": 0.01, "circles-relu": 0.001}
+    with ResultsStore(tmp_path / "adh.sqlite") as store:
+        for model in best:
+            for lr in (0.001, 0.01):
+                for seed in (0, 1):
+                    for fold in range(5):
+                        result = make_result("search", model, "engine-static", seed, epochs=3,
+                                             extra={"fold": fold, "folds": 5}, alloc=None,
+                                             peak=None,
+                                             final_acc=(0.95 if lr == best[model] else 0.90)
+                                             + 0.001 * fold)
+                        result.case = dataclasses.replace(result.case, lr=lr)
+                        result.key = result.case.key("test", "")
+                        store.save(result)
+        data = load_suite_data(store, "search")
+        grid = rates.rate_grid(data)
+        text = build_report(store, "search", tmp_path / "out").read_text()
+    assert rates.is_rate_search(data)
+    chosen = grid[grid["chosen"]].set_index("model")["lr"].to_dict()
+    assert chosen == best
+    # the first repetition (seed 0) over 5 folds: 95 % + 0.0 (seed) + 0.2 (folds' mean)
+    assert grid.set_index(["model", "lr"]).loc[("circles-tanh", 0.01), "mean"] == \
+        pytest.approx(95.2)
+    search = text.split("## Learning-rate search")[1].split("## Provenance")[0]
+    assert re.search(r"\| circles-tanh +\| engine-static +\| 90\.2 ± 0\.2 +\| \*\*95\.2 ± 0\.2\*\* "
+                     r"+\| 0\.01 +\|", search)
+    # the tables show the chosen rate alone: 10 runs per model, not 20
+    accuracy = (tmp_path / "out" / "tables" / "accuracy.md").read_text()
+    assert re.search(r"\| circles-tanh +\| engine-static +\| [\d.]+ ± [\d.]+ +\| 95\.70 ± 0\.5\d "
+                     r"+\| 10 +\|", accuracy)
+    assert "the rate chosen per model (tanh 0.01, relu 0.001)" in text

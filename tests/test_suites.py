@@ -50,8 +50,9 @@ def test_builtin_suite_expands_to_its_cases(name):
         assert case.dataset == raw.get("dataset", MODELS[case.model].dataset)
         assert case.threads == raw.get("threads", 2)
         assert case.seed in raw.get("seeds", [0])
-        if "epochs" in raw:
-            assert case.epochs == raw["epochs"]
+        epochs = {g["epochs"] for g in raw.get("sweep", []) if "epochs" in g}
+        if "epochs" in raw:  # or a sweep's own
+            assert case.epochs == raw["epochs"] or case.epochs in epochs
         assert case.train_limit == raw.get("train_limit")
 
 
@@ -62,6 +63,7 @@ def test_known_case_counts():
     assert counts["ci"] == 3 * 2
     assert counts["paper"] == 4 * 7 * 3  # x seeds
     assert counts["circles"] == 6 * 3 * 2 * 5  # x seeds x folds
+    assert counts["circles-paper"] == 6 * 1 * 2 * 5 * 4  # x learning rates
     # batch sizes, widths, sequence lengths (rnn and lstm)
     assert counts["scaling"] == 3 * 3 * 7 + 3 * 6 + 3 * 5 * 2
 
@@ -97,6 +99,21 @@ def test_scaling_sweeps():
     assert {c.model for c in suite.cases if "width" in dict(c.extra)} == {"mlp"}
     assert {c.model for c in suite.cases if "seq_len" in dict(c.extra)} == {"rnn", "lstm"}
     assert sorted({c.batch_size for c in suite.cases}) == [16, 32, 64, 100, 128, 256, 512, 1024]
+    # enough timed steps at the largest batches: 8,000 images / 1024 is 7 steps an epoch
+    assert {c.epochs for c in suite.cases if c.batch_size >= 512} == {4}
+
+
+def test_a_learning_rate_list_is_swept(tmp_path):
+    path = tmp_path / "grid.toml"
+    path.write_text('dataset = "circles"\nmodels = ["circles-tanh"]\n'
+                    'frameworks = ["engine-static"]\nfolds = 5\nlr = [0.001, 0.01, 1]\n')
+    suite = load_suite(str(path))
+    assert sorted({c.lr for c in suite.cases}) == [0.001, 0.01, 1.0] and len(suite.cases) == 15
+    assert {c.lr for c in load_suite("circles-paper").cases} == {0.001, 0.003, 0.01, 0.03}
+    for bad, words in (("[0.01, 0]", "must be positive"), ('["fast"]', "list of numbers")):
+        path.write_text(f'models = ["mlp"]\nframeworks = ["torch"]\nlr = {bad}\n')
+        with pytest.raises(UsageError, match=words):
+            load_suite(str(path))
 
 
 # --- overrides -----------------------------------------------------------------------------------
@@ -263,7 +280,7 @@ def test_sweep_values_must_fit_the_model(tmp_path):
 
 def test_unknown_suite_lists_the_builtin_ones(tmp_path):
     with pytest.raises(UsageError,
-                       match="no suite 'nope'.*ci, circles, contest, paper, quick, scaling"):
+                       match="no suite .nope.*ci, circles, circles-paper, contest, paper, quick, scaling"):
         load_suite("nope")
     with pytest.raises(UsageError, match="no suite"):
         load_suite(str(tmp_path / "missing.toml"))

@@ -23,7 +23,7 @@ from ..profile import SavedProfile
 from ..records import Status
 from ..stats import ORDER_STATISTICS_FROM
 from ..store import ResultsStore, newest_versions
-from . import figures, frames
+from . import figures, frames, rates
 from .parity import ParityCheck, parity_section
 from .roofline import CAPTION as ROOFLINE_CAPTION
 from .roofline import roofline
@@ -94,8 +94,12 @@ def _sweep_figures(data: frames.SuiteData) -> list[PlannedFigure]:
 
 
 def _circles_figures(data: frames.SuiteData) -> list[PlannedFigure]:
-    return [PlannedFigure("8", "fig8_circles", "The circles study", figures.CIRCLES_CAPTION,
-                          lambda: figures.circles_curves(data))]
+    out = [PlannedFigure("8", "fig8_circles", "The circles study", figures.CIRCLES_CAPTION,
+                         lambda: figures.circles_curves(data))]
+    if set(data.ok["dataset"]) == {"circles"}:
+        out.append(PlannedFigure("9", "fig9_circles_data", "The circles dataset",
+                                 figures.CIRCLES_DATA_CAPTION, figures.circles_dataset))
+    return out
 
 
 def plan_figures(data: frames.SuiteData) -> tuple[list[PlannedFigure], list[tuple[str, str]]]:
@@ -128,8 +132,8 @@ def plan_figures(data: frames.SuiteData) -> tuple[list[PlannedFigure], list[tupl
                                          "Accuracy against training time",
                                          figures.TIME_TO_ACCURACY_CAPTION,
                                          lambda: figures.time_to_accuracy(data)))
-        skipped.append(("Figures 6 and 8", "figure 6 needs a sweep suite (scaling), figure 8 the "
-                                           "circles cross-validation suite"))
+        skipped.append(("Figures 6, 8 and 9", "figure 6 needs a sweep suite (scaling), figures 8 "
+                                              "and 9 a cross-validation suite (circles)"))
     if data.steps.empty:
         skipped.append(("Figure 4", "no step times were stored"))
     if not data.has_memory:
@@ -488,6 +492,11 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
     machines unless `allow_mixed_machines` (harness.machines)."""
     data = load_suite_data(store, suite)
     require_one_machine(data.cases, f"suite {suite!r} in {store.path}", allow_mixed_machines)
+    search: list[str] = []
+    if rates.is_rate_search(data):  # the rates not chosen appear in the search's table alone
+        grid = rates.rate_grid(data)
+        search = rates.rate_search_section(grid, data)
+        data = rates.at_chosen_rates(data, grid)
     out_dir = Path(out_dir) if out_dir is not None else Path("reports") / suite
     figure_dir, table_dir = out_dir / "figures", out_dir / "tables"
     for folder in (figure_dir, table_dir):
@@ -500,6 +509,7 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
              *_smoke_test_note(data),
              *setup_section(data.ok),
              *parity_section(parity, data.ok, suite),
+             *search,
              "## Provenance", "", provenance_section(data.cases), "",
              "## How this was measured", "", method_section(data), "",
              *_unfinished_section(data.cases),

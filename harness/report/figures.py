@@ -498,3 +498,38 @@ def circles_curves(data: frames.SuiteData) -> Figure:
                for m, name in zip(variants, short_names(variants), strict=True)]
     legend_above(fig, handles, [h.get_label() for h in handles], columns=3)
     return fig
+
+
+# --- Figure 9: the circles dataset --------------------------------------------------------------
+
+CIRCLES_DATA_CAPTION = Caption(
+    "The circles dataset: 10,000 points uniform in the unit square, label 1 (dark) outside the "
+    "circle of area 1/2 (drawn), split 80/20 into the 8,000 training points (left) and 2,000 "
+    "test points (right), as the circles study drew it; cross-validation re-splits all 10,000 "
+    "into 5 folds of the same 80/20 proportion.")
+
+
+@styled()
+def circles_dataset() -> Figure:
+    """Figure 9, as `CIRCLES_DATA_CAPTION` describes it: training and test points side by side,
+    coloured by label, with the circle that defines the labels."""
+    from matplotlib.patches import Circle
+
+    from ..data import circles
+
+    data = circles.load()
+    fig, grid = new_figure(1, 2, panel_height=1.7, sharey=True, legend=False)
+    colours = np.array(["#BBBBBB", "#332288"])  # inside (0), outside (1)
+    for ax, x, y, title in ((grid[0][0], data.x_train, data.y_train, "Training"),
+                            (grid[0][1], data.x_test, data.y_test, "Test")):
+        ax.scatter(x[:, 0], x[:, 1], s=1.5, c=colours[y], linewidths=0, rasterized=True)
+        ax.add_patch(Circle((0.5, 0.5), float(np.sqrt(circles.RADIUS_SQUARED)), fill=False,
+                            color="black", linewidth=0.8))
+        ax.set_title(f"{title} ({len(x):,} points)")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_aspect("equal")
+        ax.set_xlabel("$x_1$")
+        ax.grid(visible=False)
+    grid[0][0].set_ylabel("$x_2$")
+    return fig

@@ -13,7 +13,7 @@ from ..records import Status
 from ..specs import MODELS
 
 # Settings that a sweep suite varies within one model and framework, as cases() names them.
-SWEEP_COLUMNS = {"batch_size": "batch size", "extra_width": "MLP width",
+SWEEP_COLUMNS = {"batch_size": "batch size", "lr": "learning rate", "extra_width": "MLP width",
                  "extra_seq_len": "RNN sequence length"}
 
 
