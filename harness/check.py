@@ -378,17 +378,19 @@ def check_frameworks(frameworks: Iterable[str | type[Framework]],
 
 
 def suite_checks(suite_name: str, frameworks: Sequence[str] | None = None,
-                 models: Sequence[str] | None = None
+                 models: Sequence[str] | None = None, dataset: str | None = None
                  ) -> tuple[list[str], list[ModelSpec], dict[str, str | Path | None]]:
     """What `adh check --suite` checks: the suite's frameworks (unless given), one spec per
-    model of the suite (its settings, on the suite's dataset), and the dataset files; the
-    arguments of `check_frameworks`."""
+    model of the suite (its settings, on the suite's dataset, or `dataset`; only `models` where
+    given), and the dataset files; the arguments of `check_frameworks`."""
     from dataclasses import replace
 
     from .suites import load_suite
     from .worker import case_spec, dataset_file
 
-    suite = load_suite(suite_name, {"models": list(models)} if models else None)
+    overrides = {**({"models": list(models)} if models else {}),
+                 **({"dataset": dataset} if dataset else {})}
+    suite = load_suite(suite_name, overrides or None)
     specs: dict[str, ModelSpec] = {}
     files: dict[str, str | Path | None] = {}
     for case in suite.cases:

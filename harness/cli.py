@@ -6,6 +6,7 @@ nothing heavy at the top.
 from __future__ import annotations
 
 import argparse
+import functools
 import signal
 import sys
 from contextlib import nullcontext
@@ -724,18 +725,23 @@ def _report(args) -> int:
     with ResultsStore(args.store) as store:
         if args.suite not in store.suites():  # a suite may be called anything it was stored as
             _refuse_misplaced(args.suite, "suite", "report")
-        parity = None
-        if not args.no_check:
-            from .measure.provenance import code_version
-            from .report.parity import check_suite
-
-            print(f"checking parity (adh check --suite {args.suite}; --no-check skips it) ...",
-                  file=sys.stderr)
-            ran = store.cases(args.suite)["framework"].unique().tolist()
-            parity = check_suite(args.suite, ran, code_version(), data_dir=args.data_dir)
         print(build_report(store, args.suite, args.out, profiles, args.allow_mixed_machines,
-                           parity))
+                           None if args.no_check else functools.partial(
+                               _check_parity, args.suite, args.data_dir)))
     return 0
+
+
+def _check_parity(suite: str, data_dir: str | None, data):
+    """The parity section's checks: `adh check --suite` on what the runs of `data` measured."""
+    from .measure.provenance import code_version
+    from .report.parity import check_suite
+
+    print(f"checking parity (adh check --suite {suite}; --no-check skips it) ...",
+          file=sys.stderr)
+    datasets = list(dict.fromkeys(data.ok["dataset"]))
+    return check_suite(suite, list(dict.fromkeys(data.ok["framework"])), data.models,
+                       datasets[0] if len(datasets) == 1 else None, code_version(),
+                       data_dir=data_dir)
 
 
 def _compare(args) -> int:
@@ -840,30 +846,18 @@ def _writable(folder: Path) -> None:
 
 
 def _graph(args) -> int:
-    import shutil
-    import subprocess
-
-    from engine.dot import to_dot
-
-    from .frameworks.engine import EngineStatic
+    from .report.explain import draw, graph_dot
     from .specs import get_model
-    from .weights import initial_weights
 
     spec = get_model(args.model)
-    batch = args.batch or spec.batch_size
-    framework = EngineStatic(spec, initial_weights(spec, 0, "float32"), "float32", 1)
     _writable(args.out)
     dot_path = args.out / f"{spec.name}-graph.dot"
-    names = {id(p): name for name, p in framework.model.named_parameters()}
-    dot_path.write_text(to_dot(framework.graph(batch), f"{spec.name}: one training step, "
-                                                       f"batch {batch} (engine-static)", names))
+    dot_path.write_text(graph_dot(spec.name, args.batch))
     print(dot_path)
-    dot = shutil.which("dot")
-    if dot is None:
+    drawing = draw(dot_path, args.format)
+    if drawing is None:
         raise UsageError(f"wrote {dot_path}, but drawing it needs Graphviz's dot: apt-get "
                          "install graphviz (or brew install graphviz), then run this again")
-    drawing = dot_path.with_suffix(f".{args.format}")
-    subprocess.run([dot, f"-T{args.format}", str(dot_path), "-o", str(drawing)], check=True)
     print(drawing)
     return 0
 

@@ -417,8 +417,8 @@ def latex_table(headers: list[str], rows: list[list[str]], caption: str = "", la
                 left: int = 1) -> str:
     """A booktabs table (\\usepackage{booktabs}): the first `left` columns (names) left-aligned,
     the numbers right-aligned. Up to COLUMN_WIDTH_COLUMNS columns it is a `table` that fits one
-    column; a wider one is a `table*` across the page, its tabular scaled to \\textwidth
-    (\\usepackage{graphicx}) so that it never runs into the margin."""
+    column; a wider one is a `table*` across the page, its tabular scaled down to \\textwidth
+    where wider (\\usepackage{graphicx}) so that it never runs into the margin."""
     def line(cells: list[str]) -> str:
         return " & ".join(latex_escape(c) for c in cells) + r" \\"
 
@@ -432,8 +432,9 @@ def latex_table(headers: list[str], rows: list[list[str]], caption: str = "", la
     alignment = "l" * left + "r" * (len(headers) - left)
     tabular = [r"\begin{tabular}{" + alignment + "}", r"\toprule", line(headers), r"\midrule",
                *map(line, rows), r"\bottomrule", r"\end{tabular}"]
-    if wide:
-        tabular = [r"\resizebox{\textwidth}{!}{%", *tabular, "}"]
+    if wide:  # scaled down to the text width where wider, never up
+        tabular = [r"\resizebox{\ifdim\width>\textwidth\textwidth\else\width\fi}{!}{%",
+                   *tabular, "}"]
     lines += [*tabular, rf"\end{{{environment}}}"]
     return "\n".join(lines) + "\n"
 

@@ -476,3 +476,23 @@ def test_system_says_what_the_measurement_depends_on():
     warnings = out.stdout.count("WARNING")
     assert out.stdout.rstrip().endswith(f"{warnings} warning{'s' * (warnings != 1)}")
     assert out.returncode == int(warnings > 0)
+
+
+def test_the_paper_suite_runs_on_mnist_idx_files_and_its_report_says_so(tmp_path, capsys):
+    """`adh run paper --dataset mnist --data-dir DIR`: the papers' protocol on the studies' own
+    dataset, from the four IDX files a user gives (here tiny random ones)."""
+    from test_data import tiny_idx_dir
+
+    tiny_idx_dir(tmp_path / "idx", n_train=40, n_test=20)
+    store = tmp_path / "mnist.sqlite"
+    assert main(["run", "paper", "--dataset", "mnist", "--data-dir", str(tmp_path / "idx"),
+                 "--models", "mlp", "--frameworks", "engine-static", "torch", "--epochs", "1",
+                 "--seeds", "1", "--rounds", "1", "--batch-size", "10", "--no-memory",
+                 "--store", str(store), "--no-progress"]) == 0
+    cases = ResultsStore(store).cases("paper")
+    assert set(cases["dataset"]) == {"mnist"} and set(cases["status"]) == {"ok"}
+    out = tmp_path / "report"
+    assert main(["report", "paper", "--store", str(store), "--out", str(out), "--no-check"]) == 0
+    text = (out / "report.md").read_text()
+    assert "- mnist: MNIST, 60,000 train / 10,000 test" in text
+    assert "The dataset of the Julia CNN and RNN studies." in text

@@ -24,6 +24,7 @@ from ..records import Status
 from ..stats import ORDER_STATISTICS_FROM
 from ..store import ResultsStore, newest_versions
 from . import figures, frames, rates
+from .explain import explain_section
 from .parity import ParityCheck, parity_section
 from .roofline import CAPTION as ROOFLINE_CAPTION
 from .roofline import roofline
@@ -35,7 +36,7 @@ ROOFLINE_STEM = "roofline"
 
 REFERENCE = "torch"
 MIN_EPOCHS_FOR_CURVES = 3  # fewer epochs: no per-epoch line figures (1, 2, 7)
-OUTPUT_SUFFIXES = {".png", ".pdf", ".md", ".tex", ".csv"}
+OUTPUT_SUFFIXES = {".png", ".pdf", ".svg", ".dot", ".md", ".tex", ".csv"}
 
 
 @dataclass
@@ -121,11 +122,11 @@ def plan_figures(data: frames.SuiteData) -> tuple[list[PlannedFigure], list[tupl
             # a line through two points shows no course of learning, and a slope between them
             # reads as a difference in learning speed
             standard = [f for f in standard if f.number == "3"]
-            skipped.append(("Figures 1, 2 and 7", f"{data.epoch_count} epoch"
-                            f"{'' if data.epoch_count == 1 else 's'} make lines of "
-                            f"{data.epoch_count} point{'' if data.epoch_count == 1 else 's'}; "
-                            f"the final accuracies are in the tables, and figure 3 shows "
-                            f"learning batch by batch"))
+            plural = "" if data.epoch_count == 1 else "s"
+            skipped.append(("Figures 1, 2 and 7", f"{data.epoch_count} epoch{plural} make lines "
+                            f"of {data.epoch_count} point{plural}; the final accuracies are in "
+                            f"the tables" + (", and figure 3 shows learning batch by batch"
+                                             if standard else "")))
         planned += standard + _bar_figures(data)
         if data.epoch_count >= MIN_EPOCHS_FOR_CURVES:
             planned.append(PlannedFigure("7", "fig7_time_to_accuracy",
@@ -146,7 +147,7 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
     cross-validation suite, and a step-time table per swept setting."""
     out: list[Table] = []
     if data.swept:
-        for column in data.swept:
+        for column in (c for c in data.swept if c != "lr"):  # a rate is no cost axis
             points = frames.sweep_points(data, column)
             label = frames.SWEEP_COLUMNS[column]
             headers, rows = tables.sweep_table(points, column, label[0].upper() + label[1:],
@@ -162,8 +163,8 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
         headers, body = tables.paper_table(rows, REFERENCE)
         headers[-1] = count
         out.append(Table(f"{model}: {measured} (mean ± std over {count.lower()}, the std left "
-                         f"out where every one gave the same value; step time and its ratio to "
-                         f"{REFERENCE}: median over processes, 95% CI)",
+                         f"out where it rounds to zero at the digits shown; step time and its "
+                         f"ratio to {REFERENCE}: median over processes, 95% CI)",
                          f"model_{model}", headers, body, tables.flat_estimates(rows)))
     if data.has_folds:
         accuracy = tables.accuracy_summary(data.ok, data.epochs)
@@ -394,17 +395,14 @@ def load_suite_data(store: ResultsStore, suite: str) -> frames.SuiteData:
 
 def _smoke_test_note(data: frames.SuiteData) -> list[str]:
     """A warning at the top of a report whose runs are too short to cite: fewer epochs than
-    MIN_EPOCHS_FOR_CURVES, or a single seed without folds (nothing in it is a learning curve or
-    a spread over seeds)."""
-    if data.swept or data.has_folds:
-        return []
-    if data.epoch_count >= MIN_EPOCHS_FOR_CURVES and data.repetitions > 1:
+    MIN_EPOCHS_FOR_CURVES (nothing in it is a learning curve)."""
+    if data.swept or data.has_folds or data.epoch_count >= MIN_EPOCHS_FOR_CURVES:
         return []
     return [f"**A smoke test, not a study:** {data.epoch_count} epoch"
             f"{'' if data.epoch_count == 1 else 's'} and {data.repetitions} seed"
             f"{'' if data.repetitions == 1 else 's'} per case show that every framework runs and "
-            f"roughly how they compare; accuracies are far from converged. The numbers to cite "
-            f"come from a suite with at least {MIN_EPOCHS_FOR_CURVES} epochs and several seeds "
+            f"roughly how they compare, not where training ends. The numbers to cite come from a "
+            f"suite with at least {MIN_EPOCHS_FOR_CURVES} epochs and several seeds "
             f"(`adh run paper`).", ""]
 
 
@@ -427,8 +425,8 @@ def _tables_section(data: frames.SuiteData, suite: str, table_dir: Path) -> list
         markdown = tables.markdown_table(table.headers, table.rows)
         (table_dir / f"{table.stem}.md").write_text(markdown + "\n")
         (table_dir / f"{table.stem}.tex").write_text(tables.latex_table(
-            table.headers, table.rows, caption=f"{table.title}. {settings[0].upper()}"
-            f"{settings[1:]}.", label=f"tab:{suite}-{table.stem}", left=table.left))
+            table.headers, table.rows, caption=f"{table.title}. Setting: {settings}.",
+            label=f"tab:{suite}-{table.stem}", left=table.left))
         table.csv.to_csv(table_dir / f"{table.stem}.csv", index=False)
         lines += [f"### {table.title}", "", markdown, "",
                   f"[LaTeX](tables/{table.stem}.tex) · [CSV](tables/{table.stem}.csv)", ""]
@@ -480,12 +478,14 @@ def _profiles_section(profiles: list[SavedProfile], figure_dir: Path) -> list[st
 
 def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
                  profiles: list[SavedProfile] | None = None,
-                 allow_mixed_machines: bool = False, parity: ParityCheck | None = None) -> Path:
+                 allow_mixed_machines: bool = False,
+                 parity: Callable[[frames.SuiteData], ParityCheck] | None = None) -> Path:
     """Write the report of `suite` to `out_dir` (default reports/<suite>/): figures as PNG (200
     dpi) and PDF under figures/, tables as Markdown, LaTeX and CSV under tables/, and report.md
     showing them all with the provenance and the measurement method, and `profiles` (from
     harness.profile.read_profiles) with a roofline figure, after a Setup table and the parity
-    checks `parity` (harness.report.parity.check_suite; None: a line saying how to run them),
+    checks that `parity` makes of the suite's data once it passed the refusals below
+    (harness.report.parity.check_suite; None: a line saying how to run them),
     and the published studies' numbers beside ours where the suite ran their models. Files of
     an earlier build in figures/ and tables/ are removed first. Returns report.md's path.
     Raises UsageError when the store holds no finished case of `suite`, or cases of several
@@ -508,7 +508,7 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
              f"frameworks ({', '.join(frameworks)}) on {_distinct(data.ok['dataset'])}.", "",
              *_smoke_test_note(data),
              *setup_section(data.ok),
-             *parity_section(parity, data.ok, suite),
+             *parity_section(parity(data) if parity else None, data.ok, suite),
              *search,
              "## Provenance", "", provenance_section(data.cases), "",
              "## How this was measured", "", method_section(data), "",
@@ -517,7 +517,8 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
              *_tables_section(data, suite, table_dir),
              *studies_section(data),
              *_figures_section(data, figure_dir),
-             *_profiles_section(profiles or [], figure_dir)]
+             *_profiles_section(profiles or [], figure_dir),
+             *explain_section(frameworks, figure_dir)]
     report = out_dir / "report.md"
     report.write_text("\n".join(lines))
     return report

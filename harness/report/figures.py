@@ -327,7 +327,7 @@ TIME_BARS_CAPTION = Caption(
     "Top: training time of all epochs (warm-up steps and evaluation excluded){over}. Bottom: time "
     "of one training step: a dot per process (the median of its timed steps), the bar at the "
     "median over processes, the error bar its 95% confidence interval (the only error bars in "
-    "this figure).", "a dot per seed", "spread to show")
+    "this figure).", "a dot per repetition", "spread to show")
 
 
 @styled()

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ..check import CheckResult, check_frameworks, format_table, suite_checks, summary
-from ..errors import UsageError
-from ..frameworks import available
+from ..errors import AdhError
+from ..frameworks import get_framework
 
 STEPS = 20  # training steps the report's check compares (adh check's default is 50)
 
@@ -20,24 +20,29 @@ class ParityCheck:
     results: list[CheckResult]
     code_version: str  # of the code checked (harness.measure.provenance.code_version)
     steps: int
-    missing: list[str] = field(default_factory=list)  # frameworks not installed here
+    missing: list[str] = field(default_factory=list)  # "name (why)": frameworks not loadable here
     problem: str = ""  # why nothing was checked (the suite file is not found here)
 
 
-def check_suite(suite: str, frameworks: list[str], code_version: str, steps: int = STEPS,
+def check_suite(suite: str, frameworks: list[str], models: list[str], dataset: str | None,
+                code_version: str, steps: int = STEPS,
                 data_dir: str | None = None) -> ParityCheck:
-    """`adh check --suite SUITE --steps STEPS` in float32 on those of `frameworks` (the ones
-    the runs measured) that are installed here; a ParityCheck that says why where the suite
-    cannot be loaded."""
-    installed = available()
-    missing = [name for name in frameworks if name not in installed]
-    present = [name for name in frameworks if name in installed]
+    """`adh check --suite SUITE --steps STEPS` in float32 on the frameworks, models and dataset
+    the runs measured, those frameworks that load here; a ParityCheck that says why where the
+    suite, a framework or the data cannot be loaded, rather than no report."""
+    present, missing = [], []
+    for name in frameworks:
+        try:
+            get_framework(name)
+            present.append(name)
+        except AdhError as error:
+            missing.append(f"{name} ({error})")
     try:
-        _, specs, files = suite_checks(suite, present)
-    except UsageError as error:
-        return ParityCheck([], code_version, steps, problem=str(error))
-    results = check_frameworks(present, specs, ["float32"], steps, threads=2,
-                               data_dir=data_dir, data_files=files) if present else []
+        _, specs, files = suite_checks(suite, present, models, dataset)
+        results = check_frameworks(present, specs, ["float32"], steps, threads=2,
+                                   data_dir=data_dir, data_files=files) if present else []
+    except AdhError as error:
+        return ParityCheck([], code_version, steps, missing, problem=str(error))
     return ParityCheck(results, code_version, steps, missing)
 
 
@@ -58,7 +63,7 @@ def parity_section(check: ParityCheck | None, cases: pd.DataFrame, suite: str) -
         return lines + [f"Not checked for this report (`adh report --no-check`); {rerun} "
                         f"proves it.", ""]
     if check.problem:
-        return lines + [f"Not checked: {check.problem}", ""]
+        return lines + [f"Not checked: {check.problem}", ""] + _missing(check)
     versions = _measured_versions(cases)
     same = versions == [check.code_version]
     at = (f"at commit {check.code_version}, the commit the runs measured"
@@ -73,6 +78,10 @@ def parity_section(check: ParityCheck | None, cases: pd.DataFrame, suite: str) -
               f"tolerances of `adh check`, and bit-identical when run twice.", ""]
     if check.results:
         lines += [format_table(check.results), "", summary(check.results) + ".", ""]
-    if check.missing:
-        lines += [f"Not installed here, so not checked: {', '.join(check.missing)}.", ""]
-    return lines
+    return lines + _missing(check)
+
+
+def _missing(check: ParityCheck) -> list[str]:
+    if not check.missing:
+        return []
+    return [f"Not loadable here, so not checked: {'; '.join(check.missing)}.", ""]

@@ -1,7 +1,9 @@
 """A learning-rate grid search by cross-validation, as the circles study ran it: a suite with
 folds whose sweep lists several `lr` values. Each model and framework keeps the rate whose
 first repetition (the lowest seed's k folds: one k-fold cross-validation) reached the best mean
-accuracy on the held-out folds; the report then shows every repetition at that rate."""
+accuracy on the held-out folds, among the rates whose k folds all finished (a rate that
+diverged in some folds must not win on the others); the report then shows every repetition at
+that rate."""
 from __future__ import annotations
 
 import pandas as pd
@@ -17,15 +19,21 @@ def is_rate_search(data: frames.SuiteData) -> bool:
 
 def rate_grid(data: frames.SuiteData) -> pd.DataFrame:
     """Per model, framework and learning rate: the held-out accuracy in percent after the last
-    epoch over the first seed's folds (`mean`, `std`, `n`), and `chosen`, true on the rate with
-    the best mean of its model and framework (the smallest rate on a tie)."""
+    epoch over the first seed's finished folds (`mean`, `std`, `n`), `folds` (the folds per
+    repetition), and `chosen`, true on the rate with the best mean of its model and framework
+    among those with all folds finished (the smallest rate on a tie; none chosen where no rate
+    finished all). Models in the report's order."""
     last = tables.final_epoch(data.epochs)
     ok = data.ok.assign(test_pct=100 * data.ok["key"].map(last["test_acc"]))
     first = ok[ok["seed"] == ok.groupby(["model", "framework"])["seed"].transform("min")]
     grid = (first.groupby(["model", "framework", "lr"], sort=False)["test_pct"]
-            .agg(mean="mean", std="std", n="size").reset_index()
-            .sort_values(["model", "framework", "lr"], kind="stable", ignore_index=True))
-    best = grid.sort_values(["mean", "lr"], ascending=[False, True], kind="stable").groupby(
+            .agg(mean="mean", std="std", n="size").reset_index())
+    grid["folds"] = int(data.ok["extra_folds"].max())
+    order = {model: i for i, model in enumerate(data.models)}
+    grid = grid.sort_values(["model", "framework", "lr"], key=lambda c: c.map(order)
+                            if c.name == "model" else c, kind="stable", ignore_index=True)
+    complete = grid[grid["n"] == grid["folds"]]
+    best = complete.sort_values(["mean", "lr"], ascending=[False, True], kind="stable").groupby(
         ["model", "framework"], sort=False).head(1).index
     grid["chosen"] = grid.index.isin(best)
     return grid
@@ -33,15 +41,17 @@ def rate_grid(data: frames.SuiteData) -> pd.DataFrame:
 
 def at_chosen_rates(data: frames.SuiteData, grid: pd.DataFrame) -> frames.SuiteData:
     """`data` restricted to each model and framework's chosen rate: an ordinary cross-validation
-    suite, for the tables and figures."""
+    suite, for the tables and figures. A model and framework with no chosen rate (no rate
+    finished every fold, or it never ran: unsupported, failed) keeps all its cases, so that the
+    report still lists them where it lists what did not run."""
     chosen = grid[grid["chosen"]].set_index(["model", "framework"])["lr"]
 
     def keep(frame: pd.DataFrame) -> pd.DataFrame:
-        index = pd.MultiIndex.from_frame(frame[["model", "framework"]])
-        return frame[frame["lr"].to_numpy() == chosen.reindex(index).to_numpy()]
+        rate = chosen.reindex(pd.MultiIndex.from_frame(frame[["model", "framework"]])).to_numpy()
+        return frame[pd.isna(rate) | (frame["lr"].to_numpy() == rate)]
 
-    cases = keep(data.cases)
-    return frames.SuiteData.from_frames(cases, data.epochs, data.batches, data.steps, data.runs)
+    return frames.SuiteData.from_frames(keep(data.cases), data.epochs, data.batches, data.steps,
+                                        data.runs)
 
 
 def rate_search_section(grid: pd.DataFrame, data: frames.SuiteData) -> list[str]:
@@ -59,18 +69,22 @@ def rate_search_section(grid: pd.DataFrame, data: frames.SuiteData) -> list[str]
             cell = cells.loc[(model, framework, lr)]
             text = tables.mean_std(pd.Series({"acc": cell["mean"], "acc_std": cell["std"]}),
                                    "acc", 1)
+            if cell["n"] < cell["folds"]:
+                text += f" ({cell['n']} of {cell['folds']} folds finished)"
             row.append(f"**{text}**" if cell["chosen"] else text)
-        row.append(f"{group.loc[group['chosen'], 'lr'].iloc[0]:g}")
+        chosen = group.loc[group["chosen"], "lr"]
+        row.append(f"{chosen.iloc[0]:g}" if len(chosen) else "none: no rate finished every fold")
         rows.append(row)
-    folds = int(grid["n"].max())
-    total = len(data.ok)
+    folds = int(grid["folds"].max())
+    total = len(data.cases)
     headers = ["Model", "Framework", *(f"lr {lr:g}" for lr in rates), "Chosen lr"]
     return ["## Learning-rate search", "",
-            f"A rate per model and framework, chosen as the circles study chose it: a grid "
-            f"search with {folds}-fold cross-validation. Each cell is the accuracy (%) on the "
-            f"held-out fold after the last epoch, mean ± std over the {folds} folds of the first "
-            f"repetition (seed); bold: the best mean, the rate every table and figure below "
-            f"shows, with all repetitions. The chosen rate's first repetition thus both chose it "
-            f"and is reported, as in the study, whose second cross-validation ran on the same "
-            f"data. {total} runs in all, of which the rates not chosen are shown only here.", "",
+            f"A rate per model and framework, chosen by a grid search with {folds}-fold "
+            f"cross-validation, as the circles study chose its rates. Each cell is the accuracy "
+            f"(%) on the held-out fold after the last epoch, mean ± std over the {folds} folds "
+            f"of the first repetition (seed); bold: the best mean among the rates whose folds "
+            f"all finished, the rate every table and figure below shows, with all repetitions. "
+            f"The first repetition thus both chose the rate and is part of what is reported: a "
+            f"small optimistic bias of selection, which a selection seed of its own would avoid. "
+            f"{total} runs in all; those at the rates not chosen appear only here.", "",
             tables.markdown_table(headers, rows), ""]

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pandas as pd
 
 from .. import tables
 from ..data import DATASETS
 from ..errors import UsageError
-from ..specs import ModelSpec, get_model
+from ..specs import ModelSpec, get_model, scaled
+
+numbers_types = (int, float, np.integer, np.floating)
 
 # Why a suite trains on its dataset, and which data the studies this project grew from used.
 DATASET_NOTES = {
@@ -29,12 +32,21 @@ DATASET_NOTES = {
 }
 
 
-def _spec(model: str) -> ModelSpec | None:
-    """The built-in spec of `model`, or None for a model a suite file declares."""
-    try:
-        return get_model(model)
-    except UsageError:
-        return None
+def _specs(cases: pd.DataFrame) -> list[ModelSpec]:
+    """The specs the cases of one model trained: a model a suite file declares from the spec
+    its cases carry, a built-in one by name, each at its swept width or sequence length."""
+    specs = []
+    for extra in dict.fromkeys(cases["extra"].astype(str)):
+        settings = json.loads(extra) if extra.startswith("{") else {}
+        if "spec" in settings:
+            spec = ModelSpec.from_dict(json.loads(settings["spec"]))
+        else:
+            try:
+                spec = get_model(str(cases["model"].iloc[0]))
+            except UsageError:  # a model this harness version does not define
+                continue
+        specs.append(scaled(spec, width=settings.get("width"), seq_len=settings.get("seq_len")))
+    return specs
 
 
 def _optimizer(row: pd.Series) -> str:
@@ -45,10 +57,12 @@ def _optimizer(row: pd.Series) -> str:
     return f"{row['optimizer']}, lr {row['lr']:g}" + (f", {constants}" if constants else "")
 
 
-def _parameters(spec: ModelSpec | None) -> str:
-    if spec is None:
+def _parameters(specs: list[ModelSpec]) -> str:
+    """The parameter count, or its range over a sweep of sizes."""
+    counts = sorted({sum(math.prod(p.shape) for p in s.parameters()) for s in specs})
+    if not counts:
         return "-"
-    return f"{sum(math.prod(p.shape) for p in spec.parameters()):,}"
+    return f"{counts[0]:,}" if len(counts) == 1 else f"{counts[0]:,} to {counts[-1]:,}"
 
 
 def _flops(cases: pd.DataFrame) -> str:
@@ -64,9 +78,10 @@ def _flops(cases: pd.DataFrame) -> str:
 def _values(cases: pd.DataFrame, column: str) -> str:
     """The distinct values of a setting, joined ('16 to 1024' for a sweep of numbers)."""
     values = list(dict.fromkeys(cases[column].dropna()))
-    if len(values) > 2 and all(isinstance(v, int | float) for v in values):
+    numbers = all(isinstance(v, numbers_types) for v in values)
+    if len(values) > 2 and numbers:
         return f"{min(values):g} to {max(values):g}"
-    return ", ".join(f"{v:g}" if isinstance(v, int | float) else str(v) for v in values)
+    return ", ".join(f"{v:g}" if isinstance(v, numbers_types) else str(v) for v in values)
 
 
 def setup_table(cases: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
@@ -77,13 +92,20 @@ def setup_table(cases: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
                "Batch", "Epochs", "Dataset"]
     rows = []
     for model, group in cases.groupby("model", sort=False):
-        spec = _spec(str(model))
+        specs = _specs(group)
+        spec = specs[0] if specs else None
         first = group.iloc[0]
         limited = group["train_limit"].dropna() if "train_limit" in group else pd.Series()
         dataset = _values(group, "dataset") + (
             f" (first {int(limited.iloc[0]):,} training examples)" if len(limited) else "")
-        rows.append([str(model), spec.description if spec else "declared in the suite file",
-                     _parameters(spec), _flops(group), spec.loss if spec else "-",
+        swept = [f"{label} {_values(group, column)}"
+                 for column, label in (("extra_width", "hidden width"),
+                                       ("extra_seq_len", "sequence length"))
+                 if column in group and group[column].notna().any()]
+        architecture = (spec.description if spec else "-") + (
+            f" ({'; '.join(swept)} swept)" if swept else "")
+        rows.append([str(model), architecture,
+                     _parameters(specs), _flops(group), spec.loss if spec else "-",
                      _optimizer(first), _values(group, "batch_size"), _values(group, "epochs"),
                      dataset])
     return headers, rows
