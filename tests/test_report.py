@@ -716,3 +716,32 @@ def test_the_report_shows_how_the_engine_differentiates(store: ResultsStore,
     else:
         assert (tmp_path / "out" / "figures" / "mlp-graph.png").stat().st_size > 1000
         assert "![The MLP's graph](figures/mlp-graph.png)" in section
+
+
+def test_parity_at_a_later_commit_proves_the_measured_code_where_it_computes_alike(
+        tmp_path: Path) -> None:
+    """The check proves the measured commit too where nothing it computes with changed since:
+    a change to the reports alone keeps it, a change to the engine does not."""
+    import subprocess
+
+    from harness.report.parity import same_computation
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tmp_path), *args], check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    git("config", "user.email", "t@t")
+    git("config", "user.name", "t")
+    for folder, text in (("engine", "a"), ("reports", "a")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "f.py").write_text(text)
+    git("add", ".")
+    git("commit", "-qm", "one")
+    measured = git("rev-parse", "--short", "HEAD")
+    (tmp_path / "reports" / "f.py").write_text("b")  # a report rebuilt: same computation
+    assert same_computation(measured, tmp_path) is True
+    (tmp_path / "engine" / "f.py").write_text("b")  # the engine changed: not
+    assert same_computation(measured, tmp_path) is False
+    assert same_computation("abc1234", tmp_path) is None  # a commit this repository lacks
+    assert same_computation(f"{measured}+dirty.0123456789", tmp_path) is None

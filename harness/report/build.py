@@ -507,7 +507,7 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
              f"{len(data.ok)} finished runs of {len(data.models)} models × {len(frameworks)} "
              f"frameworks ({', '.join(frameworks)}) on {_distinct(data.ok['dataset'])}.", "",
              *_smoke_test_note(data),
-             *setup_section(data.ok),
+             *setup_section(data.ok, data.models),
              *parity_section(parity(data) if parity else None, data.ok, suite),
              *search,
              "## Provenance", "", provenance_section(data.cases), "",

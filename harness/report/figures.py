@@ -264,9 +264,9 @@ def _bar_rows(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]],
     err_high (error bar lengths); `dots` (by metric label: model, framework, value) are drawn
     over the bars, spread a little sideways. Up to three models: a panel per model, each with its
     own linear scale (models differ by decades); more models: one panel per metric, grouped bars
-    (without dots)."""
+    (`_grouped_bars`)."""
     if len(data.models) > MAX_COLUMNS:
-        return _grouped_bars(data, metrics)
+        return _grouped_bars(data, metrics, dots)
     models, frameworks = data.models, framework_order(data.ok["framework"])
     fig, grid = new_figure(len(metrics), len(models), panel_height=1.1)
     for row, (ylabel, values) in zip(grid, metrics, strict=True):
@@ -294,18 +294,29 @@ def _bar_rows(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]],
     return fig
 
 
-def _grouped_bars(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]]) -> Figure:
-    """A panel per metric: a group of bars per model (named below), a bar per framework; a log
-    scale when the values span more than `LOG_SPAN`."""
+def _grouped_bars(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]],
+                  dots: dict[str, pd.DataFrame] | None = None) -> Figure:
+    """A panel per metric: a group of bars per model (named below), a bar per framework, with
+    `dots` (by metric label) over their bars; a log scale when the values span more than
+    `LOG_SPAN`."""
     models, frameworks = data.models, framework_order(data.ok["framework"])
     fig, grid = new_figure(len(metrics), 1, panel_height=1.3, sharex=True)
     width = 0.8 / len(frameworks)
     for (ax,), (ylabel, values) in zip(grid, metrics, strict=True):
+        points = (dots or {}).get(ylabel)
         for i, fw in enumerate(frameworks):
             bars = values[values["framework"] == fw].set_index("model").reindex(models)
-            ax.bar(np.arange(len(models)) + (i - (len(frameworks) - 1) / 2) * width, bars["value"],
-                   width=width, color=framework_look(fw).color, yerr=_errors(bars),
+            x = np.arange(len(models)) + (i - (len(frameworks) - 1) / 2) * width
+            ax.bar(x, bars["value"], width=width, color=framework_look(fw).color,
+                   alpha=1.0 if points is None else 0.6, yerr=_errors(bars),
                    error_kw={"elinewidth": 0.6, "ecolor": "0.15"})
+            if points is not None:
+                of_fw = points[points["framework"] == fw]
+                for j, model in enumerate(models):
+                    y = of_fw.loc[of_fw["model"] == model, "value"].to_numpy()
+                    spread = np.linspace(-0.3, 0.3, len(y)) * width if len(y) > 1 else [0.0]
+                    ax.scatter(x[j] + np.asarray(spread)[:len(y)], y, s=3, color="0.1",
+                               zorder=3, linewidths=0)
         _log_if_wide(ax, "y", values["value"])
         ax.grid(axis="x", visible=False)
         ax.set_ylabel(ylabel)
@@ -473,7 +484,7 @@ def circles_curves(data: frames.SuiteData) -> Figure:
     (style.ACTIVATIONS), not those of the frameworks."""
     frameworks = framework_order(data.epochs["framework"])
     fig, grid = new_figure(len(frameworks), 2, panel_height=1.4, sharey=True, sharex=True)
-    variants = list(dict.fromkeys(data.epochs["model"]))
+    variants = [m for m in data.models if m in set(data.epochs["model"])]
     for row, framework in zip(grid, frameworks, strict=True):
         epochs = data.epochs[data.epochs["framework"] == framework]
         for ax, column, title in ((row[0], "train_loss", "Training"),

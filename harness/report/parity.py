@@ -3,14 +3,30 @@ measured, so that a reader sees the frameworks compute the same thing before com
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
 from ..check import CheckResult, check_frameworks, format_table, suite_checks, summary
 from ..errors import AdhError
 from ..frameworks import get_framework
+from ..measure.provenance import REPO_DIR, git_output
 
 STEPS = 20  # training steps the report's check compares (adh check's default is 50)
+# What a check computes with: where these are the same at the measured commit and in the checked
+# tree, the check proves the measured code too.
+COMPUTING_PATHS = ("engine", "references", "plugins", "harness/frameworks", "harness/check.py",
+                   "harness/weights.py", "harness/batches.py", "harness/data", "harness/specs.py")
+
+
+def same_computation(measured: str, repo: Path = REPO_DIR) -> bool | None:
+    """Whether COMPUTING_PATHS in the working tree are as at commit `measured`; None where that
+    cannot be known (a measured version with uncommitted changes, or a commit git lacks)."""
+    if "+" in measured:
+        return None
+    if git_output(repo, "cat-file", "-e", f"{measured}^{{commit}}") is None:
+        return None
+    return git_output(repo, "diff", "--quiet", measured, "--", *COMPUTING_PATHS) is not None
 
 
 @dataclass
@@ -65,11 +81,17 @@ def parity_section(check: ParityCheck | None, cases: pd.DataFrame, suite: str) -
     if check.problem:
         return lines + [f"Not checked: {check.problem}", ""] + _missing(check)
     versions = _measured_versions(cases)
-    same = versions == [check.code_version]
-    at = (f"at commit {check.code_version}, the commit the runs measured"
-          if same else f"at {check.code_version}; the runs measured "
-          f"{', '.join(map(str, versions)) or 'an unrecorded version'}: this table proves the "
-          f"checked code, not necessarily the measured one (rebuild the report at that commit)")
+    if versions == [check.code_version]:
+        at = f"at commit {check.code_version}, the commit the runs measured"
+    else:
+        measured = ", ".join(versions) or "an unrecorded version"
+        same = len(versions) == 1 and same_computation(versions[0])
+        at = (f"at {check.code_version}; the runs measured {measured}, and the code the check "
+              f"computes with ({', '.join(COMPUTING_PATHS)}) is the same in both, so it proves "
+              f"the measured code too" if same else
+              f"at {check.code_version}; the runs measured {measured}: this table proves the "
+              f"checked code, not necessarily the measured one (rebuild the report at that "
+              f"commit)")
     lines += [f"{rerun}, {at}: from the same initial weights and batches, each framework's "
               f"gradients on one batch and its weights after {check.steps} float32 training "
               f"steps against torch's (rho = |x - y| / max(1, |x| + |y|), the largest over all "

@@ -84,14 +84,15 @@ def _values(cases: pd.DataFrame, column: str) -> str:
     return ", ".join(f"{v:g}" if isinstance(v, numbers_types) else str(v) for v in values)
 
 
-def setup_table(cases: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+def setup_table(cases: pd.DataFrame, models: list[str]) -> tuple[list[str], list[list[str]]]:
     """One row per model of the finished `cases`: its architecture and parameter count (from the
     spec, "-" for a model a suite file declares), FLOPs per training step, loss, optimizer,
     batch size, epochs and data (train examples where limited)."""
     headers = ["Model", "Architecture", "Parameters", "MFLOP per step", "Loss", "Optimizer",
                "Batch", "Epochs", "Dataset"]
     rows = []
-    for model, group in cases.groupby("model", sort=False):
+    for model in models:
+        group = cases[cases["model"] == model]
         specs = _specs(group)
         spec = specs[0] if specs else None
         first = group.iloc[0]
@@ -111,9 +112,10 @@ def setup_table(cases: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     return headers, rows
 
 
-def setup_section(cases: pd.DataFrame) -> list[str]:
-    """The Setup section: the table, the datasets and why this one."""
-    headers, rows = setup_table(cases)
+def setup_section(cases: pd.DataFrame, models: list[str]) -> list[str]:
+    """The Setup section: the table (a row per model of `models`, in that order), the datasets
+    and why this one."""
+    headers, rows = setup_table(cases, models)
     lines = ["## Setup", "", tables.markdown_table(headers, rows), ""]
     for dataset in dict.fromkeys(cases["dataset"]):
         what = DATASETS.get(str(dataset), "a dataset a package registers or a file provides")
