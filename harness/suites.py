@@ -37,7 +37,8 @@ SETTINGS = {  # key: (type, meaning) - the only keys a suite file may use
     "epochs": (int, "epochs (default: the model's)"),
     "batch_size": ((int, list), "batch size (default: the model's); a list is swept"),
     "lr": ((float, list), "learning rate (default: the model's); a list is swept (with folds: "
-                          "a grid search, the report keeps each model's best rate)"),
+                          "a grid search, the report keeps the best rate of each model and "
+                          "framework)"),
     "threads": (int, "threads for every numeric library"),
     "dtype": (str, "float32 or float64"),
     "train_limit": (int, "use only the first N training examples"),

@@ -165,9 +165,9 @@ def flat_estimates(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def mean_std(row: pd.Series, name: str, digits: int) -> str:
-    """'mean ± std' to `digits` decimals; the mean alone where there is one run or where every
-    run gave the same value to those decimals (bytes allocated are deterministic: '± 0.000'
-    would only be noise on the page)."""
+    """'mean ± std' to `digits` decimals; the mean alone where there is one run or where the std
+    rounds to zero at those decimals (bytes allocated are deterministic: '± 0.000' would only be
+    noise on the page)."""
     mean, std = row[name], row[f"{name}_std"]
     if pd.isna(mean):
         return "-"

@@ -28,7 +28,7 @@ from .explain import explain_section
 from .parity import ParityCheck, parity_section
 from .roofline import CAPTION as ROOFLINE_CAPTION
 from .roofline import roofline
-from .setup import setup_section
+from .setup import setting_values, setup_section
 from .studies import studies_section
 from .style import framework_order, save
 
@@ -408,13 +408,12 @@ def _smoke_test_note(data: frames.SuiteData) -> list[str]:
 
 def _settings(cases: pd.DataFrame) -> str:
     """'fashion-mnist, 5 epochs, batch 100, 2 threads, float32' (the values of the suite's
-    cases, joined where they differ): what a table's LaTeX caption must say to stand alone."""
-    def values(column: str) -> str:
-        return "/".join(str(v) for v in dict.fromkeys(cases[column].dropna()))
-
-    epochs, batch = values("epochs"), values("batch_size")
-    return (f"{values('dataset')}, {epochs} epoch{'' if epochs == '1' else 's'}, batch {batch}, "
-            f"{values('threads')} threads, {values('dtype')}")
+    cases, as the Setup table gives them): what a table's LaTeX caption must say to stand
+    alone."""
+    dataset, epochs, batch, threads, dtype = (setting_values(cases, c) for c in (
+        "dataset", "epochs", "batch_size", "threads", "dtype"))
+    return (f"{dataset}, {epochs} epoch{'' if epochs == '1' else 's'}, batch {batch}, "
+            f"{threads} threads, {dtype}")
 
 
 def _tables_section(data: frames.SuiteData, suite: str, table_dir: Path) -> list[str]:

@@ -49,8 +49,9 @@ def explain_section(frameworks: list[str], figure_dir: Path) -> list[str]:
         return []
     expression, values = TEXTBOOK
     at = ", ".join(f"{name} = {value:g}" for name, value in values.items())
+    flags = " ".join(f"{name}={value:g}" for name, value in values.items())
     lines = ["## How the engine differentiates", "",
-             f"`adh trace \"{expression}\" --at x1=2 x2=5`: the engine's own graph of the AD "
+             f"`adh trace \"{expression}\" --at {flags}`: the engine's own graph of the AD "
              f"literature's textbook example at {at}, its forward primal trace and the reverse "
              "adjoint trace each op's backward gives (the survey's Table 1 has x1' = 5.5, "
              "x2' = 1.716).", "", format_trace(evaluation_trace(expression, values)), ""]

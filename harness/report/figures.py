@@ -258,6 +258,16 @@ def _errors(bars: pd.DataFrame):
     return None if not (errors.to_numpy() > 0).any() else errors.to_numpy().T
 
 
+def _dots(ax: Axes, x: float, points: pd.DataFrame, model: str, framework: str,
+          half_width: float, size: float) -> None:
+    """`points`' values of one model and framework as dots over its bar at `x`, spread evenly
+    across `half_width` either side so that equal values stay apart."""
+    y = points.loc[(points["model"] == model) & (points["framework"] == framework),
+                   "value"].to_numpy()
+    offsets = np.linspace(-half_width, half_width, len(y)) if len(y) > 1 else np.zeros(len(y))
+    ax.scatter(x + offsets, y, s=size, color="0.1", zorder=3, linewidths=0)
+
+
 def _bar_rows(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]],
               dots: dict[str, pd.DataFrame] | None = None) -> Figure:
     """Bars per framework for each metric, whose frame has model, framework, value, err_low and
@@ -282,10 +292,7 @@ def _bar_rows(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]],
                              "capsize": 0 if points is None else 2})
             if points is not None:
                 for x, fw in enumerate(bars.index):
-                    of_bar = (points["model"] == model) & (points["framework"] == fw)
-                    y = points.loc[of_bar, "value"].to_numpy()
-                    xs = x + np.linspace(-0.2, 0.2, len(y)) if len(y) > 1 else [x] * len(y)
-                    ax.scatter(xs, y, s=6, color="0.1", zorder=3, linewidths=0)
+                    _dots(ax, x, points, model, fw, half_width=0.2, size=6)
             ax.set_xticks([])  # the legend names the frameworks: their names do not fit below
             ax.grid(axis="x", visible=False)
             ax.set_title(title)
@@ -311,12 +318,8 @@ def _grouped_bars(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]
                    alpha=1.0 if points is None else 0.6, yerr=_errors(bars),
                    error_kw={"elinewidth": 0.6, "ecolor": "0.15"})
             if points is not None:
-                of_fw = points[points["framework"] == fw]
                 for j, model in enumerate(models):
-                    y = of_fw.loc[of_fw["model"] == model, "value"].to_numpy()
-                    spread = np.linspace(-0.3, 0.3, len(y)) * width if len(y) > 1 else [0.0]
-                    ax.scatter(x[j] + np.asarray(spread)[:len(y)], y, s=3, color="0.1",
-                               zorder=3, linewidths=0)
+                    _dots(ax, x[j], points, model, fw, half_width=0.3 * width, size=3)
         _log_if_wide(ax, "y", values["value"])
         ax.grid(axis="x", visible=False)
         ax.set_ylabel(ylabel)

@@ -23,8 +23,8 @@ def rate_grid(data: frames.SuiteData) -> pd.DataFrame:
     repetition), and `chosen`, true on the rate with the best mean of its model and framework
     among those with all folds finished (the smallest rate on a tie; none chosen where no rate
     finished all). Models in the report's order."""
-    last = tables.final_epoch(data.epochs)
-    ok = data.ok.assign(test_pct=100 * data.ok["key"].map(last["test_acc"]))
+    ok = data.ok.assign(
+        test_pct=100 * data.ok["key"].map(tables.final_test_accuracy(data.epochs)))
     first = ok[ok["seed"] == ok.groupby(["model", "framework"])["seed"].transform("min")]
     grid = (first.groupby(["model", "framework", "lr"], sort=False)["test_pct"]
             .agg(mean="mean", std="std", n="size").reset_index())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -13,7 +14,7 @@ from ..data import DATASETS
 from ..errors import UsageError
 from ..specs import ModelSpec, get_model, scaled
 
-numbers_types = (int, float, np.integer, np.floating)
+NUMBERS = (int, float, np.integer, np.floating)
 
 # Why a suite trains on its dataset, and which data the studies this project grew from used.
 DATASET_NOTES = {
@@ -21,8 +22,8 @@ DATASET_NOTES = {
         "Fashion-MNIST rather than MNIST: the studies trained on MNIST, but MNIST is not "
         "packaged for offline installation (`python -m harness.data.download` fetches it), "
         "while Fashion-MNIST installs from Debian (`apt-get install dataset-fashion-mnist`) in "
-        "MNIST's format, image size and 60,000 / 10,000 split. It is also harder (test accuracy "
-        "in the 80s rather than the high 90s), which leaves room to see frameworks differ in "
+        "MNIST's format, image size and 60,000 / 10,000 split. It is also harder (the studies "
+        "report 92-96 % test accuracy on MNIST), which leaves room to see frameworks differ in "
         "accuracy. The same suite runs on MNIST with `--dataset mnist --data-dir DIR`."),
     "mnist-10k": (
         "Shipped inside the package so that the suite runs with no download: a subset of the "
@@ -49,45 +50,48 @@ def _specs(cases: pd.DataFrame) -> list[ModelSpec]:
     return specs
 
 
-def _optimizer(row: pd.Series) -> str:
-    """'sgd, lr 0.01, momentum 0.9' from a case's settings and its extras."""
-    extra = json.loads(row["extra"]) if isinstance(row.get("extra"), str) else {}
-    constants = ", ".join(f"{name} {extra[name]:g}" for name in ("momentum",)
-                          if isinstance(extra.get(name), int | float) and extra[name])
-    return f"{row['optimizer']}, lr {row['lr']:g}" + (f", {constants}" if constants else "")
+def _optimizer(cases: pd.DataFrame) -> str:
+    """'sgd, lr 0.01, momentum 0.9' from the cases' settings and the first one's extras."""
+    extra = json.loads(cases["extra"].iloc[0]) if isinstance(cases["extra"].iloc[0], str) else {}
+    momentum = extra.get("momentum")
+    return (f"{cases['optimizer'].iloc[0]}, lr {setting_values(cases, 'lr')}"
+            + (f", momentum {momentum:g}" if isinstance(momentum, NUMBERS) and momentum else ""))
+
+
+def _span(values: list, show: Callable[[object], str] = str) -> str:
+    """One value as `show` prints it, or the smallest to the largest: '16 to 1024'; "-" for
+    none."""
+    ordered = sorted(set(values))
+    if not ordered:
+        return "-"
+    return show(ordered[0]) if len(ordered) == 1 else f"{show(ordered[0])} to {show(ordered[-1])}"
 
 
 def _parameters(specs: list[ModelSpec]) -> str:
     """The parameter count, or its range over a sweep of sizes."""
-    counts = sorted({sum(math.prod(p.shape) for p in s.parameters()) for s in specs})
-    if not counts:
-        return "-"
-    return f"{counts[0]:,}" if len(counts) == 1 else f"{counts[0]:,} to {counts[-1]:,}"
+    return _span([sum(math.prod(p.shape) for p in s.parameters()) for s in specs], "{:,}".format)
 
 
 def _flops(cases: pd.DataFrame) -> str:
     """FLOPs of one training step as the runs recorded them (harness/flops.py), in MFLOP."""
     flops = cases.get("flops_per_step", pd.Series(dtype=float)).dropna()
-    if flops.empty:
-        return "-"
-    values = sorted(set(flops / 1e6))
-    shown = [tables.three_figures(v) for v in values]
-    return shown[0] if len(shown) == 1 else f"{shown[0]} to {shown[-1]}"
+    return _span(list(flops / 1e6), tables.three_figures)
 
 
-def _values(cases: pd.DataFrame, column: str) -> str:
-    """The distinct values of a setting, joined ('16 to 1024' for a sweep of numbers)."""
+def setting_values(cases: pd.DataFrame, column: str) -> str:
+    """The distinct values of a setting: '16 to 1024' for more than two numbers, else joined by
+    ', ' in the order the cases ran."""
     values = list(dict.fromkeys(cases[column].dropna()))
-    numbers = all(isinstance(v, numbers_types) for v in values)
-    if len(values) > 2 and numbers:
-        return f"{min(values):g} to {max(values):g}"
-    return ", ".join(f"{v:g}" if isinstance(v, numbers_types) else str(v) for v in values)
+    if len(values) > 2 and all(isinstance(v, NUMBERS) for v in values):
+        return _span(values, "{:g}".format)
+    return ", ".join(f"{v:g}" if isinstance(v, NUMBERS) else str(v) for v in values)
 
 
 def setup_table(cases: pd.DataFrame, models: list[str]) -> tuple[list[str], list[list[str]]]:
     """One row per model of the finished `cases`: its architecture and parameter count (from the
-    spec, "-" for a model a suite file declares), FLOPs per training step, loss, optimizer,
-    batch size, epochs and data (train examples where limited)."""
+    spec the cases trained, "-" for a model this harness version does not define), FLOPs per
+    training step, loss, optimizer, batch size, epochs and data (train examples where
+    limited)."""
     headers = ["Model", "Architecture", "Parameters", "MFLOP per step", "Loss", "Optimizer",
                "Batch", "Epochs", "Dataset"]
     rows = []
@@ -95,11 +99,10 @@ def setup_table(cases: pd.DataFrame, models: list[str]) -> tuple[list[str], list
         group = cases[cases["model"] == model]
         specs = _specs(group)
         spec = specs[0] if specs else None
-        first = group.iloc[0]
         limited = group["train_limit"].dropna() if "train_limit" in group else pd.Series()
-        dataset = _values(group, "dataset") + (
+        dataset = setting_values(group, "dataset") + (
             f" (first {int(limited.iloc[0]):,} training examples)" if len(limited) else "")
-        swept = [f"{label} {_values(group, column)}"
+        swept = [f"{label} {setting_values(group, column)}"
                  for column, label in (("extra_width", "hidden width"),
                                        ("extra_seq_len", "sequence length"))
                  if column in group and group[column].notna().any()]
@@ -107,8 +110,8 @@ def setup_table(cases: pd.DataFrame, models: list[str]) -> tuple[list[str], list
             f" ({'; '.join(swept)} swept)" if swept else "")
         rows.append([str(model), architecture,
                      _parameters(specs), _flops(group), spec.loss if spec else "-",
-                     _optimizer(first), _values(group, "batch_size"), _values(group, "epochs"),
-                     dataset])
+                     _optimizer(group), setting_values(group, "batch_size"),
+                     setting_values(group, "epochs"), dataset])
     return headers, rows
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .. import tables
+from ..data import circles
 from ..stats import Estimate, format_ratio
 from . import frames
 
@@ -75,7 +76,6 @@ CIRCLES_PROTOCOL = (
     "chosen by grid search with 5-fold cross-validation, then 5-fold cross-validation run twice; "
     "its optimizer and epochs are not stated")
 
-CIRCLES_POINTS = 10_000  # the study's dataset, and ours
 STUDY_DATASETS = ("The Julia CNN and RNN studies trained on MNIST; the Python circles study on "
                   "its own circles dataset (10,000 points, 80/20).")
 
@@ -134,7 +134,8 @@ def _our_protocol(data: frames.SuiteData, model: str) -> str:
     first = cases.iloc[0]
     return (f"ours: {', '.join(map(str, dict.fromkeys(cases['dataset'])))}, {first['epochs']} "
             f"epochs, batch {first['batch_size']}, {first['optimizer']} at lr {first['lr']:g}, "
-            f"float32, {len(dict.fromkeys(cases['seed']))} seed(s), numpy (the engine) and "
+            f"{'/'.join(dict.fromkeys(cases['dtype']))}, {cases['seed'].nunique()} seed(s), "
+            f"numpy (the engine) and "
             f"torch in Python on this machine, {first['threads']} threads")
 
 
@@ -154,7 +155,7 @@ def _updates(data: frames.SuiteData) -> str:
     a slow learner (the unclipped sigmoid network) leaves its initial plateau in time."""
     first = data.ok.iloc[0]
     folds = int(first["extra_folds"])
-    train = CIRCLES_POINTS * (folds - 1) // folds
+    train = circles.N_POINTS * (folds - 1) // folds  # the study's 10,000 points, as ours
     ours = train // int(first["batch_size"]) * int(first["epochs"])
     return (f"Updates: the study made one per sample, {train:,} an epoch; ours {ours:,} in "
             f"all ({int(first['epochs'])} epochs of {train // int(first['batch_size']):,}). "
