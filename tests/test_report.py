@@ -357,7 +357,7 @@ def test_scaling_figures(store: ResultsStore) -> None:
     assert per_example[-1] == pytest.approx(1e6 * (1e-3 + 2e-5 * 1024) / 1024, rel=0.1)
     assert fig.axes[3].get_ylabel() == "Time per example (µs)"
     size = figures.scaling_size(data)
-    assert [ax.get_xlabel() for ax in size.axes] == ["Hidden width", "Sequence length (steps)"]
+    assert [ax.get_xlabel() for ax in size.axes] == ["Hidden width", "Sequence length"]
     widths = errorbar_lines(size.axes[0])["engine-static"].get_xdata()
     seq_lens = errorbar_lines(size.axes[1])["torch"].get_xdata()
     np.testing.assert_array_equal(widths, [32, 128, 512])

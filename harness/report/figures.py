@@ -49,7 +49,8 @@ RAW_ALPHA = 0.3
 LOG_SPAN = 20.0  # a positive axis whose data spans more than this factor is drawn in log scale
 MAX_TICKS = 4  # ticks on a swept axis, so that the labels never touch at ~1 in per panel
 LOSS_NAMES = {"softmax_cross_entropy": "Cross-entropy loss", "mse": "MSE loss"}
-SIZE_LABELS = {"extra_width": "Hidden width", "extra_seq_len": "Sequence length (steps)"}
+# short: three panels share a column's width, and longer labels ran into each other
+SIZE_LABELS = {"extra_width": "Hidden width", "extra_seq_len": "Sequence length"}
 
 _plain = FuncFormatter(lambda value, _: f"{value:g}")
 
@@ -122,7 +123,7 @@ def _labels(fig: Figure, x: str, y: str) -> None:
     fig.supylabel(y, fontsize="medium")
 
 
-def _log_ticks(ax: Axes, axis: str) -> None:
+def log_ticks(ax: Axes, axis: str) -> None:
     """Readable ticks on a log axis: plain numbers (0.5, 2, 10, not 10^0), at 1-2-3-5 steps
     within a decade, 1-2-5 steps within two, else at powers of ten only; where that leaves fewer
     than two ticks in view (a narrow range such as 40-70), at every integer multiple of the
@@ -148,7 +149,7 @@ def _log_if_wide(ax: Axes, axis: str, values) -> None:
     values = values[np.isfinite(values) & (values > 0)]
     if len(values) and values.max() / values.min() > LOG_SPAN:
         (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
-        _log_ticks(ax, axis)
+        log_ticks(ax, axis)
 
 
 def _swept_ticks(ax: Axes, values) -> None:
@@ -390,7 +391,7 @@ def _sweep_lines(ax: Axes, points: pd.DataFrame, column: str, y: pd.Series, low:
     ax.set_xscale("log")
     ax.set_yscale("log")
     _swept_ticks(ax, points[column])
-    _log_ticks(ax, "y")
+    log_ticks(ax, "y")
 
 
 SCALING_BATCH_CAPTION = Caption(

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ..profile import SavedProfile
+from .figures import log_ticks
 from .style import framework_look, framework_order, legend_above, new_figure, styled
 
 PHASE_MARKERS = {"forward": "o", "backward": "s"}
@@ -68,6 +69,8 @@ def roofline(profiles: list[SavedProfile]) -> Figure:
                             fontsize="xx-small", color=look.color)
             ax.set_xscale("log")
             ax.set_yscale("log")
+            log_ticks(ax, "x")
+            log_ticks(ax, "y")
             ax.set_title(model)
             ax.set_xlabel("FLOPs per byte read")
         axes[0][0].set_ylabel("achieved GFLOP/s")
