@@ -226,7 +226,7 @@ def _parser() -> argparse.ArgumentParser:
         description="For each framework, one table of a training step of MODEL by op and "
                     "phase (forward, backward, update): calls per step, time per step (median "
                     "over the profiled steps) and its share of the step measured without the "
-                    "profiler, FLOPs and bytes touched where known, achieved GFLOP/s and %% of "
+                    "profiler, FLOPs and bytes touched where known, achieved GFLOP/s and % of "
                     "this machine's GEMM peak; the last row is the time no op accounts for. "
                     "The engine is profiled from its graph (every op's forward and backward "
                     "timed; nothing is wrapped when not profiling), torch and torch-compile "
@@ -309,7 +309,7 @@ def _parser() -> argparse.ArgumentParser:
     publish = sub.add_parser(
         "publish", help="the history as a static HTML dashboard",
         description="Write OUT/index.html: per suite, the newest results' tables, the "
-                    "regressions (change points 5%% or more in the worse direction) with their "
+                    "regressions (change points 5% or more in the worse direction) with their "
                     "commit ranges, a history figure per model (one line per framework, "
                     "intervals as bands, change points marked) and the provenance. One "
                     "self-contained file: it opens from file://, no server.")

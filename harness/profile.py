@@ -83,9 +83,10 @@ def torch_profiled_steps(events: Any, step_name: str = TORCH_STEP_EVENT) -> list
     ("ConvolutionBackward0") is backward, torch.optim's step and zero_grad ("SGD.step") are
     update, every other op forward (the loss, and `.item()` and `.detach()` of the results
     with it). FLOPs are torch's counts summed over each call's sub-events (matrix products and
-    convolutions, their backward too: `_conv_backward_flops`; None where torch counts none),
-    bytes those of the tensors the call's first aten ops are given (`_torch_bytes`); both need
-    the profiler's shapes (with_flops), None without them."""
+    convolutions, their backward too: `_conv_backward_flops`; None where torch counts none or
+    misses some: oneDNN's recurrent layers), bytes those of the tensors the call's first aten
+    ops are given (`_torch_bytes`); both need the profiler's shapes (with_flops), None without
+    them."""
     steps = []
     for event in events:
         if event.name != step_name:
@@ -105,11 +106,26 @@ def torch_profiled_steps(events: Any, step_name: str = TORCH_STEP_EVENT) -> list
     return steps
 
 
-def _torch_flops(event: Any) -> float:
+# aten ops that multiply matrices where torch counts no FLOPs: oneDNN's fused recurrent layer
+# (nn.LSTM and nn.RNN on the CPU), forward and backward
+TORCH_UNCOUNTED = "aten::mkldnn_rnn_layer"
+
+
+def _torch_flops(event: Any) -> float | None:
+    """torch's FLOPs of an event and the events under it; None where one of them is an op
+    whose matrix products torch does not count (a partial count would pass for the whole)."""
+    if event.name.startswith(TORCH_UNCOUNTED):
+        return None
     own = float(getattr(event, "flops", 0) or 0)
     if not own and event.name == "aten::convolution_backward":
         own = _conv_backward_flops(event)
-    return own + sum(_torch_flops(c) for c in event.cpu_children)
+    total = own
+    for child in event.cpu_children:
+        flops = _torch_flops(child)
+        if flops is None:
+            return None
+        total += flops
+    return total
 
 
 def _conv_backward_flops(event: Any) -> float:

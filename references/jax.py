@@ -62,6 +62,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from harness.flops import train_step_flops
 from harness.frameworks.base import Framework
 from harness.profile import whole_steps
 from harness.specs import Layer, ModelSpec
@@ -266,11 +267,16 @@ class JaxFramework(Framework):
             inputs = jax.ShapeDtypeStruct((spec.batch_size, *spec.input_shape), self.dtype)
             compiled = self.functions.step.lower(self.params, self.opt_state, inputs,
                                                  targets).compile()
-        # XLA's own count of the compiled step's work, for profile_steps
+        # XLA's own count of the compiled step's work, for profile_steps. XLA counts a loop's
+        # body once, not once per iteration (the recurrence's scan over time steps: most of a
+        # recurrent model's work), so a step with a loop gets the harness's count of its FLOPs,
+        # the one every case records, and no byte count.
         cost = compiled.cost_analysis()
         cost = (cost[0] if isinstance(cost, list) else cost) or {}
         self._step_flops: float | None = cost.get("flops") or None
         self._step_bytes: float | None = cost.get("bytes accessed") or None
+        if " while(" in compiled.as_text():
+            self._step_flops, self._step_bytes = train_step_flops(spec), None
 
     def train_step(self, x, y):
         with jax.enable_x64(self.x64):
@@ -282,7 +288,8 @@ class JaxFramework(Framework):
     def profile_steps(self, batches):
         """Each step as one call: the jitted step is one XLA computation, whose ops run fused
         where the Python profiler cannot see them. Its FLOPs and bytes are XLA's cost analysis
-        of the compiled step (bytes: all its ops' accesses, not only the step's inputs)."""
+        of the compiled step (bytes: all its ops' accesses, not only the step's inputs), or for a
+        step with a loop the harness's count (__init__)."""
         return whole_steps(self, batches, "train_step (one XLA computation)", self._step_flops,
                            self._step_bytes)
 

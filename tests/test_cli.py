@@ -2,6 +2,7 @@
 subprocesses (end to end, Ctrl-C and --resume)."""
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import os
 import signal
@@ -62,6 +63,16 @@ def test_help_answers():
     module = subprocess.run([sys.executable, "-m", "harness", "--help"], capture_output=True,
                             text=True)
     assert module.returncode == 0 and module.stdout == top.stdout
+
+
+def test_every_help_prints_percent_signs_as_such():
+    """argparse formats an option's help with %, a description not: "%%" there is printed."""
+    from harness.cli import _parser
+
+    parser = _parser()
+    (commands,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in [("adh", parser), *commands.choices.items()]:
+        assert "%%" not in command.format_help(), name
 
 
 def test_no_command_is_a_usage_error(capsys):

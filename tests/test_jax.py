@@ -126,3 +126,16 @@ def test_jax_profiles_its_step_as_one_xla_computation_with_xlas_costs():
     spec_flops = train_step_flops(get_model("mlp"))
     assert spec_flops <= step.flops < 1.2 * spec_flops
     assert step.bytes > 0
+
+
+def test_jax_counts_a_recurrent_step_as_the_harness_does():
+    """XLA's cost analysis counts the body of the recurrence's scan once, not once per time
+    step; the profile's row takes the harness's count instead, and claims no bytes."""
+    from harness.flops import train_step_flops
+
+    spec = get_model("rnn")
+    framework = get_framework("jax")(spec, initial_weights(spec, 0), "float32", 1)
+    x = np.zeros((spec.batch_size, *spec.input_shape), np.float32)
+    y = np.arange(spec.batch_size) % spec.n_outputs
+    (call,) = framework.profile_steps([(x, y)])[0].calls
+    assert call.flops == train_step_flops(spec) and call.bytes is None

@@ -121,6 +121,16 @@ def test_the_specs_flops_are_torchs(model, monkeypatch):
     assert counter.get_total_flops() == pytest.approx(train_step_flops(spec), rel=0.01)
 
 
+def test_torchs_fused_lstm_has_unknown_flops_not_a_partial_count():
+    """torch counts no FLOPs inside oneDNN's fused LSTM layer: its rows say unknown."""
+    spec = get_model("lstm")
+    framework = TorchFramework(spec, initial_weights(spec, 0), "float32", 1)
+    calls = framework.profile_steps([_batch(spec)] * 2)[1].calls
+    lstm = [c for c in calls if c.name in ("aten::lstm", "MkldnnRnnLayerBackward0")]
+    assert len(lstm) == 2 and all(c.flops is None for c in lstm)
+    assert all(c.flops for c in calls if c.name == "aten::linear")  # the dense layer's counted
+
+
 def test_torch_steps_split_into_forward_backward_and_update():
     spec = get_model("cnn")
     framework = TorchFramework(spec, initial_weights(spec, 0), "float32", 1)
