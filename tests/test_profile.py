@@ -245,6 +245,20 @@ def test_the_roofline_draws_the_ops_whose_flops_and_bytes_are_known():
     assert y.max() == 100.0 and y[0] == pytest.approx(10.0 * x[0])
 
 
+def test_the_roofline_puts_the_label_of_a_crowded_op_under_it():
+    # the CNN's Conv2d backward (32 FLOPs/byte, 20 GFLOP/s) sat just above torch's
+    # ConvolutionBackward0 (33, 17.4): their labels ran into each other
+    rows = [ProfileRow("Conv2d", "backward", 2, 0.001, 0.5, 2e7, 6.25e5),
+            ProfileRow("Conv2dLow", "backward", 2, 0.00115, 0.5, 2e7, 6.06e5),
+            ProfileRow("MatMul", "forward", 2, 0.0001, 0.5, 2e7, 2e5)]
+    fig = roofline([SavedProfile("cnn", "engine-static", {}, 0.002, 0.002, 100.0, 10.0, rows)])
+    labels = {text.get_text(): text for text in fig.axes[0].texts if "GFLOP/s" not in
+              text.get_text() and "GB/s" not in text.get_text()}
+    assert labels["Conv2dLow"].get_va() == "top"  # under its point
+    assert labels["Conv2d"].get_va() == "baseline"  # over its point, as an op alone
+    assert labels["MatMul"].get_va() == "baseline"
+
+
 def test_adh_profile_names_an_unknown_framework(capsys):
     assert main(["profile", "mlp", "--frameworks", "caffe"]) == 2
     assert "unknown framework 'caffe'" in capsys.readouterr().err

@@ -438,6 +438,19 @@ def test_plain_report(store: ResultsStore, tmp_path: Path) -> None:
     assert "Where the time goes" not in text and "roofline.png" not in figs  # no profiles given
 
 
+def test_a_report_of_part_of_a_built_in_suite_names_the_models_not_measured(
+        tmp_path: Path) -> None:
+    with ResultsStore(tmp_path / "adh.sqlite") as s:
+        fill_plain(s, suite="quick")  # cnn and mlp of quick's cnn, mlp, rnn and lstm
+        fill_plain(s, suite="plain")  # no built-in suite: nothing to compare with
+        quick = build_report(s, "quick", tmp_path / "quick").read_text()
+        plain = build_report(s, "plain", tmp_path / "plain").read_text()
+    missing = quick.split("## Not measured")[1].split("##")[0]
+    assert "declares rnn, lstm, of which the store holds no case" in missing
+    assert "`adh run quick --models rnn lstm` into the same store" in missing
+    assert "## Not measured" not in plain
+
+
 def test_a_report_with_profiles_shows_their_tables_and_the_roofline(store: ResultsStore,
                                                                     tmp_path: Path) -> None:
     rows = [ProfileRow("Conv2d", "backward", 2, 0.004, 0.4, 8e7, 2.5e6),

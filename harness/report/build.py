@@ -23,6 +23,7 @@ from ..profile import SavedProfile
 from ..records import Status
 from ..stats import ORDER_STATISTICS_FROM
 from ..store import ResultsStore, newest_versions
+from ..suites import builtin_suites, load_suite
 from . import figures, frames, rates
 from .explain import explain_section
 from .parity import ParityCheck, parity_section
@@ -368,6 +369,23 @@ def _unsupported_section(cases: pd.DataFrame) -> list[str]:
             tables.markdown_table(["Model", "Framework", "Reason", "Cases"], rows), ""]
 
 
+def _unmeasured_section(suite: str, cases: pd.DataFrame) -> list[str]:
+    """The models of a built-in suite of which the store holds no case (nothing for a suite
+    file, or when every model ran): a report of part of a suite says which part is missing."""
+    if suite not in builtin_suites():
+        return []
+    present = set(cases["model"])
+    absent = [m for m in dict.fromkeys(c.model for c in load_suite(suite).cases)
+              if m not in present]
+    if not absent:
+        return []
+    names = " ".join(absent)
+    return ["## Not measured", "", f"The suite also declares {', '.join(absent)}, of which the "
+            "store holds no case: this report covers part of the suite. To add "
+            f"{'it' if len(absent) == 1 else 'them'}: `adh run {suite} --models {names}` into the "
+            f"same store (`--store`), then `adh report {suite}` again.", ""]
+
+
 def _clear_outputs(folder: Path) -> None:
     """Remove a previous build's files, so that a figure no longer drawn does not linger."""
     if folder.is_dir():
@@ -513,6 +531,7 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
              "## How this was measured", "", method_section(data), "",
              *_unfinished_section(data.cases),
              *_unsupported_section(data.cases),
+             *_unmeasured_section(suite, data.cases),
              *_tables_section(data, suite, table_dir),
              *studies_section(data),
              *_figures_section(data, figure_dir),

@@ -22,6 +22,7 @@ from .style import framework_look, framework_order, legend_above, new_figure, st
 
 PHASE_MARKERS = {"forward": "o", "backward": "s"}
 WIDTH_IN = 7.0  # two columns: three panels of log-log axes need the room
+LABEL_DECADES = (0.4, 0.12)  # about the width and twice the height of an op's label, log axes
 
 CAPTION = ("One panel per model; each point is one op of one framework's training step, forward "
            "(circle) or backward (square): its FLOPs per byte it reads against its achieved "
@@ -36,6 +37,16 @@ def _points(profile: SavedProfile) -> list[tuple[str, str, float, float]]:
     return [(row.name, row.phase, row.flops / row.bytes, rate)
             for row in profile.rows
             if row.phase in PHASE_MARKERS and row.bytes and (rate := row.gflops_per_s())]
+
+
+def _labels_below(points: list[tuple[float, float]]) -> list[bool]:
+    """Whether each (intensity, rate) point's label goes under it rather than over it: where a
+    higher point sits just above, within the span of a label to the right, the two labels would
+    run into each other (spans in decades of the log axes)."""
+    def crowded(x: float, y: float) -> bool:
+        return any(0 < np.log10(y2 / y) < LABEL_DECADES[1]
+                   and abs(np.log10(x2 / x)) < LABEL_DECADES[0] for x2, y2 in points)
+    return [crowded(x, y) for x, y in points]
 
 
 def roofline(profiles: list[SavedProfile]) -> Figure:
@@ -61,11 +72,13 @@ def roofline(profiles: list[SavedProfile]) -> Figure:
             if bandwidth:
                 ax.annotate(f"{bandwidth:.0f} GB/s", (x[0], bandwidth * x[0]), ha="left",
                             va="bottom", fontsize="x-small", color="0.3")
-            for framework, name, phase, intensity, rate in points:
+            below = _labels_below([(point[3], point[4]) for point in points])
+            for (framework, name, phase, intensity, rate), low in zip(points, below, strict=True):
                 look = framework_look(framework)
                 ax.scatter([intensity], [rate], color=look.color,
                            marker=PHASE_MARKERS[phase], s=22, zorder=3)
-                ax.annotate(name, (intensity, rate), xytext=(3, 2), textcoords="offset points",
+                ax.annotate(name, (intensity, rate), xytext=(3, -3 if low else 2),
+                            textcoords="offset points", va="top" if low else "baseline",
                             fontsize="xx-small", color=look.color)
             ax.set_xscale("log")
             ax.set_yscale("log")
