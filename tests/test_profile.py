@@ -245,18 +245,29 @@ def test_the_roofline_draws_the_ops_whose_flops_and_bytes_are_known():
     assert y.max() == 100.0 and y[0] == pytest.approx(10.0 * x[0])
 
 
-def test_the_roofline_puts_the_label_of_a_crowded_op_under_it():
+def test_the_roofline_names_crowded_ops_without_their_names_running_into_each_other():
     # the CNN's Conv2d backward (32 FLOPs/byte, 20 GFLOP/s) sat just above torch's
-    # ConvolutionBackward0 (33, 17.4): their labels ran into each other
-    rows = [ProfileRow("Conv2d", "backward", 2, 0.001, 0.5, 2e7, 6.25e5),
-            ProfileRow("Conv2dLow", "backward", 2, 0.00115, 0.5, 2e7, 6.06e5),
-            ProfileRow("MatMul", "forward", 2, 0.0001, 0.5, 2e7, 2e5)]
+    # ConvolutionBackward0 (33, 17.4): with every name over its point, the two ran together
+    rows = [ProfileRow(name, "backward", 2, seconds, 0.5, 2e7, nbytes)
+            for name, seconds, nbytes in (("Conv2d", 0.001, 6.25e5),
+                                          ("ConvolutionBackward0", 0.00115, 6.06e5),
+                                          ("MatMul", 0.00105, 6.4e5), ("Alone", 0.004, 2e5))]
     fig = roofline([SavedProfile("cnn", "engine-static", {}, 0.002, 0.002, 100.0, 10.0, rows)])
-    labels = {text.get_text(): text for text in fig.axes[0].texts if "GFLOP/s" not in
-              text.get_text() and "GB/s" not in text.get_text()}
-    assert labels["Conv2dLow"].get_va() == "top"  # under its point
-    assert labels["Conv2d"].get_va() == "baseline"  # over its point, as an op alone
-    assert labels["MatMul"].get_va() == "baseline"
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    (ax,) = fig.axes
+    frame = ax.get_window_extent(renderer)
+    boxes = {text.get_text(): text.get_window_extent(renderer) for text in ax.texts
+             if text.get_text() in {row.name for row in rows}}
+    assert len(boxes) == len(rows)  # every op named once
+    names = list(boxes)
+    for i, first in enumerate(names):
+        assert frame.x0 <= boxes[first].x0 and boxes[first].x1 <= frame.x1
+        assert frame.y0 <= boxes[first].y0 and boxes[first].y1 <= frame.y1
+        for second in names[i + 1:]:
+            assert not boxes[first].overlaps(boxes[second]), (first, second)
+    alone = next(text for text in ax.texts if text.get_text() == "Alone")
+    assert (alone.get_ha(), alone.get_va()) == ("left", "bottom")  # the first side: over it
 
 
 def test_adh_profile_names_an_unknown_framework(capsys):

@@ -12,17 +12,23 @@ counted otherwise.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.transforms import Bbox
 
 from ..profile import SavedProfile
 from .figures import log_ticks
 from .style import framework_look, framework_order, legend_above, new_figure, styled
 
 PHASE_MARKERS = {"forward": "o", "backward": "s"}
+MARKER_AREA = 22  # points squared, as scatter takes it
 WIDTH_IN = 7.0  # two columns: three panels of log-log axes need the room
-LABEL_DECADES = (0.4, 0.12)  # about the width and twice the height of an op's label, log axes
+# where an op's name goes beside its point, in the order tried: (points right, up, alignment)
+LABEL_SIDES = ((3, 2, "left", "bottom"), (3, -2, "left", "top"),
+               (-3, 2, "right", "bottom"), (-3, -2, "right", "top"))
 
 CAPTION = ("One panel per model; each point is one op of one framework's training step, forward "
            "(circle) or backward (square): its FLOPs per byte it reads against its achieved "
@@ -39,14 +45,28 @@ def _points(profile: SavedProfile) -> list[tuple[str, str, float, float]]:
             if row.phase in PHASE_MARKERS and row.bytes and (rate := row.gflops_per_s())]
 
 
-def _labels_below(points: list[tuple[float, float]]) -> list[bool]:
-    """Whether each (intensity, rate) point's label goes under it rather than over it: where a
-    higher point sits just above, within the span of a label to the right, the two labels would
-    run into each other (spans in decades of the log axes)."""
-    def crowded(x: float, y: float) -> bool:
-        return any(0 < np.log10(y2 / y) < LABEL_DECADES[1]
-                   and abs(np.log10(x2 / x)) < LABEL_DECADES[0] for x2, y2 in points)
-    return [crowded(x, y) for x, y in points]
+def _label(ax: Any, points: list[tuple[str, float, float, str]]) -> None:
+    """Name each (name, x, y, colour) point beside it, on the first side (over or under it,
+    right or left) where the name overlaps no other name or point and stays inside the axes:
+    ops of similar intensity and speed crowd together. Placed in pixels, once the figure's
+    layout and limits are settled."""
+    ax.figure.canvas.draw()
+    renderer = ax.figure.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    radius = np.sqrt(MARKER_AREA) / 2 * ax.figure.dpi / 72  # points to pixels
+    taken = [Bbox.from_bounds(px - radius, py - radius, 2 * radius, 2 * radius)
+             for px, py in ax.transData.transform([(x, y) for _, x, y, _ in points])]
+    for name, x, y, color in sorted(points, key=lambda point: -point[2]):  # from the top
+        for dx, dy, ha, va in LABEL_SIDES:
+            text = ax.annotate(name, (x, y), xytext=(dx, dy), textcoords="offset points",
+                               ha=ha, va=va, fontsize="xx-small", color=color)
+            box = text.get_window_extent(renderer)
+            fits = (frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0
+                    and box.y1 <= frame.y1 and not any(box.overlaps(t) for t in taken))
+            if fits or (dx, dy, ha, va) == LABEL_SIDES[-1]:
+                break
+            text.remove()
+        taken.append(box)
 
 
 def roofline(profiles: list[SavedProfile]) -> Figure:
@@ -72,14 +92,9 @@ def roofline(profiles: list[SavedProfile]) -> Figure:
             if bandwidth:
                 ax.annotate(f"{bandwidth:.0f} GB/s", (x[0], bandwidth * x[0]), ha="left",
                             va="bottom", fontsize="x-small", color="0.3")
-            below = _labels_below([(point[3], point[4]) for point in points])
-            for (framework, name, phase, intensity, rate), low in zip(points, below, strict=True):
-                look = framework_look(framework)
-                ax.scatter([intensity], [rate], color=look.color,
-                           marker=PHASE_MARKERS[phase], s=22, zorder=3)
-                ax.annotate(name, (intensity, rate), xytext=(3, -3 if low else 2),
-                            textcoords="offset points", va="top" if low else "baseline",
-                            fontsize="xx-small", color=look.color)
+            for framework, _, phase, intensity, rate in points:
+                ax.scatter([intensity], [rate], color=framework_look(framework).color,
+                           marker=PHASE_MARKERS[phase], s=MARKER_AREA, zorder=3)
             ax.set_xscale("log")
             ax.set_yscale("log")
             log_ticks(ax, "x")
@@ -92,4 +107,8 @@ def roofline(profiles: list[SavedProfile]) -> Figure:
         handles += [Line2D([], [], color="0.3", marker=m, linestyle="")
                     for m in PHASE_MARKERS.values()]
         legend_above(fig, handles, [*frameworks, *PHASE_MARKERS])
+        for ax, model in zip(axes[0], models, strict=True):
+            _label(ax, [(name, intensity, rate, framework_look(p.framework).color)
+                        for p in profiles if p.model == model
+                        for name, _, intensity, rate in _points(p)])
     return fig
