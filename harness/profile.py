@@ -1,7 +1,8 @@
 """Where a framework's training step spends its time: `adh profile`.
 
 A framework that can record its op calls implements `Framework.profile_steps` (the engine
-from its graph: engine/profile.py; torch and torch-compile with torch.profiler); it returns one
+from its graph: engine/profile.py; torch and torch-compile with torch.profiler; jax with
+jax.profiler, by the compiled step's instructions); it returns one
 `ProfiledStep` per batch: the step's time and its calls, each an `OpCall` with its phase
 (forward, backward, update) and, where known, its FLOPs and the bytes its arrays hold. Any
 other framework's step is one row. `profile_table` turns the steps into one row per op and
@@ -18,6 +19,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 import statistics
 import time
 from collections import defaultdict
@@ -104,6 +106,96 @@ def torch_profiled_steps(events: Any, step_name: str = TORCH_STEP_EVENT) -> list
         steps.append(ProfiledStep(event.time_range.start / 1e6,
                                   event.time_range.elapsed_us() / 1e6, calls))
     return steps
+
+
+# jax.profiler: the annotation around each step (references/jax.py). In the compiled step's HLO
+# each instruction's metadata names the JAX op it computes, under jvp(...) in the forward pass
+# and under transpose(jvp(...)) in the backward one.
+XLA_STEP_EVENT = "adh::train_step"
+_HLO_INSTRUCTION = re.compile(r"\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=")
+_HLO_OP_NAME = re.compile(r'op_name="([^"]*)"')
+_HLO_COMPUTATION = re.compile(r"\s*(?:ENTRY\s+)?%?([\w.\-]+) \(.*\{\s*$")
+_HLO_OPCODE = re.compile(r"= (?:\([^)]*\)|\S+) ([\w\-]+)\(")  # after the type, a tuple's too
+_HLO_CALLS = re.compile(r"calls=%?([\w.\-]+)")
+_WRAPPER = re.compile(r"[\w\-]+\((.*)\)")
+
+
+def xla_ops(hlo_text: str, module: str = "") -> dict[str, tuple[str, str]]:
+    """The JAX op and phase of each instruction of a compiled XLA module (`Compiled.as_text()`),
+    from its metadata ("jit(step)/transpose(jvp(Model))/layer_1/dot_general": layer_1/dot_general,
+    backward): backward under a transpose, forward under a jvp, else update (the optimizer's
+    arithmetic); the name without the wrappers and without `module` (the model's class). An
+    instruction whose metadata XLA dropped (its rewrites of convolutions, its own copies) keeps
+    its own name, with the op at the root of the computation it calls where it calls one
+    ("ynn_fusion.3 (convolution)"), in phase "step"."""
+    ops, roots, computation = {}, {}, ""
+    for line in hlo_text.splitlines():
+        head = _HLO_INSTRUCTION.match(line)
+        if head is None:
+            header = _HLO_COMPUTATION.match(line)
+            computation = header.group(1) if header else computation
+            continue
+        instruction, meta = head.group(1), _HLO_OP_NAME.search(line)
+        if line.lstrip().startswith("ROOT") and (opcode := _HLO_OPCODE.search(line)):
+            roots[computation] = opcode.group(1)
+        if meta is None:
+            called = _HLO_CALLS.search(line)
+            ops[instruction] = (instruction, "step") if called is None else (called.group(1), "")
+            continue
+        parts = meta.group(1).split("/")[1:]  # the first is the jitted function itself
+        phase = ("backward" if any(p.startswith("transpose(") for p in parts) else
+                 "forward" if any(p.startswith("jvp(") for p in parts) else "update")
+        names = [_unwrapped(p) for p in parts]
+        ops[instruction] = ("/".join(n for n in names if n and n != module) or instruction, phase)
+    # the computations an instruction calls come after it in the text: their roots are known now
+    return {instruction: (name, phase) if phase else
+            (f"{instruction} ({roots[name]})" if name in roots else instruction, "step")
+            for instruction, (name, phase) in ops.items()}
+
+
+def _unwrapped(part: str) -> str:
+    """'transpose(jvp(jit(relu)))' -> 'relu'."""
+    while (inner := _WRAPPER.fullmatch(part)) is not None:
+        part = inner.group(1)
+    return part
+
+
+def xla_profiled_steps(events: list[dict[str, Any]], ops: dict[str, tuple[str, str]],
+                       step_name: str = XLA_STEP_EVENT) -> list[ProfiledStep]:
+    """ProfiledSteps from jax.profiler's trace (the Chrome trace events of the
+    perfetto_trace.json.gz it writes): one per complete event named `step_name`, its calls the
+    events of the compiled step's instructions (`ops`, from xla_ops) that start within it, on
+    whichever thread ran them. XLA runs independent instructions on several threads at once, so
+    a step's calls can add up to more than the step. FLOPs and bytes per call are unknown: XLA's
+    cost analysis counts the whole step only."""
+    complete = [e for e in events if e.get("ph") == "X"]
+    instructions = _innermost([e for e in complete if e["name"] in ops])
+    steps = []
+    for step in (e for e in complete if e["name"] == step_name):
+        start, end = step["ts"], step["ts"] + step["dur"]
+        calls = [OpCall(*ops[e["name"]], e["ts"] / 1e6, e["dur"] / 1e6) for e in instructions
+                 if start <= e["ts"] < end]
+        steps.append(ProfiledStep(start / 1e6, step["dur"] / 1e6,
+                                  sorted(calls, key=lambda call: call.start_s)))
+    return steps
+
+
+def _innermost(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events that hold no other on their thread: a loop's instruction (the recurrence's
+    while) holds its body's, which would count its time twice."""
+    by_thread: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for event in events:
+        by_thread[event.get("tid")].append(event)
+    holders: set[int] = set()
+    for thread in by_thread.values():
+        open_events: list[dict[str, Any]] = []
+        for event in sorted(thread, key=lambda e: (e["ts"], -e["dur"])):
+            while open_events and open_events[-1]["ts"] + open_events[-1]["dur"] <= event["ts"]:
+                open_events.pop()
+            if open_events:
+                holders.add(id(open_events[-1]))
+            open_events.append(event)
+    return [event for event in events if id(event) not in holders]
 
 
 # aten ops that multiply matrices where torch counts no FLOPs: oneDNN's fused recurrent layer

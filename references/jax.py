@@ -51,8 +51,12 @@ size, and `gradients` at its first call.
 """
 from __future__ import annotations
 
+import gzip
+import json
+import tempfile
 from collections.abc import Callable, Iterator
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import flax
@@ -64,7 +68,7 @@ import optax
 
 from harness.flops import train_step_flops
 from harness.frameworks.base import Framework
-from harness.profile import whole_steps
+from harness.profile import XLA_STEP_EVENT, whole_steps, xla_ops, xla_profiled_steps
 from harness.specs import Layer, ModelSpec
 
 ACTIVATIONS: dict[str | None, Callable[[jax.Array], jax.Array] | None] = {
@@ -273,10 +277,11 @@ class JaxFramework(Framework):
         # the one every case records, and no byte count.
         cost = compiled.cost_analysis()
         cost = (cost[0] if isinstance(cost, list) else cost) or {}
-        self._step_flops: float | None = cost.get("flops") or None
+        self.step_flops: float | None = cost.get("flops") or None
         self._step_bytes: float | None = cost.get("bytes accessed") or None
         if " while(" in compiled.as_text():
-            self._step_flops, self._step_bytes = train_step_flops(spec), None
+            self.step_flops, self._step_bytes = train_step_flops(spec), None
+        self._ops = xla_ops(compiled.as_text(), SpecModel.__name__)  # for profile_steps
 
     def train_step(self, x, y):
         with jax.enable_x64(self.x64):
@@ -286,11 +291,24 @@ class JaxFramework(Framework):
         return float(loss), np.asarray(outputs)
 
     def profile_steps(self, batches):
-        """Each step as one call: the jitted step is one XLA computation, whose ops run fused
-        where the Python profiler cannot see them. Its FLOPs and bytes are XLA's cost analysis
-        of the compiled step (bytes: all its ops' accesses, not only the step's inputs), or for a
-        step with a loop the harness's count (__init__)."""
-        return whole_steps(self, batches, "train_step (one XLA computation)", self._step_flops,
+        """Each step under jax.profiler, its calls the compiled step's instructions as the
+        trace timed them, each named by the JAX op it computes, forward, backward or update
+        (harness.profile.xla_ops: XLA fuses ops, so a row can hold several). Where the trace
+        holds none of them (a jaxlib that records no per-instruction events), each step is one
+        call with XLA's cost analysis of the whole step, or for a step with a loop the
+        harness's count (__init__)."""
+        with tempfile.TemporaryDirectory() as folder:
+            with jax.profiler.trace(folder, create_perfetto_trace=True):
+                for x, y in batches:
+                    with jax.profiler.TraceAnnotation(XLA_STEP_EVENT):
+                        self.train_step(x, y)
+            traces = list(Path(folder).rglob("perfetto_trace.json.gz"))
+            trace = json.loads(gzip.decompress(traces[0].read_bytes())) if traces else []
+        events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+        steps = xla_profiled_steps(events, self._ops)
+        if len(steps) == len(batches) and all(step.calls for step in steps):
+            return steps
+        return whole_steps(self, batches, "train_step (one XLA computation)", self.step_flops,
                            self._step_bytes)
 
     def gradients(self, x, y):

@@ -270,6 +270,59 @@ def test_the_roofline_names_crowded_ops_without_their_names_running_into_each_ot
     assert (alone.get_ha(), alone.get_va()) == ("left", "bottom")  # the first side: over it
 
 
+# a compiled step's text, cut down: XLA writes each instruction on one (long) line
+HLO = "\n".join([
+    "HloModule jit_step, is_scheduled=true",
+    "",
+    "%fused_computation.3 (param_0: f32[6,12,12,100], param_1: f32[8,8,100,16]) -> f32[6] {",
+    "  %param_0 = f32[6,12,12,100]{3,2,1,0} parameter(0)",
+    "  ROOT %convolution.3 = f32[6]{0} convolution(%param_0, %param_1), window={size=8x8}",
+    "}",
+    "",
+    "ENTRY %main.1 (Arg_0.1: f32[784,128]) -> (f32[784,128]) {",
+    '  %ynn_fusion.6 = f32[100,128]{1,0} fusion(%p, %q), kind=kCustom, calls=%f.6, '
+    'metadata={op_name="jit(step)/jvp(SpecModel)/layer_0/dot_general" source_file="x.py"}',
+    '  %ynn_fusion.2 = f32[128,64]{1,0} fusion(%a, %b), kind=kCustom, calls=%f.2, '
+    'metadata={op_name="jit(step)/transpose(jvp(SpecModel))/layer_1/dot_general"}',
+    '  %broadcast_maximum_fusion = f32[100,64]{1,0} fusion(%c), kind=kLoop, calls=%f.7, '
+    'metadata={op_name="jit(step)/jvp(SpecModel)/jit(relu)/max"}',
+    '  %multiply.4 = f32[128]{0} multiply(%d, %e), metadata={op_name="jit(step)/mul"}',
+    "  %ynn_fusion.3 = f32[6]{0} fusion(%g, %h), kind=kCustom, calls=%fused_computation.3",
+    "  ROOT %copy.30 = f32[784,128]{1,0} copy(%i)",
+    "}"])
+
+
+def test_xla_instructions_are_named_by_the_jax_op_they_compute():
+    from harness.profile import xla_ops
+
+    ops = xla_ops(HLO, "SpecModel")
+    assert ops["ynn_fusion.6"] == ("layer_0/dot_general", "forward")
+    assert ops["ynn_fusion.2"] == ("layer_1/dot_general", "backward")
+    assert ops["broadcast_maximum_fusion"] == ("relu/max", "forward")
+    assert ops["multiply.4"] == ("mul", "update")  # the optimizer's arithmetic
+    # no metadata: the instruction's own name, and what the computation it calls computes
+    assert ops["ynn_fusion.3"] == ("ynn_fusion.3 (convolution)", "step")
+    assert ops["copy.30"] == ("copy.30", "step")
+
+
+def test_xla_steps_hold_the_innermost_instructions_that_start_within_them():
+    from harness.profile import xla_profiled_steps
+
+    ops = {"while": ("RNN_0/while", "forward"), "dot": ("h/dot_general", "forward")}
+    events = [{"ph": "X", "name": "adh::train_step", "tid": 1, "ts": 0.0, "dur": 100.0},
+              {"ph": "X", "name": "while", "tid": 2, "ts": 10.0, "dur": 50.0},  # holds both dots
+              {"ph": "X", "name": "dot", "tid": 2, "ts": 12.0, "dur": 20.0},
+              {"ph": "X", "name": "dot", "tid": 2, "ts": 35.0, "dur": 20.0},
+              {"ph": "X", "name": "dot", "tid": 3, "ts": 70.0, "dur": 10.0},  # alone on its thread
+              {"ph": "X", "name": "ThunkExecutor::Execute", "tid": 2, "ts": 5.0, "dur": 90.0},
+              {"ph": "X", "name": "dot", "tid": 2, "ts": 150.0, "dur": 5.0}]  # after the step
+    (step,) = xla_profiled_steps(events, ops)
+    assert (step.start_s, step.seconds) == (0.0, 100e-6)
+    assert [(c.name, c.start_s, c.seconds) for c in step.calls] == [
+        ("h/dot_general", 12e-6, 20e-6), ("h/dot_general", 35e-6, 20e-6),
+        ("h/dot_general", 70e-6, 10e-6)]
+
+
 def test_adh_profile_names_an_unknown_framework(capsys):
     assert main(["profile", "mlp", "--frameworks", "caffe"]) == 2
     assert "unknown framework 'caffe'" in capsys.readouterr().err

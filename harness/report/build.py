@@ -471,10 +471,12 @@ def _profiles_section(profiles: list[SavedProfile], figure_dir: Path) -> list[st
         return []
     lines = ["## Where the time goes", "",
              "One training step per op, forward and backward apart, from `adh profile` (the "
-             "engine timed from its graph, torch with torch.profiler; jax's step is one XLA "
-             "computation, one row with XLA's cost analysis (its bytes: every access of every "
-             "op, not only the reads of the step's inputs); a framework without a profiler is "
-             "one row): time per step (the median over the profiled steps) and its "
+             "engine timed from its graph, torch with torch.profiler, jax with jax.profiler "
+             "by the compiled step's XLA instructions, whose FLOPs XLA does not count one by "
+             "one (or, from a jaxlib whose trace holds no instruction, the step as one row with "
+             "XLA's cost analysis: its bytes are every access of every op, not only the reads "
+             "of the step's inputs); a framework without a profiler is one row): time per "
+             "step (the median over the profiled steps) and its "
              "share of the step measured without the profiler, FLOPs where known (matrix "
              "products and convolutions), the bytes of the arrays each op reads, achieved "
              "GFLOP/s and its share of the machine's GEMM peak. Profiled apart from the runs "

@@ -6,9 +6,8 @@ the roof over it is the lower of the GEMM peak (compute) and the memory bandwidt
 intensity (data), both measured on the machine (harness/measure/roofs.py). An op far below its
 roof leaves speed unused; one on the sloped part is bound by memory, one under the flat part by
 compute. Only ops, forward or backward, whose FLOPs and bytes are both known are drawn (the
-products of matrices: matrix products, convolutions, the RNN's recurrence); a whole step (a
-framework without an op profiler, jax's one XLA computation) is not an op, and its bytes are
-counted otherwise.
+products of matrices: matrix products, convolutions, the RNN's recurrence); jax's instructions
+have no FLOPs of their own, and a whole step (a framework without an op profiler) is not an op.
 """
 from __future__ import annotations
 
