@@ -33,7 +33,8 @@ from .records import Case
 @dataclass(frozen=True)
 class OpCall:
     """One op call in a profiled step: its name, phase ("forward", "backward", "update", or
-    "step" for a framework that cannot split its step), start (seconds, on any clock shared by
+    "step" where the phase is unknown: a framework's whole step, an XLA instruction without
+    metadata), start (seconds, on any clock shared by
     the step's calls), duration in seconds, FLOPs and bytes of the arrays it read and wrote
     (None where unknown)."""
 
@@ -113,7 +114,7 @@ def torch_profiled_steps(events: Any, step_name: str = TORCH_STEP_EVENT) -> list
 # and under transpose(jvp(...)) in the backward one.
 XLA_STEP_EVENT = "adh::train_step"
 _HLO_INSTRUCTION = re.compile(r"\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=")
-_HLO_OP_NAME = re.compile(r'op_name="([^"]*)"')
+_HLO_OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
 _HLO_COMPUTATION = re.compile(r"\s*(?:ENTRY\s+)?%?([\w.\-]+) \(.*\{\s*$")
 _HLO_OPCODE = re.compile(r"= (?:\([^)]*\)|\S+) ([\w\-]+)\(")  # after the type, a tuple's too
 _HLO_CALLS = re.compile(r"calls=%?([\w.\-]+)")
@@ -147,7 +148,7 @@ def xla_ops(hlo_text: str, module: str = "") -> dict[str, tuple[str, str]]:
                  "forward" if any(p.startswith("jvp(") for p in parts) else "update")
         names = [_unwrapped(p) for p in parts]
         ops[instruction] = ("/".join(n for n in names if n and n != module) or instruction, phase)
-    # the computations an instruction calls come after it in the text: their roots are known now
+    # every computation's root is known now, wherever the text prints it
     return {instruction: (name, phase) if phase else
             (f"{instruction} ({roots[name]})" if name in roots else instruction, "step")
             for instruction, (name, phase) in ops.items()}
@@ -182,17 +183,18 @@ def xla_profiled_steps(events: list[dict[str, Any]], ops: dict[str, tuple[str, s
 
 def _innermost(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The events that hold no other on their thread: a loop's instruction (the recurrence's
-    while) holds its body's, which would count its time twice."""
+    while) holds its body's, which would count its time twice. Held: starts and ends within."""
     by_thread: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     for event in events:
-        by_thread[event.get("tid")].append(event)
+        by_thread[event.get("pid"), event.get("tid")].append(event)
     holders: set[int] = set()
     for thread in by_thread.values():
         open_events: list[dict[str, Any]] = []
         for event in sorted(thread, key=lambda e: (e["ts"], -e["dur"])):
             while open_events and open_events[-1]["ts"] + open_events[-1]["dur"] <= event["ts"]:
                 open_events.pop()
-            if open_events:
+            if open_events and (event["ts"] + event["dur"]
+                                <= open_events[-1]["ts"] + open_events[-1]["dur"]):
                 holders.add(id(open_events[-1]))
             open_events.append(event)
     return [event for event in events if id(event) not in holders]
@@ -284,9 +286,19 @@ def profile_table(steps: list[ProfiledStep], step_s: float) -> list[ProfileRow]:
             _median_known([c.flops for c in in_step] for in_step in calls),
             _median_known([c.bytes for c in in_step] for in_step in calls)))
     rows.sort(key=lambda r: (-r.seconds, r.name))
-    rest = statistics.median(s.seconds - sum(c.seconds for c in s.calls) for s in steps)
+    rest = statistics.median(s.seconds - _covered(s.calls) for s in steps)
     rows.append(ProfileRow(UNACCOUNTED, "", 0.0, rest, rest / step_s, None, None))
     return rows
+
+
+def _covered(calls: list[OpCall]) -> float:
+    """Seconds of the step during which some call ran: their sum, unless calls overlap (XLA
+    runs independent instructions on several threads at once)."""
+    total, end = 0.0, -math.inf
+    for call in sorted(calls, key=lambda c: c.start_s):
+        total += max(0.0, call.start_s + call.seconds - max(call.start_s, end))
+        end = max(end, call.start_s + call.seconds)
+    return total
 
 
 def _median_known(per_step: Any) -> float | None:

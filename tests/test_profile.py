@@ -171,6 +171,14 @@ def test_the_table_gives_each_op_per_step_and_what_no_op_accounts_for():
     assert rest.seconds == pytest.approx(0.003)  # 10 - 7 ms and 12 - 9 ms
 
 
+def test_what_no_op_accounts_for_counts_calls_on_two_threads_at_once_once():
+    # XLA runs independent instructions at once: 0-4 ms and 2-5 ms cover 5 ms of the 10, not 7
+    steps = [ProfiledStep(0.0, 0.010, [OpCall("dot", "forward", 0.0, 0.004),
+                                       OpCall("conv", "forward", 0.002, 0.003),
+                                       OpCall("relu", "forward", 0.008, 0.001)])]
+    assert profile_table(steps, step_s=0.010)[-1].seconds == pytest.approx(0.004)
+
+
 def test_the_trace_is_chrome_trace_json():
     steps = [ProfiledStep(5.0, 0.01, [OpCall("MatMul", "forward", 5.001, 0.004, 4e6, 1000)])]
     trace = json.loads(json.dumps(chrome_trace(steps, "engine-static")))

@@ -11,9 +11,8 @@ have no FLOPs of their own, and a whole step (a framework without an op profiler
 """
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.transforms import Bbox
@@ -44,7 +43,7 @@ def _points(profile: SavedProfile) -> list[tuple[str, str, float, float]]:
             if row.phase in PHASE_MARKERS and row.bytes and (rate := row.gflops_per_s())]
 
 
-def _label(ax: Any, points: list[tuple[str, float, float, str]]) -> None:
+def _label(ax: Axes, points: list[tuple[str, float, float, str]]) -> None:
     """Name each (name, x, y, colour) point beside it, on the first side (over or under it,
     right or left) where the name overlaps no other name or point and stays inside the axes:
     ops of similar intensity and speed crowd together. Placed in pixels, once the figure's
@@ -55,10 +54,12 @@ def _label(ax: Any, points: list[tuple[str, float, float, str]]) -> None:
     radius = np.sqrt(MARKER_AREA) / 2 * ax.figure.dpi / 72  # points to pixels
     taken = [Bbox.from_bounds(px - radius, py - radius, 2 * radius, 2 * radius)
              for px, py in ax.transData.transform([(x, y) for _, x, y, _ in points])]
+    taken += [text.get_window_extent(renderer) for text in ax.texts]  # the roofs' labels
     for name, x, y, color in sorted(points, key=lambda point: -point[2]):  # from the top
         for dx, dy, ha, va in LABEL_SIDES:
             text = ax.annotate(name, (x, y), xytext=(dx, dy), textcoords="offset points",
                                ha=ha, va=va, fontsize="xx-small", color=color)
+            text.set_in_layout(False)  # placed after the layout: must not move it
             box = text.get_window_extent(renderer)
             fits = (frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0
                     and box.y1 <= frame.y1 and not any(box.overlaps(t) for t in taken))
