@@ -129,7 +129,10 @@ def xla_ops(hlo_text: str, module: str = "") -> dict[str, tuple[str, str]]:
     instruction whose metadata XLA dropped (its rewrites of convolutions, its own copies) keeps
     its own name, with the op at the root of the computation it calls where it calls one
     ("ynn_fusion.3 (convolution)"), in phase "step"."""
-    ops, roots, computation = {}, {}, ""
+    ops: dict[str, tuple[str, str]] = {}
+    calls: dict[str, str] = {}  # instruction without metadata -> the computation it calls
+    roots: dict[str, str] = {}  # computation -> the opcode at its root
+    computation = ""
     for line in hlo_text.splitlines():
         head = _HLO_INSTRUCTION.match(line)
         if head is None:
@@ -140,18 +143,19 @@ def xla_ops(hlo_text: str, module: str = "") -> dict[str, tuple[str, str]]:
         if line.lstrip().startswith("ROOT") and (opcode := _HLO_OPCODE.search(line)):
             roots[computation] = opcode.group(1)
         if meta is None:
-            called = _HLO_CALLS.search(line)
-            ops[instruction] = (instruction, "step") if called is None else (called.group(1), "")
+            ops[instruction] = (instruction, "step")
+            if called := _HLO_CALLS.search(line):
+                calls[instruction] = called.group(1)
             continue
         parts = meta.group(1).split("/")[1:]  # the first is the jitted function itself
         phase = ("backward" if any(p.startswith("transpose(") for p in parts) else
                  "forward" if any(p.startswith("jvp(") for p in parts) else "update")
         names = [_unwrapped(p) for p in parts]
         ops[instruction] = ("/".join(n for n in names if n and n != module) or instruction, phase)
-    # every computation's root is known now, wherever the text prints it
-    return {instruction: (name, phase) if phase else
-            (f"{instruction} ({roots[name]})" if name in roots else instruction, "step")
-            for instruction, (name, phase) in ops.items()}
+    for instruction, called in calls.items():  # every root is known now, wherever it stands
+        if called in roots:
+            ops[instruction] = (f"{instruction} ({roots[called]})", "step")
+    return ops
 
 
 def _unwrapped(part: str) -> str:

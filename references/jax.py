@@ -271,17 +271,8 @@ class JaxFramework(Framework):
             inputs = jax.ShapeDtypeStruct((spec.batch_size, *spec.input_shape), self.dtype)
             compiled = self.functions.step.lower(self.params, self.opt_state, inputs,
                                                  targets).compile()
-        # XLA's own count of the compiled step's work, for profile_steps. XLA counts a loop's
-        # body once, not once per iteration (the recurrence's scan over time steps: most of a
-        # recurrent model's work), so a step with a loop gets the harness's count of its FLOPs,
-        # the one every case records, and no byte count.
-        cost = compiled.cost_analysis()
-        cost = (cost[0] if isinstance(cost, list) else cost) or {}
-        self.step_flops: float | None = cost.get("flops") or None
-        self._step_bytes: float | None = cost.get("bytes accessed") or None
-        if " while(" in compiled.as_text():
-            self.step_flops, self._step_bytes = train_step_flops(spec), None
-        self._ops = xla_ops(compiled.as_text(), SpecModel.__name__)  # for profile_steps
+        # for profile_steps: its instructions and XLA's counts, worked out only if it is called
+        self._compiled = compiled
 
     def train_step(self, x, y):
         with jax.enable_x64(self.x64):
@@ -290,13 +281,23 @@ class JaxFramework(Framework):
             self.params, self.opt_state, loss, outputs = jax.block_until_ready(result)
         return float(loss), np.asarray(outputs)
 
+    def step_cost(self) -> tuple[float | None, float | None]:
+        """XLA's count of the compiled step's FLOPs and bytes accessed (all its ops' accesses,
+        not only the step's inputs). XLA counts a loop's body once, not once per iteration (the
+        recurrence's scan over time steps: most of a recurrent model's work), so a step with a
+        loop gets the harness's count of its FLOPs, the one every case records, and no bytes."""
+        if " while(" in self._compiled.as_text():
+            return train_step_flops(self.spec), None
+        cost = self._compiled.cost_analysis()
+        cost = (cost[0] if isinstance(cost, list) else cost) or {}
+        return cost.get("flops") or None, cost.get("bytes accessed") or None
+
     def profile_steps(self, batches):
         """Each step under jax.profiler, its calls the compiled step's instructions as the
         trace timed them, each named by the JAX op it computes, forward, backward or update
         (harness.profile.xla_ops: XLA fuses ops, so a row can hold several). Where the trace
         holds none of them (a jaxlib that records no per-instruction events), each step is one
-        call with XLA's cost analysis of the whole step, or for a step with a loop the
-        harness's count (__init__)."""
+        call with XLA's counts of the whole step (step_cost)."""
         with tempfile.TemporaryDirectory() as folder:
             with jax.profiler.trace(folder, create_perfetto_trace=True):
                 for x, y in batches:
@@ -305,11 +306,10 @@ class JaxFramework(Framework):
             traces = list(Path(folder).rglob("perfetto_trace.json.gz"))
             trace = json.loads(gzip.decompress(traces[0].read_bytes())) if traces else []
         events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
-        steps = xla_profiled_steps(events, self._ops)
+        steps = xla_profiled_steps(events, xla_ops(self._compiled.as_text(), SpecModel.__name__))
         if len(steps) == len(batches) and all(step.calls for step in steps):
             return steps
-        return whole_steps(self, batches, "train_step (one XLA computation)", self.step_flops,
-                           self._step_bytes)
+        return whole_steps(self, batches, "train_step (one XLA computation)", *self.step_cost())
 
     def gradients(self, x, y):
         with jax.enable_x64(self.x64):

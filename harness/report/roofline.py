@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.backend_bases import RendererBase
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.transforms import Bbox
@@ -43,13 +44,11 @@ def _points(profile: SavedProfile) -> list[tuple[str, str, float, float]]:
             if row.phase in PHASE_MARKERS and row.bytes and (rate := row.gflops_per_s())]
 
 
-def _label(ax: Axes, points: list[tuple[str, float, float, str]]) -> None:
+def _label(ax: Axes, renderer: RendererBase, points: list[tuple[str, float, float, str]]) -> None:
     """Name each (name, x, y, colour) point beside it, on the first side (over or under it,
     right or left) where the name overlaps no other name or point and stays inside the axes:
-    ops of similar intensity and speed crowd together. Placed in pixels, once the figure's
-    layout and limits are settled."""
-    ax.figure.canvas.draw()
-    renderer = ax.figure.canvas.get_renderer()
+    ops of similar intensity and speed crowd together. Placed in pixels: the figure's layout
+    and limits must be settled (drawn) first."""
     frame = ax.get_window_extent(renderer)
     radius = np.sqrt(MARKER_AREA) / 2 * ax.figure.dpi / 72  # points to pixels
     taken = [Bbox.from_bounds(px - radius, py - radius, 2 * radius, 2 * radius)
@@ -74,6 +73,7 @@ def roofline(profiles: list[SavedProfile]) -> Figure:
     models = list(dict.fromkeys(p.model for p in profiles))
     frameworks = framework_order(p.framework for p in profiles if _points(p))  # in the legend
     fig, axes = new_figure(1, len(models), legend=True, sharey=True, width=WIDTH_IN)
+    labels = []  # per panel: its ops' names, placed once the figure is laid out
     with styled():
         for ax, model in zip(axes[0], models, strict=True):
             mine = [p for p in profiles if p.model == model]
@@ -95,6 +95,8 @@ def roofline(profiles: list[SavedProfile]) -> Figure:
             for framework, _, phase, intensity, rate in points:
                 ax.scatter([intensity], [rate], color=framework_look(framework).color,
                            marker=PHASE_MARKERS[phase], s=MARKER_AREA, zorder=3)
+            labels.append([(name, intensity, rate, framework_look(framework).color)
+                           for framework, name, _, intensity, rate in points])
             ax.set_xscale("log")
             ax.set_yscale("log")
             log_ticks(ax, "x")
@@ -107,8 +109,7 @@ def roofline(profiles: list[SavedProfile]) -> Figure:
         handles += [Line2D([], [], color="0.3", marker=m, linestyle="")
                     for m in PHASE_MARKERS.values()]
         legend_above(fig, handles, [*frameworks, *PHASE_MARKERS])
-        for ax, model in zip(axes[0], models, strict=True):
-            _label(ax, [(name, intensity, rate, framework_look(p.framework).color)
-                        for p in profiles if p.model == model
-                        for name, _, intensity, rate in _points(p)])
+        fig.canvas.draw()
+        for ax, names in zip(axes[0], labels, strict=True):
+            _label(ax, fig.canvas.get_renderer(), names)
     return fig
