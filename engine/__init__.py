@@ -9,7 +9,7 @@ See engine/README.md for the primitive set, how to add one, and the static and d
 """
 from . import init, optim
 from .graph import Constant, Graph, Node, Operator, ShapeError, Variable, placeholder
-from .layers import LSTM, RNN, Chain, Conv, Dense, Flatten, MaxPool, Module
+from .layers import LSTM, RNN, BatchFirst, BatchLast, Chain, Conv, Dense, Flatten, MaxPool, Module
 from .losses import binary_cross_entropy, mse, softmax_cross_entropy
 from .ops import (
                   PRIMITIVES,
@@ -33,7 +33,8 @@ from .ops import (
 
 __all__ = [
     "Constant", "Variable", "Operator", "Node", "Graph", "placeholder", "ShapeError",
-    "Chain", "Dense", "Conv", "MaxPool", "Flatten", "RNN", "LSTM", "Module",
+    "Chain", "Dense", "Conv", "MaxPool", "BatchLast", "BatchFirst", "Flatten", "RNN", "LSTM",
+    "Module",
     "softmax_cross_entropy", "mse", "binary_cross_entropy",
     "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "sum", "mean", "reshape", "transpose",
     "matmul", "conv2d", "max_pool2d", "rnn", "lstm", "PRIMITIVES", "init", "optim",

@@ -1,7 +1,11 @@
 """Layers that read like the architecture diagram, Flux-style:
 
-    Chain(Conv(1, 6, 5, act=relu), MaxPool(2), Conv(6, 16, 5, act=relu), MaxPool(2),
-          Flatten(), Dense(256, 84, relu), Dense(84, 10))
+    Chain(BatchLast(), Conv(1, 6, 5, act=relu), MaxPool(2), Conv(6, 16, 5, act=relu), MaxPool(2),
+          BatchFirst(), Flatten(), Dense(256, 84, relu), Dense(84, 10))
+
+Images travel through the convolutions and poolings batch-last, (C, H, W, N): see ops/conv.py
+for why. BatchLast turns (N, C, H, W) images around once on the way in, BatchFirst once on the
+way out.
 
 A module finds its parameters by walking its attributes: no registration. Weights are drawn
 from `rng` (or the generator `engine.init.seed` sets) in the engine's layout; `load` takes
@@ -15,7 +19,7 @@ import numpy as np
 
 from . import init as initializers
 from .graph import DEFAULT_DTYPE, Node, Variable
-from .ops import conv2d, lstm, max_pool2d, relu, reshape, rnn, sigmoid, tanh
+from .ops import conv2d, lstm, max_pool2d, relu, reshape, rnn, sigmoid, tanh, transpose
 
 Activation = Callable[[Node], Node]
 
@@ -101,7 +105,8 @@ class Dense(Module):
 
 
 class Conv(Module):
-    """y = act(conv2d(x, W) + b) with W (out_ch, in_ch, k, k), b (out_ch,); x is (N, C, H, W)."""
+    """y = act(conv2d(x, W) + b) with W (out_ch, in_ch, k, k), b (out_ch,); x is batch-last,
+    (C, H, W, N), and so is y."""
 
     def __init__(self, in_ch: int, out_ch: int, kernel: int, act: Activation | None = None, *,
                  stride: int = 1, padding: int = 0, init=initializers.glorot_uniform,
@@ -125,7 +130,7 @@ class Conv(Module):
 
 
 class MaxPool(Module):
-    """Maximum over non-overlapping k x k windows."""
+    """Maximum over non-overlapping k x k windows of batch-last images (C, H, W, N)."""
 
     def __init__(self, k: int) -> None:
         self.k = k
@@ -135,6 +140,20 @@ class MaxPool(Module):
 
     def describe(self) -> str:
         return f"MaxPool(({self.k}, {self.k}))"
+
+
+class BatchLast(Module):
+    """Images (N, C, H, W) -> (C, H, W, N), the layout Conv and MaxPool work in."""
+
+    def forward(self, x: Node) -> Node:
+        return transpose(x, (1, 2, 3, 0))
+
+
+class BatchFirst(Module):
+    """Batch-last images (C, H, W, N) -> (N, C, H, W), for Flatten and what follows it."""
+
+    def forward(self, x: Node) -> Node:
+        return transpose(x, (3, 0, 1, 2))
 
 
 class Flatten(Module):

@@ -66,11 +66,11 @@ def _matmul_flops(phase: str, shapes: Shapes) -> float | None:
 
 def _conv_flops(phase: str, shapes: Shapes) -> float | None:
     # forward: x, weight, bias, output; backward: g, y, x, weight, bias, gx, gweight, gbias
-    x, w, y = (shapes[0], shapes[1], shapes[3]) if phase == "forward" else shapes[2:4] + shapes[1:2]
-    assert x is not None and w is not None and y is not None
-    n, c = x[:2]
-    o, _, kh, kw = w
-    per_product = 2.0 * n * y[2] * y[3] * o * c * kh * kw  # as one im2col product
+    w, y = (shapes[1], shapes[3]) if phase == "forward" else (shapes[3], shapes[1])
+    assert w is not None and y is not None
+    # y (O, OH, OW, N): each of the OH * OW * N output positions takes O * C * kh * kw
+    # multiply-adds, as one im2col product
+    per_product = 2.0 * math.prod(y[1:]) * math.prod(w)
     if phase == "forward":
         return per_product
     gx, gw = shapes[5], shapes[6]

@@ -37,7 +37,7 @@ def test_adh_graph_draws_the_cnn(tmp_path: Path, capsys) -> None:
                                                str(tmp_path / "cnn-graph.svg")]
     svg = (tmp_path / "cnn-graph.svg").read_text()
     assert svg.count(">Conv2d</text>") == 2 and svg.count(">MaxPool2d</text>") == 2
-    assert "(8, 6, 24, 24)" in svg and "SoftmaxCrossEntropy (output)" in svg
+    assert "(6, 24, 24, 8)" in svg and "SoftmaxCrossEntropy (output)" in svg  # batch-last
 
 
 def test_adh_graph_without_graphviz_writes_the_dot_and_says_what_to_install(

@@ -142,7 +142,7 @@ def test_convolution_is_asked_for_the_input_gradient_only_of_a_variable(monkeypa
 
     monkeypatch.setattr(Conv2d, "backward", spy)
     rng = np.random.default_rng(0)
-    x_data = rng.standard_normal((2, 1, 6, 6))
+    x_data = rng.standard_normal((1, 6, 6, 2))  # batch-last (C, H, W, N)
     x = var(x_data) if input_is_variable else engine.Constant(x_data)
     w, b = var(rng.standard_normal((3, 1, 3, 3))), var(np.zeros(3))
     engine.conv2d(x, w, b).sum().backward()
@@ -234,8 +234,8 @@ def test_float64_throughout_when_asked():
 @pytest.mark.parametrize("build, op, shapes", [
     (lambda: var(np.ones((2, 3))) + var(np.ones(4)), "Add", ["(2, 3)", "(4,)"]),
     (lambda: var(np.ones((2, 3))) @ var(np.ones((4, 5))), "MatMul", ["(2, 3)", "(4, 5)"]),
-    (lambda: engine.conv2d(var(np.ones((1, 2, 5, 5))), var(np.ones((3, 1, 3, 3))), var(np.ones(3))),
-     "Conv2d", ["(1, 2, 5, 5)", "(3, 1, 3, 3)"]),
+    (lambda: engine.conv2d(var(np.ones((2, 5, 5, 1))), var(np.ones((3, 1, 3, 3))), var(np.ones(3))),
+     "Conv2d", ["(2, 5, 5, 1)", "(3, 1, 3, 3)"]),
     (lambda: engine.mse(var(np.ones(3)), var(np.ones(4))), "MeanSquaredError", ["(3,)", "(4,)"]),
 ])
 def test_shape_mismatch_names_the_op_and_the_shapes(build, op, shapes):

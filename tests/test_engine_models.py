@@ -92,8 +92,12 @@ def torch_twin(layer: engine.Module, pairs: list) -> nn.Module:
         return TorchRNN(layer, pairs)
     if isinstance(layer, engine.LSTM):
         return TorchLSTM(layer, pairs)
+    if isinstance(layer, engine.BatchLast):
+        return Permute(1, 2, 3, 0)
+    if isinstance(layer, engine.BatchFirst):
+        return Permute(3, 0, 1, 2)
     if isinstance(layer, engine.MaxPool):
-        return nn.MaxPool2d(layer.k)
+        return batch_last(nn.MaxPool2d(layer.k))
     if isinstance(layer, engine.Flatten):
         return nn.Flatten()
     if isinstance(layer, engine.Dense):
@@ -106,7 +110,22 @@ def torch_twin(layer: engine.Module, pairs: list) -> nn.Module:
     else:
         raise TypeError(layer)
     _load(main.bias, layer.bias, pairs)
-    return nn.Sequential(main, TORCH_ACTIVATIONS[layer.act]()) if layer.act else main
+    twin = nn.Sequential(main, TORCH_ACTIVATIONS[layer.act]()) if layer.act else main
+    return batch_last(twin) if isinstance(layer, engine.Conv) else twin
+
+
+class Permute(nn.Module):
+    def __init__(self, *dims: int) -> None:
+        super().__init__()
+        self.dims = dims
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.permute(*self.dims)
+
+
+def batch_last(image_layer: nn.Module) -> nn.Module:
+    """A torch layer on images (N, C, H, W) as a layer on the engine's batch-last images."""
+    return nn.Sequential(Permute(3, 0, 1, 2), image_layer, Permute(1, 2, 3, 0))
 
 
 def relative_error(actual, expected) -> float:
@@ -149,13 +168,16 @@ LAYERS = {
     "dense-relu": (lambda rng: engine.Dense(5, 4, engine.relu, rng=rng, dtype=F64), (3, 5)),
     "dense-tanh": (lambda rng: engine.Dense(5, 4, engine.tanh, rng=rng, dtype=F64), (3, 5)),
     "dense-sigmoid": (lambda rng: engine.Dense(5, 4, engine.sigmoid, rng=rng, dtype=F64), (3, 5)),
-    "conv": (lambda rng: engine.Conv(2, 3, 3, rng=rng, dtype=F64), (2, 2, 7, 7)),
+    # images batch-last, (C, H, W, N), as the engine's Conv and MaxPool take them
+    "conv": (lambda rng: engine.Conv(2, 3, 3, rng=rng, dtype=F64), (2, 7, 7, 2)),
     "conv-relu-s2-p1": (lambda rng: engine.Conv(3, 4, 3, engine.relu, stride=2, padding=1,
-                                                rng=rng, dtype=F64), (2, 3, 8, 8)),
+                                                rng=rng, dtype=F64), (3, 8, 8, 2)),
     "conv-5x5-p2": (lambda rng: engine.Conv(1, 2, 5, engine.tanh, padding=2, rng=rng, dtype=F64),
-                    (2, 1, 6, 6)),
-    "maxpool-2": (lambda rng: engine.MaxPool(2), (2, 3, 6, 7)),
-    "maxpool-3": (lambda rng: engine.MaxPool(3), (2, 3, 7, 6)),
+                    (1, 6, 6, 2)),
+    "maxpool-2": (lambda rng: engine.MaxPool(2), (3, 6, 7, 2)),
+    "maxpool-3": (lambda rng: engine.MaxPool(3), (3, 7, 6, 2)),
+    "batch-last": (lambda rng: engine.BatchLast(), (2, 3, 4, 5)),
+    "batch-first": (lambda rng: engine.BatchFirst(), (3, 4, 5, 2)),
     "flatten": (lambda rng: engine.Flatten(), (2, 3, 4, 5)),
     "rnn-tanh": (lambda rng: engine.RNN(5, 6, engine.tanh, rng=rng, dtype=F64), (3, 7, 5)),
     "rnn-relu": (lambda rng: engine.RNN(5, 6, engine.relu, rng=rng, dtype=F64), (3, 7, 5)),
@@ -189,8 +211,9 @@ def test_layer_matches_torch(name):
 
 def cnn(rng=None, dtype=np.float32):
     return engine.Chain(
-        engine.Conv(1, 6, 5, engine.relu, rng=rng, dtype=dtype), engine.MaxPool(2),
-        engine.Conv(6, 16, 5, engine.relu, rng=rng, dtype=dtype), engine.MaxPool(2),
+        engine.BatchLast(), engine.Conv(1, 6, 5, engine.relu, rng=rng, dtype=dtype),
+        engine.MaxPool(2), engine.Conv(6, 16, 5, engine.relu, rng=rng, dtype=dtype),
+        engine.MaxPool(2), engine.BatchFirst(),
         engine.Flatten(), engine.Dense(256, 84, engine.relu, rng=rng, dtype=dtype),
         engine.Dense(84, 10, rng=rng, dtype=dtype))
 
@@ -444,7 +467,7 @@ def test_parameters_are_found_by_walking_attributes():
     assert names == ["body.0.weight", "body.0.bias", "heads.0.weight", "heads.0.bias",
                      "heads.1.weight", "heads.1.bias", "scale"]
     assert [name for name, _ in cnn().named_parameters()] == [
-        "0.weight", "0.bias", "2.weight", "2.bias", "5.weight", "5.bias", "6.weight", "6.bias"]
+        "1.weight", "1.bias", "3.weight", "3.bias", "7.weight", "7.bias", "8.weight", "8.bias"]
     assert cnn().n_parameters() == 156 + 2416 + 21588 + 850
     assert len(rnn().parameters()) == 5
 
@@ -458,10 +481,12 @@ def test_reprs_show_the_parameter_count():
     assert repr(engine.Flatten()) == "Flatten()"
     assert repr(cnn()) == (
         "Chain(\n"
+        "  BatchLast(),\n"
         "  Conv((5, 5), 1 => 6, relu),  # 156 parameters\n"
         "  MaxPool((2, 2)),\n"
         "  Conv((5, 5), 6 => 16, relu),  # 2,416 parameters\n"
         "  MaxPool((2, 2)),\n"
+        "  BatchFirst(),\n"
         "  Flatten(),\n"
         "  Dense(256 => 84, relu),  # 21,588 parameters\n"
         "  Dense(84 => 10),  # 850 parameters\n"
@@ -477,8 +502,8 @@ def test_state_and_load_round_trip():
     target.load({k: v.astype(F64) for k, v in state.items()})  # cast into the existing arrays
     assert all(a is p.value for a, p in zip(arrays, target.parameters(), strict=True))
     assert all(p.dtype == np.float32 for p in target.parameters())
-    state["0.weight"][...] = 0  # state() hands out copies
-    assert source.state()["0.weight"].any()
+    state["1.weight"][...] = 0  # state() hands out copies
+    assert source.state()["1.weight"].any()
 
 
 def test_load_rejects_wrong_names_and_shapes():

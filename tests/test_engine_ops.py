@@ -102,6 +102,14 @@ def _torch_reduce(name, axis, keepdims):
     return reduce
 
 
+def _batch_last(image_op):
+    """A torch op on images (N, C, H, W), and its other arguments, as an op on the engine's
+    batch-last images (C, H, W, N)."""
+    def run(x, *rest):
+        return image_op(x.permute(3, 0, 1, 2), *rest).permute(1, 2, 3, 0)
+    return run
+
+
 def _torch_rnn(act):
     f = {"tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid}[act]
 
@@ -159,24 +167,26 @@ def _cases() -> list[Case]:
     for shape in [(4, 3), (7,), (2, 3, 2)]:
         cases.append(Case(f"mse-{shape}", MeanSquaredError, engine.mse, F.mse_loss,
                           shapes(shape, shape)))
-    # (N, C, H, W, O, k, stride, padding), with sizes that do and do not fit the stride exactly.
+    # (N, C, H, W, O, k, stride, padding), with sizes that do and do not fit the stride exactly;
+    # the engine's images are batch-last, (C, H, W, N), torch's (N, C, H, W)
     for n, c, h, w, o, k, s, p in [(2, 1, 6, 6, 3, 3, 1, 0), (2, 3, 7, 7, 4, 3, 2, 1),
                                    (1, 2, 5, 6, 2, 3, 1, 1), (2, 3, 8, 8, 5, 3, 2, 0),
                                    (1, 2, 6, 6, 3, 5, 1, 0), (2, 4, 5, 5, 1, 1, 2, 1),
                                    (1, 2, 7, 9, 3, 2, 2, 0)]:
-        cases.append(Case(f"conv2d-x{(n, c, h, w)}-w{(o, c, k, k)}-s{s}-p{p}", Conv2d,
+        cases.append(Case(f"conv2d-x{(c, h, w, n)}-w{(o, c, k, k)}-s{s}-p{p}", Conv2d,
                           lambda x, wt, b, s=s, p=p: engine.conv2d(x, wt, b, stride=s, padding=p),
-                          lambda x, wt, b, s=s, p=p: F.conv2d(x, wt, b, stride=s, padding=p),
-                          shapes((n, c, h, w), (o, c, k, k), (o,))))
-    cases.append(Case("conv2d-x(1, 2, 6, 7)-w(3, 2, 2, 3)-s3-p1", Conv2d,  # a non-square kernel
+                          _batch_last(lambda x, wt, b, s=s, p=p:
+                                      F.conv2d(x, wt, b, stride=s, padding=p)),
+                          shapes((c, h, w, n), (o, c, k, k), (o,))))
+    cases.append(Case("conv2d-x(2, 6, 7, 1)-w(3, 2, 2, 3)-s3-p1", Conv2d,  # a non-square kernel
                       lambda x, wt, b: engine.conv2d(x, wt, b, stride=3, padding=1),
-                      lambda x, wt, b: F.conv2d(x, wt, b, stride=3, padding=1),
-                      shapes((1, 2, 6, 7), (3, 2, 2, 3), (3,))))
-    for shape, k in [((2, 3, 4, 4), 2), ((1, 2, 5, 7), 2), ((2, 2, 6, 6), 3), ((1, 2, 7, 8), 3),
-                     ((1, 1, 3, 3), 3)]:
+                      _batch_last(lambda x, wt, b: F.conv2d(x, wt, b, stride=3, padding=1)),
+                      shapes((2, 6, 7, 1), (3, 2, 2, 3), (3,))))
+    for shape, k in [((3, 4, 4, 2), 2), ((2, 5, 7, 1), 2), ((2, 6, 6, 2), 3), ((2, 7, 8, 1), 3),
+                     ((1, 3, 3, 1), 3)]:
         cases.append(Case(f"max_pool2d-{shape}-k{k}", MaxPool2d,
                           lambda x, k=k: engine.max_pool2d(x, k),
-                          lambda x, k=k: F.max_pool2d(x, k), shapes(shape)))
+                          _batch_last(lambda x, k=k: F.max_pool2d(x, k)), shapes(shape)))
     for act in ("tanh", "relu", "sigmoid"):
         for n, t, d, hidden in [(3, 4, 5, 6), (2, 1, 3, 2)]:
             cases.append(Case(f"rnn-{act}-N{n}T{t}D{d}H{hidden}", RNN,
@@ -294,31 +304,31 @@ def test_gradient_matches_finite_differences(case):
 
 # --- behaviour at the edges -------------------------------------------------------------------
 
-@pytest.mark.parametrize("k, shape", [(2, (2, 3, 4, 4)), (3, (1, 2, 7, 8)), (2, (1, 1, 5, 5))])
+@pytest.mark.parametrize("k, shape", [(2, (3, 4, 4, 2)), (3, (2, 7, 8, 1)), (2, (1, 5, 5, 1))])
 def test_max_pool_sends_gradient_to_first_maximum_on_ties(k, shape):
-    x = np.full(shape, 0.5)
+    x = np.full(shape, 0.5)  # batch-last (C, H, W, N)
     node = engine.max_pool2d(engine.Variable(x), k)
     g = np.arange(1.0, node.value.size + 1).reshape(node.shape)
     gx = np.full(shape, np.nan)
     node.op.backward(g, node.value, x, gx)
-    oh, ow = node.shape[2:]
+    oh, ow = node.shape[1:3]
     expected = np.zeros(shape)
-    expected[:, :, 0:k * oh:k, 0:k * ow:k] = g  # the top-left element of each window
+    expected[:, 0:k * oh:k, 0:k * ow:k] = g  # the top-left element of each window
     np.testing.assert_array_equal(gx, expected)
     xt = torch.tensor(x, requires_grad=True)
-    F.max_pool2d(xt, k).backward(torch.from_numpy(g))
+    F.max_pool2d(xt.permute(3, 0, 1, 2), k).backward(torch.from_numpy(g).permute(3, 0, 1, 2))
     np.testing.assert_array_equal(gx, xt.grad.numpy())
 
 
 def test_max_pool_drops_the_ragged_edge_and_gives_it_zero_gradient():
-    x = np.arange(25.0).reshape(1, 1, 5, 5)
+    x = np.arange(25.0).reshape(1, 5, 5, 1)
     v = engine.Variable(x)
     y = engine.max_pool2d(v, 2)
-    np.testing.assert_array_equal(y.value[0, 0], [[6, 8], [16, 18]])
+    np.testing.assert_array_equal(y.value[0, :, :, 0], [[6, 8], [16, 18]])
     y.sum().backward()
     expected = np.zeros((5, 5))
     expected[[1, 1, 3, 3], [1, 3, 1, 3]] = 1
-    np.testing.assert_array_equal(v.grad[0, 0], expected)
+    np.testing.assert_array_equal(v.grad[0, :, :, 0], expected)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

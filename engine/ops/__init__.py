@@ -49,12 +49,13 @@ def matmul(a, b) -> Operator:
 
 
 def conv2d(x, weight, bias, stride: int = 1, padding: int = 0) -> Operator:
-    """x (N, C, H, W) cross-correlated with weight (O, C, kh, kw), plus bias (O,)."""
+    """Batch-last images x (C, H, W, N) cross-correlated with weight (O, C, kh, kw), plus bias
+    (O,): y is (O, OH, OW, N)."""
     return apply(Conv2d(stride, padding), x, weight, bias)
 
 
 def max_pool2d(x, k: int) -> Operator:
-    """Maximum over non-overlapping k x k windows of x (N, C, H, W)."""
+    """Maximum over non-overlapping k x k windows of batch-last images x (C, H, W, N)."""
     return apply(MaxPool2d(k), x)
 
 

@@ -1,16 +1,16 @@
 """2-D convolution (cross-correlation, as every framework computes it) by im2col and one GEMM.
 
-Layouts: x (N, C, H, W), weight (O, C, kh, kw), bias (O,), y (N, O, OH, OW).
+Layouts: images are batch-last, x (C, H, W, N) and y (O, OH, OW, N), as in cuda-convnet;
+weight (O, C, kh, kw) and bias (O,) as in torch.
 
-Inside, the batch is the last axis: the padded input is (C, H, W, N) and the columns are laid
-out kernel-major, (kh, kw, C, OH, OW, N): for each kernel offset (i, j), cols[i, j] is the input
-shifted by (i, j), a contiguous block. Building them is kh * kw block copies; the column
-gradient is sent back with kh * kw block additions; and the GEMM's result (O, OH * OW * N) is
-one transpose away from y. With the batch last, each of those copies and additions moves runs
-of OW * N contiguous numbers (a window's row for the whole batch) instead of runs of OW, the
-width of one example's window row: numpy's per-run overhead, paid 25 times per op on runs of 8
-numbers, was most of the convolution's backward (the col2im additions took 2.1 ms of the CNN's
-second convolution, 0.46 ms batch-last).
+The columns are laid out kernel-major, (kh, kw, C, OH, OW, N): for each kernel offset (i, j),
+cols[i, j] is the input shifted by (i, j), a contiguous block. Building them is kh * kw block
+copies, the column gradient goes back with kh * kw block additions, and the GEMM
+W (O, kh * kw * C) @ cols writes y in its own layout. With the batch last, each copy and addition
+moves runs of OW * N contiguous numbers (a window's row for the whole batch) instead of runs of
+OW, the width of one example's window row: numpy's per-run overhead, paid 25 times per op on
+runs of 8 numbers, was most of the convolution's backward; and no transpose is needed between
+the GEMMs and the images, on either side.
 """
 from __future__ import annotations
 
@@ -24,58 +24,56 @@ class Conv2d(Op):
         self.stride, self.padding = stride, padding
 
     def _shapes(self, x_shape, w_shape):
-        n, c, h, w = x_shape
+        c, h, w, n = x_shape
         o, _, kh, kw = w_shape
         p, s = self.padding, self.stride
         return n, c, o, kh, kw, (h + 2 * p - kh) // s + 1, (w + 2 * p - kw) // s + 1
 
     def _windows(self, array: np.ndarray, i: int, j: int, oh: int, ow: int) -> np.ndarray:
-        """The part of a padded (C, H, W, N) array that kernel offset (i, j) reads."""
+        """The part of a (padded) (C, H, W, N) array that kernel offset (i, j) reads."""
         s = self.stride
         return array[:, i:i + s * (oh - 1) + 1:s, j:j + s * (ow - 1) + 1:s]
 
-    def _padded(self, key: str, x_shape: tuple[int, ...], dtype: np.dtype,
-                zeroed: bool = False) -> np.ndarray:
-        """This op's (C, H + 2p, W + 2p, N) buffer for an (N, C, H, W) array: its border zero,
-        or all of it if `zeroed`."""
-        n, c, h, w = x_shape
+    def _padded(self, key: str, x_shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """This op's (C, H + 2p, W + 2p, N) buffer for a (C, H, W, N) array, all zero."""
+        c, h, w, n = x_shape
         p = self.padding
         padded = self.buffer(key, (c, h + 2 * p, w + 2 * p, n), dtype)
-        if p or zeroed:
-            padded.fill(0)
+        padded.fill(0)
         return padded
 
     def _inner(self, padded: np.ndarray) -> np.ndarray:
-        """The unpadded part of a padded buffer, as (N, C, H, W)."""
+        """The unpadded part of a padded buffer."""
         p = self.padding
-        return padded[:, p:padded.shape[1] - p, p:padded.shape[2] - p].transpose(3, 0, 1, 2)
+        return padded[:, p:padded.shape[1] - p, p:padded.shape[2] - p]
 
     def forward(self, x, weight, bias, out):
-        if x.ndim != 4 or weight.ndim != 4 or x.shape[1] != weight.shape[1]:
-            raise ValueError("expected x (N, C, H, W) and weight (O, C, kh, kw) with the same C")
+        if x.ndim != 4 or weight.ndim != 4 or x.shape[0] != weight.shape[1]:
+            raise ValueError("expected batch-last x (C, H, W, N) and weight (O, C, kh, kw) "
+                             "with the same C")
         n, c, o, kh, kw, oh, ow = self._shapes(x.shape, weight.shape)
         if oh < 1 or ow < 1:
             raise ValueError("the kernel is larger than the padded input")
-        xp = self._padded("x_padded", x.shape, x.dtype)
-        np.copyto(self._inner(xp), x)
+        xp = x
+        if self.padding:
+            xp = self._padded("x_padded", x.shape, x.dtype)
+            np.copyto(self._inner(xp), x)
         cols = self.buffer("cols", (kh, kw, c, oh, ow, n), x.dtype)
         for i in range(kh):
             for j in range(kw):
                 np.copyto(cols[i, j], self._windows(xp, i, j, oh, ow))
         w2d = self.buffer("w2d", (o, kh, kw, c), weight.dtype)
         np.copyto(w2d, weight.transpose(0, 2, 3, 1))
-        rows = self.buffer("rows", (o, oh * ow * n), x.dtype)  # one GEMM for the whole batch
-        np.matmul(w2d.reshape(o, -1), cols.reshape(-1, oh * ow * n), out=rows)
-        rows += bias[:, None]
         if out is None:
-            out = np.empty((n, o, oh, ow), dtype=x.dtype)
-        np.copyto(out, rows.reshape(o, oh, ow, n).transpose(3, 0, 1, 2))
+            out = np.empty((o, oh, ow, n), dtype=x.dtype)
+        # one GEMM for the whole batch, straight into y
+        np.matmul(w2d.reshape(o, -1), cols.reshape(-1, oh * ow * n), out=out.reshape(o, -1))
+        out += bias[:, None, None, None]
         return out
 
     def backward(self, g, y, x, weight, bias, gx, gweight, gbias):
         n, c, o, kh, kw, oh, ow = self._shapes(x.shape, weight.shape)
-        g_rows = self.buffer("g_rows", (o, oh * ow * n), g.dtype)
-        np.copyto(g_rows.reshape(o, oh, ow, n), g.transpose(1, 2, 3, 0))
+        g_rows = g.reshape(o, oh * ow * n)
         cols = self.buffer("cols", (kh, kw, c, oh, ow, n), x.dtype).reshape(-1, oh * ow * n)
         if gweight is not None:  # dW = dY cols^T: one GEMM
             gw2d = self.buffer("gw2d", (o, kh, kw, c), g.dtype)
@@ -89,8 +87,13 @@ class Conv2d(Op):
             w2d = self.buffer("w2d", (o, kh, kw, c), weight.dtype).reshape(o, -1)
             g_cols = self.buffer("g_cols", (kh, kw, c, oh, ow, n), g.dtype)
             np.matmul(w2d.T, g_rows, out=g_cols.reshape(-1, oh * ow * n))
-            gxp = self._padded("gx_padded", x.shape, g.dtype, zeroed=True)
+            if self.padding:
+                gxp = self._padded("gx_padded", x.shape, g.dtype)
+            else:
+                gxp = gx
+                gx.fill(0)
             for i in range(kh):
                 for j in range(kw):
                     self._windows(gxp, i, j, oh, ow)[...] += g_cols[i, j]
-            np.copyto(gx, self._inner(gxp))
+            if self.padding:
+                np.copyto(gx, self._inner(gxp))

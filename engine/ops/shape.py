@@ -1,4 +1,5 @@
-"""Reshape and transpose: views on the way forward, a copy of g laid back on the way back."""
+"""Reshape (a view on the way forward) and transpose (a contiguous copy); on the way back, g laid
+back in the input's shape."""
 from __future__ import annotations
 
 import numpy as np
@@ -22,7 +23,12 @@ class Transpose(Op):
         self.axes = axes
 
     def forward(self, x, out):
-        return np.transpose(x, self.axes)
+        # a contiguous copy, not a view: the ops after it (a convolution's window copies, a
+        # reshape) would otherwise stride through memory, or copy on every step themselves
+        if out is None:
+            return np.ascontiguousarray(np.transpose(x, self.axes))
+        np.copyto(out, np.transpose(x, self.axes))
+        return out
 
     def backward(self, g, y, x, gx):
         # argsort inverts a permutation only once negative axes are made positive

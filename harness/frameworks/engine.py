@@ -38,11 +38,41 @@ def _layer(layer: Layer, dtype: np.dtype) -> ad.Module:
     raise ValueError(f"unknown layer kind {layer.kind!r}")
 
 
+IMAGE_LAYERS = ("conv", "maxpool")  # the engine's work on batch-last images (C, H, W, N)
+
+
+class SpecChain(ad.Chain):
+    """The spec's layers, with BatchLast before each run of convolutions and poolings and
+    BatchFirst after it (the engine's image ops are batch-last; the spec's images are
+    (N, C, H, W)). Parameters are named by their layer's index in the spec, as everywhere."""
+
+    def __init__(self, spec: ModelSpec, dtype: np.dtype) -> None:
+        layers: list[ad.Module] = []
+        self.spec_index: list[int | None] = []  # per layer of the chain; None: a layout change
+        batch_last = False
+        for i, layer in enumerate(spec.layers):
+            if (layer.kind in IMAGE_LAYERS) != batch_last:
+                layers.append(ad.BatchFirst() if batch_last else ad.BatchLast())
+                self.spec_index.append(None)
+                batch_last = not batch_last
+            layers.append(_layer(layer, dtype))
+            self.spec_index.append(i)
+        if batch_last:
+            layers.append(ad.BatchFirst())
+            self.spec_index.append(None)
+        super().__init__(*layers)
+
+    def named_parameters(self, prefix: str = ""):
+        for layer, i in zip(self.layers, self.spec_index, strict=True):
+            if i is not None:
+                yield from layer.named_parameters(f"{prefix}{i}.")
+
+
 def build_engine_model(spec: ModelSpec, weights: dict[str, np.ndarray],
                        dtype: np.dtype) -> ad.Chain:
     """The spec's layers as an engine Chain holding `weights` (canonical names and layout, which
     are the engine's own)."""
-    model = ad.Chain(*(_layer(layer, dtype) for layer in spec.layers))
+    model = SpecChain(spec, dtype)
     model.load(weights)
     return model
 
