@@ -303,6 +303,26 @@ def test_static_graph_refed_equals_building_anew_and_reuses_its_arrays():
         np.testing.assert_array_equal(w.grad, static_grad)
 
 
+def test_a_graph_rebuilt_for_the_next_batch_takes_over_the_work_arrays_of_the_last():
+    """Dynamic mode builds new ops every step; the last step's ops, once gone, hand their work
+    arrays (the im2col columns, the recurrence's states) to the new ones instead of the new ones
+    allocating their own, and what the old graph gave out stays as it was."""
+    rng = np.random.default_rng(0)
+
+    def rnn_step(seed):
+        x = engine.Constant(np.random.default_rng(seed).standard_normal((3, 4, 5)))
+        w_x, w_h, b = (var(rng.standard_normal(s)) for s in ((5, 6), (6, 6), (6,)))
+        return engine.rnn(x, w_x, w_h, b, "tanh")
+
+    first = rnn_step(1)
+    states, held = first.op._buffers["hs"], first.value
+    expected = held.copy()
+    del first
+    second = rnn_step(2)
+    assert second.op._buffers["hs"] is states
+    np.testing.assert_array_equal(held, expected)  # the first step's output, untouched
+
+
 def test_constant_from_python_float_is_float32_like_variable():
     assert engine.Constant(2.0).dtype == np.float32
     assert engine.Constant([1.0, 2.0]).dtype == np.float32

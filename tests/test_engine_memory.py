@@ -1,4 +1,5 @@
-"""A static-mode step allocates next to nothing; a dynamic one allocates every activation anew.
+"""A static-mode step allocates next to nothing; a dynamic one allocates its outputs and
+gradients anew (its ops' work arrays it takes over from the last step's ops, ops/base.py).
 
 numpy reports its data allocations to tracemalloc, so the traced peak of one training step
 (forward + backward) counts the arrays the step made. What is left in a static step are
@@ -65,9 +66,8 @@ def test_static_step_allocates_next_to_nothing(build, input_shape):
         peaks[batch] = step_peak(static), step_peak(dynamic)
     numbers = ", ".join(f"batch {b}: static peak {s:,} B, dynamic peak {d:,} B"
                         for b, (s, d) in peaks.items())
-    for static_peak, dynamic_peak in peaks.values():
+    for static_peak, _ in peaks.values():
         assert static_peak < STATIC_BOUND, numbers
-        assert static_peak < 0.1 * dynamic_peak, numbers
-    # The static step's scraps do not grow with the batch; the dynamic step's activations do.
+    # The static step's scraps do not grow with the batch; the dynamic step's outputs do.
     assert abs(peaks[150][0] - peaks[100][0]) < 8 * 1024, numbers
     assert peaks[150][1] > 1.4 * peaks[100][1], numbers

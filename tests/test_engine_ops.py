@@ -279,6 +279,23 @@ def test_matches_torch_float32(case):
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_no_output_is_a_view_of_a_work_array(case):
+    """Work arrays (`Op.buffer`) never leave their op: an op that is gone hands them on to a new
+    one (ops/base.py), which must not write into an output someone still holds."""
+    rng = np.random.default_rng(2)
+    arrays = [spec.draw(rng, np.float64) for spec in case.inputs]
+    node = case.engine(*to_nodes(case, arrays))
+    op = node.op
+    grads = [np.empty(a.shape) if spec.differentiable else None
+             for spec, a in zip(case.inputs, arrays, strict=True)]
+    op.backward(np.ones(node.shape), node.value, *arrays, *grads)  # its backward's arrays too
+    rerun = op.forward(*arrays, out=node.value)  # as a static graph re-feeds it
+    for output in (node.value, rerun):
+        for key, work in getattr(op, "_buffers", {}).items():
+            assert not np.shares_memory(output, work), f"{case.id}: the output is in {key!r}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_gradient_matches_finite_differences(case):
     """<grad_i, v> against (L(x_i + eps v) - L(x_i - eps v)) / 2 eps, L = <g, op(x)>, random v."""
     rng = np.random.default_rng(1)

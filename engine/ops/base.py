@@ -1,7 +1,15 @@
 """The contract every primitive follows, and the one helper that undoes broadcasting."""
 from __future__ import annotations
 
+from collections import defaultdict
+
 import numpy as np
+
+# Work arrays of ops that are gone, by op class, key, shape and dtype. A graph rebuilt for every
+# batch (dynamic mode) makes new ops each step; they take over the last step's im2col columns and
+# masks instead of allocating them again (a CNN step of batch 100 allocated 30 MB, 16 MB with the
+# spares). It keeps no more than the ops alive at one time had, for as long as the process lives.
+_SPARES: defaultdict[tuple, list[np.ndarray]] = defaultdict(list)
 
 
 class Op:
@@ -15,7 +23,9 @@ class Op:
         with d(loss)/d(xs[i]), or None when that input needs no gradient (skip the work).
 
     An op instance belongs to one graph node, so it may keep what backward needs (a mask, the
-    im2col columns) in `self.buffer(...)` arrays, which a static graph reuses every step.
+    im2col columns) in `self.buffer(...)` arrays, which a static graph reuses every step and a
+    rebuilt one takes over from the ops of the last step. They stay inside the op: an output is
+    never a view of one.
     """
 
     @property
@@ -29,12 +39,19 @@ class Op:
         raise NotImplementedError
 
     def buffer(self, key: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        """A work array owned by this op: made on first use, reused while the op lives."""
+        """A work array owned by this op: made on first use (or taken over from an op of the
+        same class that is gone), reused while the op lives. It never leaves the op: no output
+        is a view of one, so an op that is gone can hand its work arrays on."""
         store = self.__dict__.setdefault("_buffers", {})
         array = store.get(key)
         if array is None or array.shape != shape or array.dtype != dtype:
-            array = store[key] = np.empty(shape, dtype=dtype)
+            spares = _SPARES.get((type(self), key, shape, np.dtype(dtype)))
+            array = store[key] = spares.pop() if spares else np.empty(shape, dtype=dtype)
         return array
+
+    def __del__(self) -> None:
+        for key, array in self.__dict__.get("_buffers", {}).items():
+            _SPARES[type(self), key, array.shape, array.dtype].append(array)
 
     def __repr__(self) -> str:
         return self.name

@@ -61,7 +61,10 @@ class LSTM(Op):
                 cs[step] += np.multiply(f, cs[step - 1], out=kept)
             TANH.forward(cs[step], out=tanh_cs[step])
             np.multiply(o, tanh_cs[step], out=hs[step])
-        return hs[t - 1]
+        if out is None:
+            out = np.empty((n, hidden), dtype=x.dtype)
+        np.copyto(out, hs[t - 1])  # a copy: work arrays never leave their op (ops/base.py)
+        return out
 
     def backward(self, g, y, x, w_x, w_h, b, gx, gw_x, gw_h, gb):
         n, t, d = x.shape

@@ -41,7 +41,10 @@ class RNN(Op):
         for step in range(1, t):
             hs[step] += np.matmul(hs[step - 1], w_h, out=recurrent)
             self.act.forward(hs[step], out=hs[step])
-        return hs[t - 1]
+        if out is None:
+            out = np.empty((n, hidden), dtype=x.dtype)
+        np.copyto(out, hs[t - 1])  # a copy: work arrays never leave their op (ops/base.py)
+        return out
 
     def backward(self, g, y, x, w_x, w_h, b, gx, gw_x, gw_h, gb):
         n, t, _ = x.shape
