@@ -102,10 +102,9 @@ def _subclasses(cls: type) -> Iterator[type]:
         yield from _subclasses(sub)
 
 
-def _event(owner: Any, phase: str, start: float, seconds: float, args: tuple[Any, ...],
+def _event(name: str, phase: str, start: float, seconds: float, args: tuple[Any, ...],
            result: Any) -> OpEvent:
-    """The OpEvent of one recorded call (`owner`: the op or the optimizer)."""
-    name = owner.name if isinstance(owner, Op) else type(owner).__name__
+    """The OpEvent of one recorded call (`name`: the op's or the optimizer's)."""
     # backward(g, y, *xs, *gxs): reads g and the xs
     read = (args[0], *args[2:2 + (len(args) - 2) // 2]) if phase == "backward" else args
     shapes = tuple(a.shape if isinstance(a, np.ndarray) else None for a in args)
@@ -121,7 +120,7 @@ def profiled() -> Iterator[list[OpEvent]]:
     and returned, by reference); its shapes and bytes are worked out after the block, so that
     the time between two ops carries as little of the profiler as it can."""
     events: list[OpEvent] = []
-    calls: list[tuple[Any, str, float, float, tuple[Any, ...], Any]] = []
+    calls: list[tuple[str, str, float, float, tuple[Any, ...], Any]] = []
     depth = [0]  # calls under way: only the outermost is recorded
 
     def timed(method: Callable[..., Any], phase: str) -> Callable[..., Any]:
@@ -134,8 +133,10 @@ def profiled() -> Iterator[list[OpEvent]]:
             finally:
                 depth[0] -= 1
             seconds = time.perf_counter() - start
-            if depth[0] == 0:
-                calls.append((self, phase, start, seconds, args, result))
+            if depth[0] == 0:  # the name, not the op: a dynamic graph's ops must die with
+                # their step to hand their work arrays on, as they do when not profiled
+                name = self.name if isinstance(self, Op) else type(self).__name__
+                calls.append((name, phase, start, seconds, args, result))
             return result
         return wrapper
 

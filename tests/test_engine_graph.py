@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import engine
+from engine.ops.base import Spares
 from engine.ops.conv import Conv2d
 
 F64 = np.float64
@@ -321,6 +322,21 @@ def test_a_graph_rebuilt_for_the_next_batch_takes_over_the_work_arrays_of_the_la
     second = rnn_step(2)
     assert second.op._buffers["hs"] is states
     np.testing.assert_array_equal(held, expected)  # the first step's output, untouched
+
+
+def test_spare_work_arrays_stay_under_their_limit_losing_the_kind_asked_for_least_recently():
+    spares = Spares(limit=3 * 800)  # three arrays of 100 float64
+    a, b1, b2, c = (np.empty(100) for _ in range(4))
+    spares.give(("A",), a)
+    spares.give(("B",), b1)
+    spares.give(("B",), b2)
+    assert spares.take(("A",)) is a and spares.take(("A",)) is None
+    spares.give(("A",), a)  # A is now the kind asked for last, B the one asked for least recently
+    spares.give(("C",), c)  # one array too many: B gives one up
+    assert spares.nbytes == 3 * 800
+    assert spares.take(("A",)) is a and spares.take(("C",)) is c
+    assert spares.take(("B",)) is b1 and spares.take(("B",)) is None
+    assert spares.nbytes == 0
 
 
 def test_constant_from_python_float_is_float32_like_variable():

@@ -66,6 +66,21 @@ def test_profiling_off_leaves_every_op_as_it_was():
     assert vars(SGD)["step"] is step
 
 
+def test_a_profiled_dynamic_step_takes_over_the_work_arrays_of_the_last_as_a_plain_one_does():
+    """The profiler keeps each call's name and arrays, not its op: the ops of a rebuilt graph die
+    with their step and hand their work arrays on (engine/ops/base.py), profiled or not."""
+    x = ad.Constant(np.ones((1, 6, 6, 2), np.float32))
+    w, b = ad.Variable(np.ones((3, 1, 3, 3), np.float32)), ad.Variable(np.zeros(3, np.float32))
+    columns = []
+    with profiled():
+        for _ in range(2):
+            y = ad.conv2d(x, w, b)
+            y.sum().backward()
+            columns.append(id(y.op._buffers["cols"]))
+            del y
+    assert columns[0] == columns[1]
+
+
 def test_an_op_run_inside_another_is_the_outer_ops_time():
     x = ad.Constant(np.ones((2, 5, 3), np.float32))
     w_x, w_h = ad.Variable(np.ones((3, 4), np.float32)), ad.Variable(np.ones((4, 4), np.float32))

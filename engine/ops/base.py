@@ -1,15 +1,45 @@
-"""The contract every primitive follows, and the one helper that undoes broadcasting."""
+"""The contract every primitive follows, the spares its work arrays go to when an op is gone,
+and the one helper that undoes broadcasting."""
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import OrderedDict
 
 import numpy as np
 
-# Work arrays of ops that are gone, by op class, key, shape and dtype. A graph rebuilt for every
-# batch (dynamic mode) makes new ops each step; they take over the last step's im2col columns and
-# masks instead of allocating them again (a CNN step of batch 100 allocated 30 MB, 16 MB with the
-# spares). It keeps no more than the ops alive at one time had, for as long as the process lives.
-_SPARES: defaultdict[tuple, list[np.ndarray]] = defaultdict(list)
+
+class Spares:
+    """Work arrays of ops that are gone, by kind (op class, key, shape, dtype), for the next op
+    that asks for that kind. A graph rebuilt for every batch (dynamic mode) makes new ops each
+    step; they take over the last step's im2col columns and masks instead of allocating them
+    again (a CNN step of batch 100 allocated 30 MB, 16 MB with the spares). At most `limit`
+    bytes are kept; past it, the kinds asked for least recently go first (an evaluation at
+    another batch size does not pin its arrays for the rest of the run)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.nbytes = limit, 0
+        self.arrays: OrderedDict[tuple, list[np.ndarray]] = OrderedDict()
+
+    def take(self, kind: tuple) -> np.ndarray | None:
+        arrays = self.arrays.get(kind)
+        if not arrays:
+            return None
+        self.arrays.move_to_end(kind)
+        self.nbytes -= arrays[-1].nbytes
+        return arrays.pop()
+
+    def give(self, kind: tuple, array: np.ndarray) -> None:
+        self.arrays.setdefault(kind, []).append(array)
+        self.arrays.move_to_end(kind)
+        self.nbytes += array.nbytes
+        while self.nbytes > self.limit:
+            oldest = next(iter(self.arrays))
+            arrays = self.arrays[oldest]
+            self.nbytes -= arrays.pop().nbytes
+            if not arrays:
+                del self.arrays[oldest]
+
+
+SPARES = Spares(limit=64 * 2**20)
 
 
 class Op:
@@ -45,13 +75,15 @@ class Op:
         store = self.__dict__.setdefault("_buffers", {})
         array = store.get(key)
         if array is None or array.shape != shape or array.dtype != dtype:
-            spares = _SPARES.get((type(self), key, shape, np.dtype(dtype)))
-            array = store[key] = spares.pop() if spares else np.empty(shape, dtype=dtype)
+            spare = SPARES.take((type(self), key, shape, np.dtype(dtype)))
+            array = store[key] = spare if spare is not None else np.empty(shape, dtype=dtype)
         return array
 
     def __del__(self) -> None:
+        if SPARES is None:  # at interpreter exit, module globals may be cleared first
+            return
         for key, array in self.__dict__.get("_buffers", {}).items():
-            _SPARES[type(self), key, array.shape, array.dtype].append(array)
+            SPARES.give((type(self), key, array.shape, array.dtype), array)
 
     def __repr__(self) -> str:
         return self.name

@@ -64,7 +64,7 @@ class Conv2d(Op):
                 np.copyto(cols[i, j], self._windows(xp, i, j, oh, ow))
         w2d = self.buffer("w2d", (o, kh, kw, c), weight.dtype)
         np.copyto(w2d, weight.transpose(0, 2, 3, 1))
-        if out is None:
+        if out is None or not out.flags.c_contiguous:  # the GEMM writes through a reshape
             out = np.empty((o, oh, ow, n), dtype=x.dtype)
         # one GEMM for the whole batch, straight into y
         np.matmul(w2d.reshape(o, -1), cols.reshape(-1, oh * ow * n), out=out.reshape(o, -1))

@@ -25,8 +25,8 @@ class Transpose(Op):
     def forward(self, x, out):
         # a contiguous copy, not a view: the ops after it (a convolution's window copies, a
         # reshape) would otherwise stride through memory, or copy on every step themselves
-        if out is None:
-            return np.ascontiguousarray(np.transpose(x, self.axes))
+        if out is None:  # .copy(), not ascontiguousarray: that returns x itself when the
+            return np.transpose(x, self.axes).copy()  # permutation keeps it contiguous
         np.copyto(out, np.transpose(x, self.axes))
         return out
 
