@@ -336,7 +336,25 @@ def test_spare_work_arrays_stay_under_their_limit_losing_the_kind_asked_for_leas
     assert spares.nbytes == 3 * 800
     assert spares.take(("A",)) is a and spares.take(("C",)) is c
     assert spares.take(("B",)) is b1 and spares.take(("B",)) is None
-    assert spares.nbytes == 0
+    assert spares.nbytes == 0 and not spares.arrays
+    # a kind taken empty, then more than the limit given: the oldest arrays go, nothing fails
+    for array in (a, b1, b2, c):
+        spares.give(("D",), array)
+    assert len(spares.arrays[("D",)]) == 3 and spares.nbytes == 3 * 800
+
+
+def test_an_op_collected_while_the_spares_change_has_its_arrays_dropped():
+    """An op's __del__ can run in the middle of a give (a garbage collection started by one of
+    its allocations); it must not change the lists under that give."""
+    spares = Spares(limit=800)
+
+    class Finalized(np.ndarray):  # dropped by the limit's loop, it hands an array in
+        def __del__(self):
+            spares.give(("late",), np.empty(100))
+
+    spares.give(("first",), np.empty(100).view(Finalized))
+    spares.give(("second",), np.empty(100))  # over the limit: "first" goes, its __del__ runs
+    assert list(spares.arrays) == [("second",)] and spares.nbytes == 800
 
 
 def test_constant_from_python_float_is_float32_like_variable():

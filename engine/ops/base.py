@@ -18,25 +18,43 @@ class Spares:
     def __init__(self, limit: int) -> None:
         self.limit, self.nbytes = limit, 0
         self.arrays: OrderedDict[tuple, list[np.ndarray]] = OrderedDict()
+        # Ops are handed in from __del__, which the garbage collector may run in the middle of
+        # a take or give (any allocation can start a collection): such an op's arrays are
+        # dropped instead of changing the lists under the call that is under way.
+        self.busy = False
 
     def take(self, kind: tuple) -> np.ndarray | None:
-        arrays = self.arrays.get(kind)
-        if not arrays:
-            return None
-        self.arrays.move_to_end(kind)
-        self.nbytes -= arrays[-1].nbytes
-        return arrays.pop()
+        self.busy = True
+        try:
+            arrays = self.arrays.get(kind)
+            if arrays is None:
+                return None
+            array = arrays.pop()
+            if not arrays:  # no empty lists: the limit's loop takes from the first kind
+                del self.arrays[kind]
+            else:
+                self.arrays.move_to_end(kind)
+            self.nbytes -= array.nbytes
+            return array
+        finally:
+            self.busy = False
 
     def give(self, kind: tuple, array: np.ndarray) -> None:
-        self.arrays.setdefault(kind, []).append(array)
-        self.arrays.move_to_end(kind)
-        self.nbytes += array.nbytes
-        while self.nbytes > self.limit:
-            oldest = next(iter(self.arrays))
-            arrays = self.arrays[oldest]
-            self.nbytes -= arrays.pop().nbytes
-            if not arrays:
-                del self.arrays[oldest]
+        if self.busy:
+            return
+        self.busy = True
+        try:
+            self.arrays.setdefault(kind, []).append(array)
+            self.arrays.move_to_end(kind)
+            self.nbytes += array.nbytes
+            while self.nbytes > self.limit:
+                oldest = next(iter(self.arrays))
+                arrays = self.arrays[oldest]
+                self.nbytes -= arrays.pop().nbytes
+                if not arrays:
+                    del self.arrays[oldest]
+        finally:
+            self.busy = False
 
 
 SPARES = Spares(limit=64 * 2**20)

@@ -35,12 +35,10 @@ class Conv2d(Op):
         return array[:, i:i + s * (oh - 1) + 1:s, j:j + s * (ow - 1) + 1:s]
 
     def _padded(self, key: str, x_shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        """This op's (C, H + 2p, W + 2p, N) buffer for a (C, H, W, N) array, all zero."""
+        """This op's (C, H + 2p, W + 2p, N) buffer for a (C, H, W, N) array."""
         c, h, w, n = x_shape
         p = self.padding
-        padded = self.buffer(key, (c, h + 2 * p, w + 2 * p, n), dtype)
-        padded.fill(0)
-        return padded
+        return self.buffer(key, (c, h + 2 * p, w + 2 * p, n), dtype)
 
     def _inner(self, padded: np.ndarray) -> np.ndarray:
         """The unpadded part of a padded buffer."""
@@ -57,6 +55,7 @@ class Conv2d(Op):
         xp = x
         if self.padding:
             xp = self._padded("x_padded", x.shape, x.dtype)
+            xp.fill(0)  # the border
             np.copyto(self._inner(xp), x)
         cols = self.buffer("cols", (kh, kw, c, oh, ow, n), x.dtype)
         for i in range(kh):
@@ -87,11 +86,9 @@ class Conv2d(Op):
             w2d = self.buffer("w2d", (o, kh, kw, c), weight.dtype).reshape(o, -1)
             g_cols = self.buffer("g_cols", (kh, kw, c, oh, ow, n), g.dtype)
             np.matmul(w2d.T, g_rows, out=g_cols.reshape(-1, oh * ow * n))
-            if self.padding:
-                gxp = self._padded("gx_padded", x.shape, g.dtype)
-            else:
-                gxp = gx
-                gx.fill(0)
+            # the additions go into gx itself, or into a padded buffer whose inside is then gx
+            gxp = self._padded("gx_padded", x.shape, g.dtype) if self.padding else gx
+            gxp.fill(0)
             for i in range(kh):
                 for j in range(kw):
                     self._windows(gxp, i, j, oh, ow)[...] += g_cols[i, j]

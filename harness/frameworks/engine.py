@@ -3,6 +3,7 @@ every batch (dynamic). Both run the same ops; they differ in graph construction 
 from __future__ import annotations
 
 import time
+from typing import Iterator
 
 import numpy as np
 
@@ -62,7 +63,7 @@ class SpecChain(ad.Chain):
             self.spec_index.append(None)
         super().__init__(*layers)
 
-    def named_parameters(self, prefix: str = ""):
+    def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, ad.Variable]]:
         for layer, i in zip(self.layers, self.spec_index, strict=True):
             if i is not None:
                 yield from layer.named_parameters(f"{prefix}{i}.")
