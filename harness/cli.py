@@ -214,7 +214,7 @@ def _parser() -> argparse.ArgumentParser:
 
     system = sub.add_parser(
         "system", help="is this machine fit to measure on? "
-                       "(CPU, load, affinity, BLAS, frequency, ASLR, steal)",
+                       "(CPU, load, steal, steadiness, affinity, BLAS, frequency, ASLR)",
         description="What a measurement depends on, each with a verdict (ok, warning, info) and, "
                     "where a fix exists, the command for it. Changes nothing. Exit status 1 if any "
                     "line is a warning.")
@@ -985,13 +985,14 @@ def _model_tables(cases, epochs, runs, what: str, allow_mixed_machines: bool = F
     framework does not support (n/a, with the reason). UsageError if the cases ran on different
     machines, unless `allow_mixed_machines`; `what` names them in its message."""
     from .machines import require_one_machine
-    from .tables import format_model_tables, shown_summary
+    from .tables import format_model_tables, host_steadiness, shown_summary
 
     require_one_machine(cases, what, allow_mixed_machines)
     summary = shown_summary(cases, epochs, runs)
     if summary is None:
         return f"no finished case to tabulate ({', '.join(sorted(set(cases['status'])))})"
-    return format_model_tables(summary)
+    steadiness = host_steadiness(runs[runs["key"].isin(cases["key"])])
+    return format_model_tables(summary) + (f"\n\n{steadiness}" if steadiness else "")
 
 
 if __name__ == "__main__":

@@ -92,6 +92,22 @@ def unpaired_ratio(numerators: Sequence[float], denominators: Sequence[float],
     return Estimate(value, math.exp(ci.low), math.exp(ci.high), min(len(a), len(b)))
 
 
+def rounds_for(spread: float, half_width: float = 0.05, confidence: float = CONFIDENCE,
+               most: int = 1000) -> int | None:
+    """The fewest paired rounds whose ratio's interval would lie within ±`half_width` if each
+    process's time scattered with coefficient of variation `spread` (e.g. the host's own,
+    `drift.probe_spread`): a ratio of two such processes scatters by about √2 x spread (on the
+    logarithms), and the interval is taken as Student's t of their mean. A lower bound: processes
+    also differ by more than the host. None if it takes more than `most`."""
+    if not math.isfinite(spread):
+        return None
+    target, scatter = math.log1p(half_width), math.sqrt(2) * spread
+    for n in range(2, most + 1):
+        if stats.t.ppf(0.5 + confidence / 2, n - 1) * scatter / math.sqrt(n) <= target:
+            return n
+    return None
+
+
 def format_ratio(e: Estimate, words: tuple[str, str] = ("slower", "faster")) -> str:
     """'0.62x (95% CI 0.58-0.66) faster'; '≈ 1.01x (95% CI 0.97-1.05)' when the interval holds 1;
     '0.62x (one round, no CI)' without an interval. words = (above 1, below 1)."""

@@ -20,12 +20,17 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from .measure.drift import probe_spread, probes_for
 from .measure.policy import DEFAULT_POLICY
 from .threads import usable_cpus
 
 SAMPLE_S = 0.5  # how long CPU use is sampled for
 BUSY_WARNING = DEFAULT_POLICY.contention_threshold  # the runner's, for a contended pass
 STEAL_WARNING = 0.05
+STEADINESS_S = 2.0  # how long the reference workload is timed, back to back
+# A host is steady enough when a ratio measured in the paper suite's 6 paired processes (2 rounds
+# x 3 seeds) could reach a 95 % CI of +-5 % at the host's own spread (a CV up to about 3 %).
+STEADY_ROUNDS = 6
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                     "OMP_WAIT_POLICY", "OMP_PROC_BIND", "OMP_PLACES", "GOMP_SPINCOUNT")
 MALLOC_VARIABLES = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
@@ -113,6 +118,20 @@ def turbo_fact(no_turbo: str | None, boost: str | None) -> Fact:
                   f"the clock varies with heat and load: {fix}")
 
 
+def steadiness_fact(probes: list[float]) -> Fact:
+    """How much identical work (the drift probe, timed back to back) varies on this host, and
+    the fewest paired rounds a ratio's 95 % CI of +-5 % would take at that spread."""
+    from .stats import rounds_for  # imports numpy and scipy: not at this module's import
+
+    spread = probe_spread(probes)
+    rounds = rounds_for(spread)
+    value = f"identical work varies by {spread:.1%} (CV of {len(probes)} timings)"
+    need = f"at least {rounds}" if rounds else "more than 1000"
+    return _check("host steadiness", value, rounds is None or rounds > STEADY_ROUNDS,
+                  f"a ratio's 95 % CI of +-5 % takes {need} rounds at this spread (adh run "
+                  f"--rounds N): measure on a dedicated machine, or later, or with more rounds")
+
+
 def aslr_fact(text: str | None) -> Fact:
     """The randomize_va_space setting, for the record: the measurements do not depend on it."""
     value = NOT_EXPOSED if text is None else {"0": "off (0)", "1": "partial (1)",
@@ -179,7 +198,8 @@ def _tool_fact(name: str, path: str | None, needed_for: str) -> Fact:
         name, "not installed", "info", f"needed for {needed_for}: apt-get install {name}")
 
 
-def _facts(threads: int | None, sample_s: float, blas: bool) -> list[Fact]:
+def _facts(threads: int | None, sample_s: float, numeric: bool,
+           steadiness_s: float = STEADINESS_S) -> list[Fact]:
     cpuinfo = _read("/proc/cpuinfo") or ""
     hypervisor = parse_cpuinfo(cpuinfo)[2]
     preload = os.environ.get("LD_PRELOAD", "")
@@ -188,11 +208,12 @@ def _facts(threads: int | None, sample_s: float, blas: bool) -> list[Fact]:
     return [
         *_cpu_facts(threads, cpuinfo),
         *(_usage_facts(sample_s, os.cpu_count() or 1) if sample_s > 0 else []),
+        *([steadiness_fact(probes_for(steadiness_s))] if numeric else []),
         Fact("hypervisor", "yes (a virtual machine)" if hypervisor else "no", "info"),
         governor_fact([_read(path) or "" for path in governors]),
         turbo_fact(_read(f"{_SYS_CPU}/intel_pstate/no_turbo"), _read(f"{_SYS_CPU}/cpufreq/boost")),
         _env_fact("thread variables", THREAD_VARIABLES, "the thread count"),
-        *([_blas_fact(threads)] if blas else []),
+        *([_blas_fact(threads)] if numeric else []),
         _env_fact("malloc variables", MALLOC_VARIABLES, "the allocator policy"),
         Fact("allocator", allocator + (f" (LD_PRELOAD={preload[:60]})" if preload else ""), "info"),
         Fact("PYTHONHASHSEED", os.environ.get("PYTHONHASHSEED", "unset (random per process)"),
@@ -216,18 +237,21 @@ def _blas_fact(threads: int | None) -> Fact:
                 f"adh sets BLAS threads {count}in each measured process itself")
 
 
-def system_facts(threads: int | None = None, *, sample_s: float = SAMPLE_S) -> list[Fact]:
-    """Every fact about this machine, the BLAS one included (which imports numpy).
+def system_facts(threads: int | None = None, *, sample_s: float = SAMPLE_S,
+                 steadiness_s: float = STEADINESS_S) -> list[Fact]:
+    """Every fact about this machine, those that import numpy included (BLAS, host steadiness).
 
     `threads` is the thread count a measurement will use, checked against the CPUs this process
-    may run on. CPU use is sampled for `sample_s` seconds (0: leave those facts out).
+    may run on. CPU use is sampled for `sample_s` seconds (0: leave those facts out), the
+    reference workload timed for `steadiness_s`.
     """
-    return _facts(threads, sample_s, blas=True)
+    return _facts(threads, sample_s, numeric=True, steadiness_s=steadiness_s)
 
 
 def provenance_facts(sample_s: float = SAMPLE_S) -> dict[str, str]:
-    """The facts as {name: value} for a run's provenance; BLAS left out, since it needs numpy."""
-    return {f.name: f.value for f in _facts(None, sample_s, blas=False)}
+    """The facts as {name: value} for a run's provenance; BLAS and host steadiness left out, since
+    they need numpy (the runner times the steadiness probe around every pass instead)."""
+    return {f.name: f.value for f in _facts(None, sample_s, numeric=False)}
 
 
 def roofs_facts(threads: int) -> list[Fact]:

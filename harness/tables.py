@@ -7,8 +7,9 @@ import math
 import pandas as pd
 
 from .machines import case_machines
+from .measure.drift import probe_spread
 from .records import Status
-from .stats import Estimate, estimate, format_ratio, format_value, paired_ratio
+from .stats import Estimate, estimate, format_ratio, format_value, paired_ratio, rounds_for
 from .store import SETTINGS_COLUMNS
 
 GIB, MIB = 2 ** 30, 2 ** 20
@@ -291,6 +292,22 @@ def format_model_tables(summary: pd.DataFrame, reference: str = "torch") -> str:
     headers, tables, notes = model_table_rows(summary, reference)
     return "\n\n".join([*(f"{model}\n{markdown_table(headers, rows)}" for model, rows in tables),
                         *notes])
+
+
+def host_steadiness(runs: pd.DataFrame) -> str:
+    """How steady the host was while `runs` were measured: the spread of the drift probes (the
+    same reference workload, timed around every timing pass) and the rounds it would take a
+    ratio's 95 % CI to reach +-5 % at that spread; "" with fewer than two probes."""
+    probes = [p for column in ("probe_before_s", "probe_after_s") if column in runs
+              for p in runs[column].dropna()]
+    if len(probes) < 2:
+        return ""
+    spread = probe_spread(probes)
+    rounds = rounds_for(spread)
+    return (f"host steadiness: identical work (the drift probe, timed {len(probes)} times around "
+            f"the timing passes) varied by {spread:.1%} (CV); a ratio's 95 % CI of +-5 % takes "
+            + (f"at least {rounds}" if rounds else "more than 1000")
+            + " paired processes at that spread")
 
 
 def _forced(row: pd.Series) -> bool:

@@ -305,7 +305,7 @@ def test_warmup_lasts_until_the_pace_settles() -> None:
 
 
 def test_drift_probe_and_its_judgement() -> None:
-    from harness.measure.drift import drifted, level_shift, probe
+    from harness.measure.drift import drifted, level_shift, probe, probe_spread, probes_for
 
     seconds = probe()
     assert 0.0005 < seconds < 0.5
@@ -317,3 +317,22 @@ def test_drift_probe_and_its_judgement() -> None:
     assert level_shift([0.013] * 30 + [0.01] * 30) == pytest.approx(0.3 / 1.3)
     assert level_shift([0.01, 0.03] * 30) == 0  # noise without a shift
     assert level_shift([0.01] * 10 + [0.02] * 10) == 0  # too few steps to judge
+    assert len(probes_for(0)) == 2  # a spread needs two timings, however short the time
+    assert probe_spread([0.01, 0.03, None, float("nan")]) == pytest.approx(0.7071, abs=1e-4)
+    assert math.isnan(probe_spread([0.01]))
+
+
+def test_rounds_for_a_ratio_interval_at_a_spread() -> None:
+    from scipy import stats
+
+    from harness.stats import rounds_for
+
+    assert rounds_for(0.0) == 2
+    assert rounds_for(0.03) == 6  # the paper suite's 6 paired processes
+    assert rounds_for(float("nan")) is None and rounds_for(1.0) is None  # more than 1000
+    def half(k: int, spread: float) -> float:  # the t-interval's half-width of k ratios' mean log
+        return stats.t.ppf(0.975, k - 1) * math.sqrt(2) * spread / math.sqrt(k)
+
+    for spread in (0.01, 0.05, 0.2):
+        n = rounds_for(spread)
+        assert half(n, spread) <= math.log(1.05) < half(n - 1, spread)

@@ -40,10 +40,12 @@ def make_result(suite: str, model: str, framework: str, seed: int, *, epochs: in
                 train_time_s: float = 1.0, step_s: float = 0.01, alloc: int | None = GIB,
                 peak: int | None = 10 * MIB, contended: bool = False, status: str = "ok",
                 final_acc: float = 0.9, loss_scale: float = 1.0, rounds: int = 2,
-                policy: FlagPolicy | None = DEFAULT_POLICY) -> CaseResult:
+                policy: FlagPolicy | None = DEFAULT_POLICY,
+                probes: tuple[float, float] | None = None) -> CaseResult:
     """A finished case with smooth learning curves that end at `final_acc` (test) and 2 points
     lower (training); seed s adds s points to both. `rounds` runs of steps about `step_s` long;
-    `contended` flags the first. `policy` is recorded in its provenance (None: not recorded)."""
+    `contended` flags the first. `policy` is recorded in its provenance (None: not recorded).
+    `probes`: each run's drift probes, before and after."""
     case = Case(suite=suite, model=model, framework=framework, dataset="mnist-10k", seed=seed,
                 epochs=epochs, batch_size=batch_size, extra=tuple(sorted((extra or {}).items())))
     rng = np.random.default_rng(zlib.crc32(f"{model}{framework}{seed}{batch_size}".encode()))
@@ -61,7 +63,8 @@ def make_result(suite: str, model: str, framework: str, seed: int, *, epochs: in
         runs=[RunRecord(round=r, step_times_s=step_times[r], warmup_steps=1, warmup_s=0.05,
                         train_time_s=train_time_s, eval_time_s=0.1,
                         foreign_cpu_s=0.5 if contended and r == 0 else 0.0,
-                        contended=contended and r == 0)
+                        contended=contended and r == 0,
+                        probe_before_s=probes and probes[0], probe_after_s=probes and probes[1])
               for r in range(rounds)],
         alloc_bytes=alloc, alloc_count=100, peak_bytes=peak,
         epochs=[EpochRecord(e, loss_scale * 0.5 / e, accs[e - 1] - 0.02, loss_scale * 0.4 / e,
@@ -535,6 +538,25 @@ def test_the_method_states_the_thresholds_its_runs_recorded(tmp_path: Path) -> N
     assert "the runs recorded different thresholds: contended above 2%" in mixed
     assert "at most 4 repeats (2 runs); not recorded (1 run)." in mixed
     assert "thresholds in force are unknown" in old and "contended above" not in old
+
+
+def test_the_method_and_the_tables_say_how_steady_the_host_was(tmp_path: Path) -> None:
+    """The drift probes timed around the passes are identical work: their spread is the host's,
+    and the method section and adh's tables state it with the rounds a +-5 % interval takes."""
+    with ResultsStore(tmp_path / "adh.sqlite") as store:
+        for seed, probes in enumerate([(0.010, 0.012), (0.008, 0.011)]):
+            store.save(make_result("shaky", "mlp", "torch", seed, probes=probes))
+        store.save(make_result("unprobed", "mlp", "torch", 0))
+        shaky = method_section(load_suite_data(store, "shaky"))
+        runs = store.runs("shaky")
+        assert tables.host_steadiness(store.runs("unprobed")) == ""
+    # 8 probes (2 seeds x 2 rounds x before, after): CV 15.4 %, 80 rounds for +-5 %
+    line = ("host steadiness: identical work (the drift probe, timed 8 times around the timing "
+            "passes) varied by 15.4% (CV); a ratio's 95 % CI of +-5 % takes at least 80 paired "
+            "processes at that spread")
+    assert tables.host_steadiness(runs) == line
+    assert "Host steadiness: identical work (the drift probe, timed 8 times" in shaky
+    assert "no ratio between processes can be steadier than the host." in shaky
 
 
 def test_rebuild_removes_stale_files(store: ResultsStore, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from harness.system import (
     governor_fact,
     parse_cpuinfo,
     provenance_facts,
+    steadiness_fact,
     system_facts,
     turbo_fact,
 )
@@ -30,11 +31,11 @@ NAMES = {"CPU model", "CPUs", "CPU affinity", "load", "foreign CPU use", "steal 
 
 @pytest.fixture(scope="module")
 def facts() -> list[Fact]:
-    return system_facts(sample_s=0.1)
+    return system_facts(sample_s=0.1, steadiness_s=0.1)
 
 
 def test_system_facts_cover_every_name_with_a_valid_verdict(facts):
-    assert {f.name for f in facts} == NAMES | {"BLAS"}
+    assert {f.name for f in facts} == NAMES | {"BLAS", "host steadiness"}
     for f in facts:
         assert f.verdict in ("ok", "warning", "info"), f
         assert f.value and "\n" not in f.value, f
@@ -43,7 +44,8 @@ def test_system_facts_cover_every_name_with_a_valid_verdict(facts):
 
 
 def test_more_threads_than_usable_cpus_is_a_warning():
-    affinity = next(f for f in system_facts(threads=10_000, sample_s=0) if f.name == "CPU affinity")
+    affinity = next(f for f in system_facts(threads=10_000, sample_s=0, steadiness_s=0)
+                    if f.name == "CPU affinity")
     assert affinity.verdict == "warning"
     assert "--threads" in affinity.advice
 
@@ -56,6 +58,18 @@ def test_format_facts_shows_every_name_and_advice(facts):
     warned = format_facts([Fact("steal time", "30.0%", "warning", "measure later")])
     assert warned.splitlines() == ["steal time  30.0%  WARNING", "            -> measure later",
                                    "1 warning"]
+
+
+def test_host_steadiness_warns_where_identical_work_varies_too_much_for_the_paper_suite():
+    steady = steadiness_fact([0.010, 0.0102, 0.0099, 0.0101, 0.0098])  # CV 1.6 %
+    assert steady.verdict == "ok"
+    assert steady.value == "identical work varies by 1.6% (CV of 5 timings)"
+    shaky = steadiness_fact([0.010, 0.012, 0.008, 0.011, 0.009])  # CV 15.8 %
+    assert shaky.verdict == "warning"
+    assert "takes at least 84 rounds" in shaky.advice and "--rounds" in shaky.advice
+    # CV 2.9 %: a ratio's CI reaches +-5 % in the paper suite's 6 paired processes; 3.5 %: not
+    assert steadiness_fact([0.975, 1.025, 0.975, 1.025]).verdict == "ok"
+    assert steadiness_fact([0.97, 1.03, 0.97, 1.03]).verdict == "warning"
 
 
 def test_cpu_shares_from_two_snapshots():

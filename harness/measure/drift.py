@@ -20,7 +20,9 @@ not make a probe.
 """
 from __future__ import annotations
 
+import statistics
 import time
+from collections.abc import Iterable
 
 _GEMM_SIZE = 256
 _GEMM_REPEATS = 12
@@ -46,6 +48,23 @@ def probe() -> float:
         if i:
             times.append(time.perf_counter() - start)
     return sorted(times)[len(times) // 2]
+
+
+def probes_for(seconds: float) -> list[float]:
+    """The reference workload timed back to back for about `seconds` (at least twice): how much
+    identical work varies on this host right now (`probe_spread`)."""
+    times = [probe()]
+    end = time.perf_counter() + seconds
+    while len(times) < 2 or time.perf_counter() < end:
+        times.append(probe())
+    return times
+
+
+def probe_spread(probes: Iterable[float | None]) -> float:
+    """The coefficient of variation of reference-workload timings (NaN below two): identical
+    work, so all of it is the host's. No ratio between processes can be steadier than this."""
+    times = [p for p in probes if p is not None and p == p and p > 0]
+    return statistics.stdev(times) / statistics.mean(times) if len(times) > 1 else float("nan")
 
 
 def level_shift(steps: list[float]) -> float:
