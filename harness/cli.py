@@ -749,6 +749,7 @@ def _compare(args) -> int:
 
     from .compare import Thresholds, compare, exit_code, load_result_set, to_json, to_markdown
     from .machines import require_one_machine
+    from .tables import host_steadiness
 
     thresholds = Thresholds(min_factor=args.min_factor, alpha=args.alpha,
                             memory_tolerance=args.memory_tolerance,
@@ -795,6 +796,11 @@ def _compare(args) -> int:
         rows = compare(base, new, thresholds)
         labels = (args.base, args.new)
     print(to_markdown(rows, *labels))
+    runs = pd.concat([outcome.base.runs, outcome.new.runs] if args.against else
+                     [base.runs, new.runs])
+    steadiness = host_steadiness(runs)
+    if steadiness:
+        print(f"\n{steadiness}")
     if args.json:
         args.json.write_text(to_json(rows))
     return exit_code(rows)

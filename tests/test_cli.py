@@ -416,6 +416,7 @@ def test_report_and_compare_commands_read_the_store(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "| Model" in printed or "| model" in printed
     assert "regressed" not in printed and verdicts.is_file()
+    assert "host steadiness: identical work (the drift probe, timed " in printed
     assert main(["compare", same]) == 2  # NEW missing: a usage error, not a traceback
     assert "BASE and NEW" in capsys.readouterr().err
 

@@ -83,7 +83,8 @@ def fill_plain(store: ResultsStore, suite: str = "plain") -> None:
             for seed in (0, 1):
                 store.save(make_result(suite, model, fw, seed, train_time_s=time_s + 0.1 * seed,
                                        alloc=alloc, peak=peak, step_s=time_s / 30,
-                                       contended=(model, fw, seed) == ("mlp", "torch", 1)))
+                                       contended=(model, fw, seed) == ("mlp", "torch", 1),
+                                       probes=(0.010, 0.011 + 0.001 * seed)))
     store.save(make_result(suite, "cnn", "torch", 7, status="failed"))
 
 

@@ -37,7 +37,8 @@ class TimingRun:
 @dataclass
 class ResultSet:
     """Cases and their samples, as the results store's frames: `cases` (id, settings, status,
-    memory numbers, prov_code_version), `runs` (case_id, run, contended, drift), `steps` (case_id,
+    memory numbers, prov_code_version), `runs` (case_id, run, contended, drift, the drift probes
+    probe_before_s and probe_after_s), `steps` (case_id,
     run, idx, seconds) and `epochs` (case_id, epoch, test_acc, ...). Cases with equal settings are
     pooled by `compare`; `paired` says that BASE and NEW ran round by round side by side."""
 
@@ -59,12 +60,14 @@ class ResultSet:
                           "prov_code_version": r.provenance.get("code_version"),
                           "prov_machine": r.provenance.get("machine")})
             runs += [{"case_id": i, "run": run.round, "contended": run.contended,
-                      "drift": run.drift} for run in r.runs]
+                      "drift": run.drift, "probe_before_s": run.probe_before_s,
+                      "probe_after_s": run.probe_after_s} for run in r.runs]
             steps += [{"case_id": i, "run": run.round, "idx": j, "seconds": s}
                       for run in r.runs for j, s in enumerate(run.step_times_s)]
             epochs += [{"case_id": i, **asdict(e)} for e in r.epochs]
         return cls(pd.DataFrame(cases),
-                   pd.DataFrame(runs, columns=["case_id", "run", "contended", "drift"]),
+                   pd.DataFrame(runs, columns=["case_id", "run", "contended", "drift",
+                                              "probe_before_s", "probe_after_s"]),
                    pd.DataFrame(steps, columns=["case_id", "run", "idx", "seconds"]),
                    pd.DataFrame(epochs, columns=["case_id", "epoch", "test_acc"]), label)
 
