@@ -8,6 +8,8 @@ import math
 import os
 import re
 import shutil
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -558,6 +560,28 @@ def test_the_method_and_the_tables_say_how_steady_the_host_was(tmp_path: Path) -
     assert tables.host_steadiness(runs) == line
     assert "Host steadiness: identical work (the drift probe, timed 8 times" in shaky
     assert "no ratio between processes can be steadier than the host." in shaky
+
+
+def test_bench_reproduce_compares_stored_runs_in_pairs(tmp_path: Path) -> None:
+    """scripts/bench_reproduce.py --stores: per pair and model, the engine's ratio to torch in
+    each run, and whether they agree; a pair of runs 1 % apart agrees, one 20 % apart does not."""
+    stores = []
+    for name, engine_s in (("a1", 0.010), ("b1", 0.0101), ("a2", 0.010), ("b2", 0.0125)):
+        stores.append(tmp_path / f"{name}.sqlite")
+        with ResultsStore(stores[-1]) as store:
+            for fw, step_s in (("engine-static", engine_s), ("torch", 0.020)):
+                store.save(make_result("quick", "mlp", fw, 0, step_s=step_s, rounds=3,
+                                       probes=(0.010, 0.011)))
+    script = Path(__file__).resolve().parents[1] / "scripts" / "bench_reproduce.py"
+    out = subprocess.run([sys.executable, str(script), "--stores", *map(str, stores)],
+                         capture_output=True, text=True, check=True).stdout
+    rows = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| 1 ")
+            or line.startswith("| 2 ")]
+    assert [[c.strip() for c in row][4:] for row in rows] == [["1%", "yes", "yes"],
+                                                              ["20%", "no", "no"]]
+    assert "1 of 2 ratios agree" in out
+    assert re.search(r"\| mlp +\| engine-static +\| \d+\.\d%", out)  # the spread table
+    assert "a1.sqlite: host steadiness: identical work" in out
 
 
 def test_rebuild_removes_stale_files(store: ResultsStore, tmp_path: Path) -> None:
