@@ -220,6 +220,10 @@ def _parser() -> argparse.ArgumentParser:
                     "line is a warning.")
     system.add_argument("--threads", type=_positive_int, default=2,
                         help="the thread count you will measure with (default: %(default)s)")
+    system.add_argument("--watch", type=float, default=2.0, metavar="SECONDS",
+                        help="how long to time the reference workload for the host-steadiness "
+                             "line (default: %(default)g); a shared host's slow phases can last "
+                             "minutes, which adh run's own line, over all its passes, sees")
 
     profile = sub.add_parser(
         "profile", help="where a training step's time goes: per op, forward and backward apart",
@@ -796,11 +800,13 @@ def _compare(args) -> int:
         rows = compare(base, new, thresholds)
         labels = (args.base, args.new)
     print(to_markdown(rows, *labels))
-    runs = pd.concat([outcome.base.runs, outcome.new.runs] if args.against else
-                     [base.runs, new.runs])
-    steadiness = host_steadiness(runs)
-    if steadiness:
-        print(f"\n{steadiness}")
+    # both sides of --against ran side by side: one host; two stored sets may be two days apart
+    sides = ([("", pd.concat([outcome.base.runs, outcome.new.runs]))] if args.against
+             else [(f"{labels[0]}: ", base.runs), (f"{labels[1]}: ", new.runs)])
+    for label, runs in sides:
+        steadiness = host_steadiness(runs)
+        if steadiness:
+            print(f"\n{label}{steadiness}")
     if args.json:
         args.json.write_text(to_json(rows))
     return exit_code(rows)
@@ -915,7 +921,7 @@ def _system(args) -> int:
     from .system import format_facts, roofs_facts, system_facts
 
     calibrate({args.threads})
-    facts = system_facts(args.threads) + roofs_facts(args.threads)
+    facts = system_facts(args.threads, steadiness_s=args.watch) + roofs_facts(args.threads)
     print(format_facts(facts))
     return 1 if any(f.verdict == "warning" for f in facts) else 0
 
@@ -993,11 +999,12 @@ def _model_tables(cases, epochs, runs, what: str, allow_mixed_machines: bool = F
     from .machines import require_one_machine
     from .tables import format_model_tables, host_steadiness, shown_summary
 
-    require_one_machine(cases, what, allow_mixed_machines)
+    machines = require_one_machine(cases, what, allow_mixed_machines)
     summary = shown_summary(cases, epochs, runs)
     if summary is None:
         return f"no finished case to tabulate ({', '.join(sorted(set(cases['status'])))})"
-    steadiness = host_steadiness(runs[runs["key"].isin(cases["key"])])
+    # one host's steadiness: probes of several machines would call their difference unsteadiness
+    steadiness = "" if len(machines) > 1 else host_steadiness(runs[runs["key"].isin(cases["key"])])
     return format_model_tables(summary) + (f"\n\n{steadiness}" if steadiness else "")
 
 

@@ -92,20 +92,48 @@ def unpaired_ratio(numerators: Sequence[float], denominators: Sequence[float],
     return Estimate(value, math.exp(ci.low), math.exp(ci.high), min(len(a), len(b)))
 
 
+def cv(values: Sequence[float]) -> float:
+    """The coefficient of variation (standard deviation over mean; NaN below two values)."""
+    x = np.asarray(values, dtype=float)
+    return float(x.std(ddof=1) / x.mean()) if len(x) > 1 else math.nan
+
+
+def ratio_half_width(n: int, spread: float, confidence: float = CONFIDENCE) -> float:
+    """The typical relative half-width of the interval `paired_ratio` gives over `n` pairs, if
+    each process's time scattered independently with log standard deviation `spread` (e.g. the
+    host's, drift.probe_spread): a ratio of two such processes scatters by √2 x spread, and the
+    interval is `estimate`'s, Student's t below 6 values, order statistics from 6 (taken at
+    their expected normal scores, Blom's approximation). A rough guide: pairing cancels noise
+    that both processes of a pair share, and processes may differ by more than the host."""
+    scatter = math.sqrt(2) * spread
+    if n < ORDER_STATISTICS_FROM:
+        half = stats.t.ppf(0.5 + confidence / 2, n - 1) / math.sqrt(n)
+    else:
+        ranks = stats.quantile_test(np.arange(n, dtype=float), p=0.5).confidence_interval(
+            confidence)  # the interval's order statistics, as 0-based ranks
+        low, high = (stats.norm.ppf((rank + 1 - 0.375) / (n + 0.25))
+                     for rank in (ranks.low, ranks.high))
+        half = (high - low) / 2
+    return math.expm1(half * scatter)
+
+
 def rounds_for(spread: float, half_width: float = 0.05, confidence: float = CONFIDENCE,
                most: int = 1000) -> int | None:
-    """The fewest paired rounds whose ratio's interval would lie within ±`half_width` if each
-    process's time scattered with coefficient of variation `spread` (e.g. the host's own,
-    `drift.probe_spread`): a ratio of two such processes scatters by about √2 x spread (on the
-    logarithms), and the interval is taken as Student's t of their mean. A lower bound: processes
-    also differ by more than the host. None if it takes more than `most`."""
+    """About how many paired processes (rounds x seeds) a ratio takes for its interval to lie
+    within ±`half_width` at the host's `spread` (see `ratio_half_width`); None if more than
+    `most` or the spread is unknown."""
     if not math.isfinite(spread):
         return None
-    target, scatter = math.log1p(half_width), math.sqrt(2) * spread
-    for n in range(2, most + 1):
-        if stats.t.ppf(0.5 + confidence / 2, n - 1) * scatter / math.sqrt(n) <= target:
-            return n
-    return None
+    return next((n for n in range(2, most + 1)
+                 if ratio_half_width(n, spread, confidence) <= half_width), None)
+
+
+def format_processes_needed(spread: float, half_width: float = 0.05) -> str:
+    """'about 56 paired processes (rounds x seeds) give a ratio a 95% CI of ±5 % at this spread'
+    (`rounds_for`), for the lines that report a host's steadiness."""
+    n = rounds_for(spread, half_width)
+    return (f"{f'about {n}' if n else 'more than 1000'} paired processes (rounds x seeds) give a "
+            f"ratio a 95% CI of ±{half_width:.0%} at this spread")
 
 
 def format_ratio(e: Estimate, words: tuple[str, str] = ("slower", "faster")) -> str:

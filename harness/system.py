@@ -12,6 +12,7 @@ provenance is taken in processes that have not yet pinned their thread count, so
 from __future__ import annotations
 
 import glob
+import math
 import os
 import resource
 import shutil
@@ -29,8 +30,8 @@ BUSY_WARNING = DEFAULT_POLICY.contention_threshold  # the runner's, for a conten
 STEAL_WARNING = 0.05
 STEADINESS_S = 2.0  # how long the reference workload is timed, back to back
 # A host is steady enough when a ratio measured in the paper suite's 6 paired processes (2 rounds
-# x 3 seeds) could reach a 95 % CI of +-5 % at the host's own spread (a CV up to about 3 %).
-STEADY_ROUNDS = 6
+# x 3 seeds) could typically reach a 95 % CI of ±5 % at the host's own spread (up to about 2.7 %).
+STEADY_PROCESSES = 6
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                     "OMP_WAIT_POLICY", "OMP_PROC_BIND", "OMP_PLACES", "GOMP_SPINCOUNT")
 MALLOC_VARIABLES = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
@@ -120,16 +121,19 @@ def turbo_fact(no_turbo: str | None, boost: str | None) -> Fact:
 
 def steadiness_fact(probes: list[float]) -> Fact:
     """How much identical work (the drift probe, timed back to back) varies on this host, and
-    the fewest paired rounds a ratio's 95 % CI of +-5 % would take at that spread."""
-    from .stats import rounds_for  # imports numpy and scipy: not at this module's import
+    how many paired processes a ratio's 95 % CI of ±5 % would take at that spread."""
+    from .stats import format_processes_needed, ratio_half_width  # numpy, scipy: not at import
 
     spread = probe_spread(probes)
-    rounds = rounds_for(spread)
-    value = f"identical work varies by {spread:.1%} (CV of {len(probes)} timings)"
-    need = f"at least {rounds}" if rounds else "more than 1000"
-    return _check("host steadiness", value, rounds is None or rounds > STEADY_ROUNDS,
-                  f"a ratio's 95 % CI of +-5 % takes {need} rounds at this spread (adh run "
-                  f"--rounds N): measure on a dedicated machine, or later, or with more rounds")
+    if not math.isfinite(spread):
+        return Fact("host steadiness", f"not measured ({len(probes)} timing"
+                    f"{'' if len(probes) == 1 else 's'})", "info")
+    value = f"identical work varies by {spread:.1%} (robust CV of {len(probes)} timings)"
+    return _check("host steadiness", value,
+                  ratio_half_width(STEADY_PROCESSES, spread) > 0.05,
+                  f"{format_processes_needed(spread)}, the paper suite has "
+                  f"{STEADY_PROCESSES}: measure on a dedicated machine, or later, or with more "
+                  "rounds (adh run SUITE --rounds R)")
 
 
 def aslr_fact(text: str | None) -> Fact:

@@ -9,7 +9,14 @@ import pandas as pd
 from .machines import case_machines
 from .measure.drift import probe_spread
 from .records import Status
-from .stats import Estimate, estimate, format_ratio, format_value, paired_ratio, rounds_for
+from .stats import (
+    Estimate,
+    estimate,
+    format_processes_needed,
+    format_ratio,
+    format_value,
+    paired_ratio,
+)
 from .store import SETTINGS_COLUMNS
 
 GIB, MIB = 2 ** 30, 2 ** 20
@@ -296,18 +303,16 @@ def format_model_tables(summary: pd.DataFrame, reference: str = "torch") -> str:
 
 def host_steadiness(runs: pd.DataFrame) -> str:
     """How steady the host was while `runs` were measured: the spread of the drift probes (the
-    same reference workload, timed around every timing pass) and the rounds it would take a
-    ratio's 95 % CI to reach +-5 % at that spread; "" with fewer than two probes."""
+    same reference workload, timed around every timing pass) and the paired processes a ratio's
+    95 % CI of ±5 % would take at it; "" with fewer than two probes."""
     probes = [p for column in ("probe_before_s", "probe_after_s") if column in runs
               for p in runs[column].dropna()]
-    if len(probes) < 2:
-        return ""
     spread = probe_spread(probes)
-    rounds = rounds_for(spread)
+    if math.isnan(spread):
+        return ""
     return (f"host steadiness: identical work (the drift probe, timed {len(probes)} times around "
-            f"the timing passes) varied by {spread:.1%} (CV); a ratio's 95 % CI of +-5 % takes "
-            + (f"at least {rounds}" if rounds else "more than 1000")
-            + " paired processes at that spread")
+            f"the timing passes) varied by {spread:.1%} (robust CV); "
+            + format_processes_needed(spread))
 
 
 def _forced(row: pd.Series) -> bool:

@@ -26,7 +26,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from harness.stats import Estimate
+from harness.stats import Estimate, cv
 from harness.store import ResultsStore
 from harness.tables import host_steadiness, markdown_table, step_ratios
 
@@ -57,6 +57,8 @@ def agreement(a: Estimate, b: Estimate, within: float) -> tuple[float, bool, boo
 
 
 def pairs_table(stores: list[Path], engine: str, reference: str, within: float) -> str:
+    """Per pair of stores (1st and 2nd, 3rd and 4th, ...) and model, the engine's ratio in each
+    run and whether they agree; then how many agreed."""
     rows, agreed, total = [], 0, 0
     for i in range(0, len(stores) - 1, 2):
         first, second = ratios(stores[i], engine, reference), ratios(stores[i + 1], engine,
@@ -85,8 +87,7 @@ def spread_table(stores: list[Path]) -> str:
         for (model, framework), group in runs.groupby(["model", "framework"], sort=False):
             medians = list(group["median_s"].dropna())
             if len(medians) > 1:
-                cvs[model, framework].append(statistics.stdev(medians)
-                                             / statistics.mean(medians))
+                cvs[model, framework].append(cv(medians))
     rows = [[model, framework, f"{statistics.median(v):.1%}", f"{min(v):.1%}-{max(v):.1%}"]
             for (model, framework), v in cvs.items()]
     return markdown_table(["Model", "Framework", "CV of process medians (median over runs)",

@@ -28,6 +28,7 @@ from harness.measure.drift import level_shift, probe
 from harness.measure.environment import ALLOCATOR_POLICY
 from harness.records import Case, Status
 from harness.runner import RunOptions, WorkerError, rotated, run_worker
+from harness.stats import cv
 from harness.tables import markdown_table
 
 NO_ALLOCATOR_POLICY = {name: None for name in ALLOCATOR_POLICY}
@@ -42,10 +43,6 @@ SETUPS = {
     "allocator+norandom": ({"PYTHONHASHSEED": "0"}, ("setarch", platform.machine(), "-R"),
                            "and no hash or address randomisation"),
 }
-
-
-def cv(values: list[float]) -> float:
-    return statistics.stdev(values) / statistics.mean(values) if len(values) > 1 else float("nan")
 
 
 def main() -> int:

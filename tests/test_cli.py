@@ -235,6 +235,7 @@ def test_results_shows_the_stored_tables(finished_store, capsys):
     out = capsys.readouterr().out
     assert out.startswith("# toycli")
     assert table_headers(out)[0][:6] == COLUMNS
+    assert "\nhost steadiness: identical work (the drift probe, timed " in out
     assert main(["results", "--store", str(store_path), "--suite", "nope"]) == 2
     assert "no results for suite 'nope'" in capsys.readouterr().err
 
@@ -416,7 +417,8 @@ def test_report_and_compare_commands_read_the_store(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "| Model" in printed or "| model" in printed
     assert "regressed" not in printed and verdicts.is_file()
-    assert "host steadiness: identical work (the drift probe, timed " in printed
+    # two stored sets, each its own host's (they may be days apart), labelled
+    assert printed.count(f"{same}: host steadiness: identical work (the drift probe, timed ") == 2
     assert main(["compare", same]) == 2  # NEW missing: a usage error, not a traceback
     assert "BASE and NEW" in capsys.readouterr().err
 

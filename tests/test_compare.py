@@ -55,6 +55,14 @@ def result(step_times: list[float], model: str = "mlp", seed: int = 0, status: s
                       epochs=[EpochRecord(1, 0.5, 0.8, 0.4, test_acc, 1.0, 0.1)])
 
 
+def test_a_result_set_of_fresh_runs_keeps_their_drift_probes() -> None:
+    """adh compare --against states the host's steadiness from them."""
+    fresh = result([MEDIAN_STEP_S] * 5)
+    fresh.runs[0].probe_before_s, fresh.runs[0].probe_after_s = 0.010, 0.012
+    runs = ResultSet.from_results([fresh]).runs
+    assert runs[["probe_before_s", "probe_after_s"]].values.tolist() == [[0.010, 0.012]]
+
+
 def sets(base_runs: list[list[float]], new_runs: list[list[float]],
          **new_fields) -> tuple[ResultSet, ResultSet]:
     """BASE and NEW with one mlp case run once per list of step times."""

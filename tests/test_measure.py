@@ -318,21 +318,25 @@ def test_drift_probe_and_its_judgement() -> None:
     assert level_shift([0.01, 0.03] * 30) == 0  # noise without a shift
     assert level_shift([0.01] * 10 + [0.02] * 10) == 0  # too few steps to judge
     assert len(probes_for(0)) == 2  # a spread needs two timings, however short the time
-    assert probe_spread([0.01, 0.03, None, float("nan")]) == pytest.approx(0.7071, abs=1e-4)
+    # 1.4826 x the median absolute deviation of the logarithms: one stray timing barely counts
+    assert probe_spread([0.01, 0.03, None, float("nan")]) == pytest.approx(1.4826 * math.log(3) / 2)
+    assert probe_spread([0.0100, 0.0102, 0.0098, 0.0100, 0.0300]) == pytest.approx(
+        1.4826 * math.log(1.02), rel=0.02)
     assert math.isnan(probe_spread([0.01]))
 
 
 def test_rounds_for_a_ratio_interval_at_a_spread() -> None:
-    from scipy import stats
+    from harness.stats import ratio_half_width, rounds_for
 
-    from harness.stats import rounds_for
-
-    assert rounds_for(0.0) == 2
-    assert rounds_for(0.03) == 6  # the paper suite's 6 paired processes
+    # A ratio of two processes scatters by √2 x 3 % on the logarithms. Below 6 pairs the interval
+    # is Student's t (t(0.975, 4) = 2.7764 at 5); from 6 it runs between order statistics: the
+    # smallest and largest of 6 (expected normal scores ±1.2816), the 2nd and 8th of 9 (±0.9320).
+    scatter = math.sqrt(2) * 0.03
+    assert ratio_half_width(5, 0.03) == pytest.approx(math.expm1(2.7764 / math.sqrt(5) * scatter),
+                                                      rel=1e-3)
+    assert ratio_half_width(6, 0.03) == pytest.approx(math.expm1(1.2816 * scatter), rel=1e-3)
+    assert ratio_half_width(9, 0.03) == pytest.approx(math.expm1(0.9320 * scatter), rel=1e-3)
+    # 5 % is first reached at 9 pairs: 5 give 5.4 %, 6 to 8 (their extremes) 5.6 % and more
+    assert rounds_for(0.03) == 9
+    assert [rounds_for(s) for s in (0.0, 0.01, 0.02, 0.05, 0.1)] == [2, 3, 4, 17, 56]
     assert rounds_for(float("nan")) is None and rounds_for(1.0) is None  # more than 1000
-    def half(k: int, spread: float) -> float:  # the t-interval's half-width of k ratios' mean log
-        return stats.t.ppf(0.975, k - 1) * math.sqrt(2) * spread / math.sqrt(k)
-
-    for spread in (0.01, 0.05, 0.2):
-        n = rounds_for(spread)
-        assert half(n, spread) <= math.log(1.05) < half(n - 1, spread)

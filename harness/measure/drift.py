@@ -20,6 +20,7 @@ not make a probe.
 """
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Iterable
@@ -61,10 +62,14 @@ def probes_for(seconds: float) -> list[float]:
 
 
 def probe_spread(probes: Iterable[float | None]) -> float:
-    """The coefficient of variation of reference-workload timings (NaN below two): identical
-    work, so all of it is the host's. No ratio between processes can be steadier than this."""
-    times = [p for p in probes if p is not None and p == p and p > 0]
-    return statistics.stdev(times) / statistics.mean(times) if len(times) > 1 else float("nan")
+    """How much reference-workload timings vary: 1.4826 x the median absolute deviation of
+    their logarithms, a robust coefficient of variation (one stray timing does not make a host
+    unsteady, as one stray process does not move the harness's medians); NaN below two."""
+    logs = [math.log(p) for p in probes if p is not None and p == p and p > 0]
+    if len(logs) < 2:
+        return math.nan
+    middle = statistics.median(logs)
+    return 1.4826 * statistics.median(abs(x - middle) for x in logs)
 
 
 def level_shift(steps: list[float]) -> float:

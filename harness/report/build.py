@@ -329,10 +329,10 @@ def method_section(data: frames.SuiteData) -> str:
         f"{len(runs)} timing passes were flagged**"
         + (f"; {retried} more were kept only after a repeat." if retried else "."),
     ]
-    steadiness = tables.host_steadiness(runs) if len(runs) else ""
+    steadiness = tables.host_steadiness(runs)
     if steadiness:
-        text.append(steadiness[0].upper() + steadiness[1:] + ": no ratio between processes can "
-                    "be steadier than the host.")
+        text.append(steadiness[0].upper() + steadiness[1:] + " (if each process's time scattered "
+                    "independently as the host's did: a rough guide).")
     out = " ".join(text)
     if len(flagged):
         rows = [[r["model"], r["framework"], str(r["seed"]), str(int(r["run"]) + 1),
