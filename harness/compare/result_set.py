@@ -38,9 +38,9 @@ class TimingRun:
 class ResultSet:
     """Cases and their samples, as the results store's frames: `cases` (id, settings, status,
     memory numbers, prov_code_version), `runs` (case_id, run, contended, drift, the drift probes
-    probe_before_s and probe_after_s), `steps` (case_id,
-    run, idx, seconds) and `epochs` (case_id, epoch, test_acc, ...). Cases with equal settings are
-    pooled by `compare`; `paired` says that BASE and NEW ran round by round side by side."""
+    probe_before_s and probe_after_s), `steps` (case_id, run, idx, seconds) and `epochs`
+    (case_id, epoch, test_acc, ...). Cases with equal settings are pooled by `compare`; `paired`
+    says that BASE and NEW ran round by round side by side."""
 
     cases: pd.DataFrame
     runs: pd.DataFrame
