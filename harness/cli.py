@@ -68,6 +68,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--rounds", type=_positive_int, metavar="R",
                      help="timing passes per case, each in a fresh process, interleaved across the "
                           "suite's cases round by round (default: the suite's; quick 3, paper 2)")
+    run.add_argument("--turns", type=int, metavar="K",
+                     help="each model's frameworks take turns of K steps, all their processes "
+                          "alive and one training at a time, so that the host's changes of speed "
+                          "fall on all alike; ratios are then taken turn by turn (0: one process "
+                          "at a time; default: the suite's)")
     run.add_argument("--threads", type=int,
                      help="threads for every numeric library (default: the suite's)")
     run.add_argument("--batch-size", type=int, help="batch size")
@@ -493,6 +498,7 @@ def _run(args) -> int:
     options = RunOptions(data_dir=args.data_dir, resume=args.resume, progress=not args.no_progress,
                          memory=suite.memory and not args.no_memory,
                          rounds=args.rounds or suite.rounds, count_instructions=_counting(args),
+                         turn_steps=suite.turns if args.turns is None else args.turns,
                          timeout_s=args.timeout or suite.timeout_s, code_version=code_version())
     if args.shard:
         from .shards import parse_shard, shard_suite

@@ -109,6 +109,11 @@ class RunRecord:
     probe_after_s: float | None = None
     attempts: int = 1  # passes run for this round (a contended or drifted one is repeated)
     started_at: str | None = None
+    # Taking turns (harness.runner.run_turns): steps a turn (0: the pass ran alone), and the
+    # median step of each turn, by turn (None: a turn of warm-up steps only).
+    turn_steps: int = 0
+    turn_medians_s: list[float | None] = field(default_factory=list)
+    facts: dict[str, Any] | None = None  # of the process (harness.measure.process_facts)
 
     @property
     def flagged(self) -> bool:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -32,6 +33,7 @@ from pathlib import Path
 from statistics import median
 from typing import Callable
 
+from .measure.contention import ContentionMeter
 from .measure.drift import drifted, level_shift, probe
 from .measure.environment import measured_environment
 from .measure.policy import DEFAULT_POLICY
@@ -39,10 +41,11 @@ from .measure.warmup import warmup_steps
 from .records import FINISHED, BatchRecord, Case, CaseResult, EpochRecord, RunRecord, Status
 from .store import ResultsStore
 from .suites import Suite
-from .worker import PROGRESS_PREFIX
+from .worker import PROGRESS_PREFIX, TURN_PREFIX
 
 POLICY = DEFAULT_POLICY  # which timing passes are repeated and flagged
 STDERR_TAIL = 2000
+IDLE_WAIT_S = 0.5  # the longest a turn waits for the last turn's process to go idle
 
 
 @dataclass
@@ -55,6 +58,8 @@ class RunOptions:
     code_version: str = "unknown"
     code_dir: str | None = None  # run the worker from this source tree (another commit's checkout)
     rounds: int = 1  # timing passes per case, each in a fresh process
+    # Steps a turn where one model's frameworks take turns (run_turns); 0: each pass alone.
+    turn_steps: int = 0
     count_instructions: bool = False  # one more pass per case, under valgrind
     # Experiments with the measured process's setup (scripts/bench_spread.py): variables to set
     # (None: unset) over the measurement policy, and a command to start the worker under.
@@ -88,13 +93,18 @@ class WorkerError(Exception):
         self.status, self.reason = status, reason
 
 
-def run_worker(case: Case, pass_name: str, options: RunOptions,
-               on_progress: Callable[[dict], None] = lambda p: None) -> dict:
-    """Run one pass of `case` in a fresh process; raise WorkerError on crash or timeout. The
-    instructions pass runs under valgrind, on one thread (harness.measure.instructions)."""
-    with tempfile.TemporaryDirectory(prefix="adh-") as tmp:
-        job, result = Path(tmp, "job.json"), Path(tmp, "result.json")
-        spec = {"case": case.settings(), "pass": pass_name, "data_dir": options.data_dir}
+class _Worker:
+    """One pass of one case in a fresh process, started; `finish` waits for its result."""
+
+    def __init__(self, case: Case, pass_name: str, options: RunOptions,
+                 on_progress: Callable[[dict], None] = lambda p: None,
+                 turn_steps: int = 0) -> None:
+        self.case, self.pass_name, self.options = case, pass_name, options
+        self.tmp = tempfile.TemporaryDirectory(prefix="adh-")
+        tmp = self.tmp.name
+        job, self.result_path = Path(tmp, "job.json"), Path(tmp, "result.json")
+        spec = {"case": case.settings(), "pass": pass_name, "data_dir": options.data_dir,
+                "turn_steps": turn_steps}
         launcher, threads = list(options.launcher), case.threads
         overrides: dict[str, str | None] = {"PYTHONUNBUFFERED": "1"}
         if pass_name == "instructions":
@@ -109,47 +119,168 @@ def run_worker(case: Case, pass_name: str, options: RunOptions,
         if options.code_dir:  # that tree's harness and engine are imported, not this one's
             paths = [options.code_dir, env.get("PYTHONPATH")]
             env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
-        stderr_path = Path(tmp, "stderr")
-        command = [*launcher, sys.executable, "-m", "harness.worker", str(job), str(result)]
-        with open(stderr_path, "w") as stderr:
-            proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True,
-                                    env=env, cwd=options.code_dir)
-            reader = threading.Thread(target=_read_progress, args=(proc.stdout, on_progress),
-                                      daemon=True)
-            reader.start()
+        self.stderr_path = Path(tmp, "stderr")
+        command = [*launcher, sys.executable, "-m", "harness.worker", str(job),
+                   str(self.result_path)]
+        self.turns: queue.Queue[str] = queue.Queue()  # "wait", "end"; "end" at EOF too
+        with open(self.stderr_path, "w") as stderr:
+            self.proc = subprocess.Popen(
+                command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env,
+                cwd=options.code_dir, stdin=subprocess.PIPE if turn_steps else subprocess.DEVNULL)
+        self.reader = threading.Thread(target=_read_progress,
+                                       args=(self.proc.stdout, on_progress, self.turns),
+                                       daemon=True)
+        self.reader.start()
+        self.deadline = time.monotonic() + options.timeout_s
+
+    def next_turn_message(self) -> str:
+        """The worker's next turn message ("wait" or "end"); WorkerError past the timeout."""
+        try:
+            return self.turns.get(timeout=max(0.0, self.deadline - time.monotonic()))
+        except queue.Empty:
+            self.kill()
+            raise WorkerError(Status.TIMEOUT, f"{self.pass_name} pass ran past "
+                                              f"{self.options.timeout_s:g} s") from None
+
+    def give_turn(self) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write("go\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:  # it ended meanwhile; finish() says how
+            self.turns.put("end")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def finish(self) -> dict:
+        """The pass's result; WorkerError on a crash or a timeout."""
+        try:
             try:
-                proc.wait(timeout=options.timeout_s)
+                self.proc.wait(timeout=max(0.0, self.deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                raise WorkerError(Status.TIMEOUT,
-                                  f"{pass_name} pass ran past {options.timeout_s:g} s") from None
+                self.kill()
+                raise WorkerError(Status.TIMEOUT, f"{self.pass_name} pass ran past "
+                                                  f"{self.options.timeout_s:g} s") from None
             except KeyboardInterrupt:
-                proc.kill()
-                proc.wait()
+                self.kill()
                 raise
             finally:
-                reader.join(timeout=5)
-        if proc.returncode != 0 or not result.exists():
-            tail = stderr_path.read_text()[-STDERR_TAIL:].strip()
-            how = (f"killed by {signal.Signals(-proc.returncode).name}" if proc.returncode < 0
-                   else f"exit status {proc.returncode}")
-            killed = proc.returncode == -signal.SIGKILL
-            hint = " (out of memory, or killed from outside)" if killed else ""
-            raise WorkerError(Status.CRASHED, f"{pass_name} pass {how}{hint}: {tail}")
-        return json.loads(result.read_text())
+                self.reader.join(timeout=5)
+            code = self.proc.returncode
+            if code != 0 or not self.result_path.exists():
+                tail = self.stderr_path.read_text()[-STDERR_TAIL:].strip()
+                how = (f"killed by {signal.Signals(-code).name}" if code < 0
+                       else f"exit status {code}")
+                hint = " (out of memory, or killed from outside)" if code == -signal.SIGKILL else ""
+                raise WorkerError(Status.CRASHED, f"{self.pass_name} pass {how}{hint}: {tail}")
+            return json.loads(self.result_path.read_text())
+        finally:
+            if self.proc.stdin:
+                try:
+                    self.proc.stdin.close()
+                except BrokenPipeError:
+                    pass
+            self.tmp.cleanup()
 
 
-def _read_progress(stream, on_progress) -> None:
-    """Drain the worker's stdout to its end, handing progress lines to `on_progress`. Progress is
-    cosmetic: a failing callback or a garbled line must not stop the draining, or a worker that
-    writes more than the pipe holds blocks until the timeout."""
+def run_worker(case: Case, pass_name: str, options: RunOptions,
+               on_progress: Callable[[dict], None] = lambda p: None) -> dict:
+    """Run one pass of `case` in a fresh process; raise WorkerError on crash or timeout. The
+    instructions pass runs under valgrind, on one thread (harness.measure.instructions)."""
+    return _Worker(case, pass_name, options, on_progress).finish()
+
+
+def run_turns(cases: list[Case], options: RunOptions, turn_steps: int,
+              on_progress: Callable[[dict], None] = lambda p: None) -> list[dict | WorkerError]:
+    """The timing passes of `cases` (one model's frameworks) in turns: all their processes
+    started at once, and once each has loaded and built its model, one trains at a time for
+    `turn_steps` steps, in the order of `cases`, round and round until all have ended. A slow
+    second of the host then falls on every framework alike, where passes run one after the other
+    put it on one framework only. A turn starts once the last one's process is idle: its
+    library threads spin for a while after their work (OpenBLAS for up to about 0.1 s) and would
+    take a core from the next. The result of each, or its WorkerError."""
+    workers = [_Worker(case, "time", options, on_progress, turn_steps) for case in cases]
+    meter = ContentionMeter()  # of the machine less this process and its workers
+    try:
+        waiting = []
+        for worker in workers:  # every process has started up (imports, data, build)
+            try:
+                if worker.next_turn_message() == "wait":
+                    waiting.append(worker)
+            except WorkerError:
+                pass
+        meter.start()
+        while waiting:
+            for worker in list(waiting):
+                worker.give_turn()
+                try:
+                    if worker.next_turn_message() == "end":
+                        waiting.remove(worker)
+                except WorkerError:
+                    waiting.remove(worker)
+                wait_idle(worker.proc.pid)
+        meter.stop()
+    except KeyboardInterrupt:
+        for worker in workers:
+            worker.kill()
+        raise
+    results: list[dict | WorkerError] = []
+    contention = meter.value
+    for worker in workers:
+        try:
+            result = worker.finish()
+        except WorkerError as error:
+            results.append(error)
+            continue
+        if result.get("status") == Status.OK:  # each took its turns: the group's contention
+            result.update(foreign_cpu_s=contention.foreign_cpu_s,
+                          foreign_fraction=contention.foreign_fraction)
+        results.append(result)
+    return results
+
+
+def wait_idle(pid: int, most_s: float = IDLE_WAIT_S) -> float:
+    """Wait until no thread of process `pid` is running (its spinning library threads have gone
+    to sleep), at most `most_s`; the seconds waited. Returns at once where /proc is missing."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < most_s:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            break
+        running = False
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if stat[stat.rindex(")") + 2] == "R":
+                running = True
+                break
+        if not running:
+            break
+        time.sleep(0.0005)
+    return time.perf_counter() - start
+
+
+def _read_progress(stream, on_progress, turns: queue.Queue) -> None:
+    """Drain the worker's stdout to its end, handing progress lines to `on_progress` and turn
+    messages to `turns` ("end" at the end of the stream). Progress is cosmetic: a failing
+    callback or a garbled line must not stop the draining, or a worker that writes more than the
+    pipe holds blocks until the timeout."""
     for line in stream:
-        if line.startswith(PROGRESS_PREFIX):
+        if line.startswith(TURN_PREFIX):
+            turns.put(line[len(TURN_PREFIX):].strip())
+        elif line.startswith(PROGRESS_PREFIX):
             try:
                 on_progress(json.loads(line[len(PROGRESS_PREFIX):]))
             except Exception:
                 pass
+    turns.put("end")
 
 
 class Probes:
@@ -185,6 +316,7 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
     the memory pass if the case has none yet. Updates `result` in place: a new run, or the
     status and reason of a failure. Never raises except on Ctrl-C."""
     case = result.case
+    contended = drift = False
     try:
         start = time.perf_counter()
         for attempt in range(1, POLICY.retries + 2):
@@ -205,35 +337,79 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
                    "(drift: the probe around the pass, or the level of its steps)")
             note(f"{case.label()} round {round_ + 1}: {why}; "
                  + ("retrying" if attempt <= POLICY.retries else "kept and flagged"))
-        if timing["status"] != Status.OK:
-            result.status, result.reason = Status(timing["status"]), timing.get("reason", "")
-            if result.status == Status.FAILED:
-                result.reason += "\n" + timing.get("traceback", "")
-            if not result.runs:  # epochs and batches up to a divergence, provenance
-                _fill_first(result, timing, options)
-            return
-        if not result.runs:
-            _fill_first(result, timing, options)
-        # what the round cost, its retries and probes included: a later plan's estimate
-        _pass_walls(result)["time"].append(time.perf_counter() - start)
-        result.runs.append(RunRecord(
-            round=round_, step_times_s=timing["step_times_s"], warmup_steps=timing["warmup_steps"],
-            warmup_s=timing["warmup_s"], train_time_s=timing["train_time_s"],
-            eval_time_s=timing["eval_time_s"], foreign_cpu_s=timing.get("foreign_cpu_s"),
-            contended=contended, drift=drift, probe_before_s=timing.get("probe_before_s"),
-            probe_after_s=timing.get("probe_after_s"), attempts=attempt,
-            started_at=timing.get("provenance", {}).get("started_at")))
-        if options.memory and result.alloc_bytes is None:
-            memory, _pass_walls(result)["memory"] = _timed(run_worker, case, "memory", options)
-            if memory["status"] != Status.OK:
-                raise WorkerError(Status(memory["status"]),
-                                  "memory pass: " + memory.get("reason", ""))
-            for name in ("alloc_bytes", "alloc_count", "peak_bytes", "peak_rss_bytes"):
-                setattr(result, name, memory[name])
-        if options.count_instructions and not result.instructions_counted:
-            count_instructions(result, options)
+        _record(result, round_, timing, options, contended, drift, attempt,
+                time.perf_counter() - start)
     except WorkerError as error:
         result.status, result.reason = error.status, error.reason
+
+
+def measure_turns(results: list[CaseResult], round_: int, options: RunOptions,
+                  on_progress: Callable[[dict], None] = lambda p: None,
+                  note: Callable[[str], None] = lambda m: None) -> None:
+    """One round of one model's frameworks taking turns (`run_turns`, `options.turn_steps` steps
+    a turn), repeated while other processes took too much of the machine; then the memory pass
+    of each case that has none yet. The host's changes of speed fall on every framework alike,
+    so no pass is judged for drift. Updates `results` in place. Never raises except on Ctrl-C."""
+    live = [r for r in results if r.status == Status.OK]
+    if not live:
+        return
+    start = time.perf_counter()
+    for attempt in range(1, POLICY.retries + 2):
+        before = probe()
+        outcomes = run_turns([r.case for r in live], options, options.turn_steps, on_progress)
+        after = probe()
+        timed = [o for o in outcomes if isinstance(o, dict) and o["status"] == Status.OK]
+        contended = any(POLICY.contended(o.get("foreign_fraction"), o.get("foreign_cpu_s"))
+                        for o in timed)
+        if not contended:
+            break
+        fraction = timed[0].get("foreign_fraction") or 0.0
+        note(f"{live[0].case.model} round {round_ + 1} (turns): other processes used "
+             f"{100 * fraction:.0f} % of the CPU; "
+             + ("retrying" if attempt <= POLICY.retries else "kept and flagged"))
+    wall = (time.perf_counter() - start) / len(live)
+    for result, outcome in zip(live, outcomes, strict=True):
+        try:
+            if isinstance(outcome, WorkerError):
+                raise outcome
+            outcome.update(probe_before_s=before, probe_after_s=after)
+            _record(result, round_, outcome, options, contended, False, attempt, wall)
+        except WorkerError as error:
+            result.status, result.reason = error.status, error.reason
+
+
+def _record(result: CaseResult, round_: int, timing: dict, options: RunOptions, contended: bool,
+            drift: bool, attempts: int, wall_s: float) -> None:
+    """Keep a round's timing pass in `result` (or its failure), then run the case's memory and
+    instructions passes if it has none yet; WorkerError where one of those fails."""
+    if timing["status"] != Status.OK:
+        result.status, result.reason = Status(timing["status"]), timing.get("reason", "")
+        if result.status == Status.FAILED:
+            result.reason += "\n" + timing.get("traceback", "")
+        if not result.runs:  # epochs and batches up to a divergence, provenance
+            _fill_first(result, timing, options)
+        return
+    if not result.runs:
+        _fill_first(result, timing, options)
+    # what the round cost, its retries and probes included: a later plan's estimate
+    _pass_walls(result)["time"].append(wall_s)
+    result.runs.append(RunRecord(
+        round=round_, step_times_s=timing["step_times_s"], warmup_steps=timing["warmup_steps"],
+        warmup_s=timing["warmup_s"], train_time_s=timing["train_time_s"],
+        eval_time_s=timing["eval_time_s"], foreign_cpu_s=timing.get("foreign_cpu_s"),
+        contended=contended, drift=drift, probe_before_s=timing.get("probe_before_s"),
+        probe_after_s=timing.get("probe_after_s"), attempts=attempts,
+        started_at=timing.get("provenance", {}).get("started_at"),
+        turn_steps=timing.get("turn_steps", 0), turn_medians_s=timing.get("turn_medians_s", []),
+        facts=timing.get("process_facts")))
+    if options.memory and result.alloc_bytes is None:
+        memory, _pass_walls(result)["memory"] = _timed(run_worker, result.case, "memory", options)
+        if memory["status"] != Status.OK:
+            raise WorkerError(Status(memory["status"]), "memory pass: " + memory.get("reason", ""))
+        for name in ("alloc_bytes", "alloc_count", "peak_bytes", "peak_rss_bytes"):
+            setattr(result, name, memory[name])
+    if options.count_instructions and not result.instructions_counted:
+        count_instructions(result, options)
 
 
 def count_instructions(result: CaseResult, options: RunOptions) -> None:
@@ -358,41 +534,62 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
 
     probes = Probes()
     bar = tqdm(total=passes, desc=f"suite {suite.name}", unit="pass", position=0, disable=disable)
-    current = None
+    current: list[CaseResult] = []
+    units = _turn_groups(todo) if options.turn_steps else [[result] for result in todo]
     try:
         for round_ in range(options.rounds):
-            for result in rotated(todo, round_):
-                if result.status != Status.OK or len(result.runs) > round_:
-                    continue  # failed in an earlier round, or this round is stored already
-                current = result
-                bar.set_postfix_str(f"round {round_ + 1}/{options.rounds} {result.case.label()}")
+            for unit in rotated(units, round_):
+                # not failed in an earlier round, and this round not stored already
+                current = rotated([r for r in unit if r.status == Status.OK
+                                   and len(r.runs) <= round_], round_)
+                if not current:
+                    continue
+                label = (current[0].case.label() if len(current) == 1 else
+                         f"{current[0].case.model} ({len(current)} frameworks in turns)")
+                bar.set_postfix_str(f"round {round_ + 1}/{options.rounds} {label}")
                 with tqdm(total=None, desc="  training", unit="step", position=1, leave=False,
                           disable=disable) as steps_bar:
-                    measure_round(result, round_, options, probes,
-                                  partial(_show_progress, steps_bar, result.case.epochs), note)
-                store.save(result)
-                current = None
-                bar.update(1)
-                if result.status != Status.OK:
-                    bar.total -= options.rounds - round_ - 1  # its later rounds are skipped
-                    note(f"{result.case.label()}: {result.status}: "
-                         f"{result.reason.splitlines()[0] if result.reason else ''}")
-                if result.status != Status.OK or round_ == options.rounds - 1:
-                    outcome.results.append(result)
-                    on_case_done(result)
+                    show = partial(_show_progress, steps_bar, current[0].case.epochs)
+                    if len(current) > 1:
+                        measure_turns(current, round_, options, show, note)
+                    else:
+                        measure_round(current[0], round_, options, probes, show, note)
+                for result in current:
+                    store.save(result)
+                    bar.update(1)
+                    if result.status != Status.OK:
+                        bar.total -= options.rounds - round_ - 1  # its later rounds are skipped
+                        note(f"{result.case.label()}: {result.status}: "
+                             f"{result.reason.splitlines()[0] if result.reason else ''}")
+                    if result.status != Status.OK or round_ == options.rounds - 1:
+                        outcome.results.append(result)
+                        on_case_done(result)
+                current = []
     except KeyboardInterrupt:
         outcome.interrupted = True
         # A case with nothing stored yet is recorded as interrupted, unless the store holds a
         # finished result of it (from an earlier run); a case with runs keeps them as they are.
-        if (current is not None and not current.runs
-                and current.key not in store.done_keys(suite.name)):
-            current.status, current.reason = Status.INTERRUPTED, "stopped by Ctrl-C"
-            store.save(current)
+        for result in current:
+            if not result.runs and result.key not in store.done_keys(suite.name):
+                result.status, result.reason = Status.INTERRUPTED, "stopped by Ctrl-C"
+                store.save(result)
         outcome.results += [r for r in todo
-                            if r not in outcome.results and (r.runs or r is current)]
+                            if r not in outcome.results and (r.runs or r in current)]
     finally:
         bar.close()
     return outcome
+
+
+def _turn_groups(results: list[CaseResult]) -> list[list[CaseResult]]:
+    """`results` grouped by their settings but the framework (one model's frameworks, one seed),
+    in order: the cases that take turns."""
+    groups: dict[tuple, list[CaseResult]] = {}
+    for result in results:
+        settings = result.case.settings()
+        settings.pop("framework")
+        groups.setdefault(tuple(sorted((k, str(v)) for k, v in settings.items())), []).append(
+            result)
+    return list(groups.values())
 
 
 def _show_progress(bar, epochs: int, p: dict) -> None:

@@ -7,7 +7,8 @@ rounds (one ratio per round, the two processes run next to each other, so that a
 of the host cancels out).
 
 The point estimate is the median (of the processes' medians, or of the per-round ratios): one
-disturbed process cannot move it. Its interval:
+disturbed process cannot move it. Where a round's processes took turns (harness.runner.run_turns),
+its ratio is of their turns, turn by turn (`round_ratio`). Its interval:
 - from 6 values on, the distribution-free interval of a median (order statistics, binomial
   coverage: scipy.stats.quantile_test), which assumes nothing about the shape of the noise;
 - below 6 values, where order statistics cannot reach 95 %, Student's t-interval of the mean of
@@ -74,6 +75,19 @@ def paired_ratio(numerators: Sequence[float], denominators: Sequence[float],
               if a is not None and b is not None
               and math.isfinite(a) and math.isfinite(b) and b > 0]
     return estimate(ratios, confidence)
+
+
+def round_ratio(median: float, reference: float, turns: Sequence[float | None] = (),
+                reference_turns: Sequence[float | None] = ()) -> float:
+    """One round's ratio of two processes' step times: of their medians, or, where the two took
+    turns (harness.runner.run_turns), the median of the ratios of their turns' medians, turn by
+    turn: two turns next to each other in time saw the host at the same speed, so a slow second
+    cancels in each ratio, where it moves one of the two medians only."""
+    ratios = [a / b for a, b in zip(turns, reference_turns, strict=False)
+              if a is not None and b is not None and a > 0 and b > 0]
+    if ratios and len(turns) == len(reference_turns):
+        return float(np.median(ratios))
+    return median / reference if reference and reference > 0 else math.nan
 
 
 def unpaired_ratio(numerators: Sequence[float], denominators: Sequence[float],

@@ -7,7 +7,7 @@ lets them read while the runner writes.
 A case key holds at most one case: saving a key again (a re-run) deletes the older case and its
 rows in the same transaction, so the last save wins.
 
-Schema, version `SCHEMA_VERSION` (a store of version 2 gains the instruction columns when
+Schema, version `SCHEMA_VERSION` (a store of version 2 or 3 gains the columns added since when
 opened; one of another version is refused, not migrated):
     meta(key PRIMARY KEY, value)              -- 'schema_version'
     cases(id PRIMARY KEY, CASE_COLUMNS...)    -- one row per CaseResult; indexed by key, by suite
@@ -36,7 +36,8 @@ from .errors import StoreError
 from .records import FINISHED, BatchRecord, Case, CaseResult, EpochRecord, RunRecord, Status
 
 DEFAULT_PATH = Path("results/adh.sqlite")
-SCHEMA_VERSION = 3  # 2: runs, several timing passes per case; 3: instructions per step
+SCHEMA_VERSION = 4  # 2: runs, several timing passes per case; 3: instructions per step;
+# 4: turns and process facts of each run
 
 SETTINGS_COLUMNS: dict[str, str] = {
     "suite": "TEXT NOT NULL", "model": "TEXT NOT NULL", "framework": "TEXT NOT NULL",
@@ -61,6 +62,11 @@ SUMMARY_COLUMNS: dict[str, str] = {
 }
 CASE_COLUMNS = {"key": "TEXT NOT NULL", **SETTINGS_COLUMNS, **SUMMARY_COLUMNS,
                 "stored_at": "TEXT NOT NULL"}
+# Of a run that took turns with the other frameworks of its model, and the facts of its process
+# (JSON: a list of turn medians, an object of facts).
+TURN_COLUMNS = {"turn_steps": "INTEGER NOT NULL DEFAULT 0", "turn_medians_s": "TEXT",
+                "facts": "TEXT"}
+JSON_RUN_COLUMNS = ("turn_medians_s", "facts")
 # table: (key columns after case_id, value columns); named as the fields of the records.
 CHILD_TABLES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     "runs": (("run",), {"started_at": "TEXT", "warmup_steps": "INTEGER NOT NULL",
@@ -68,7 +74,7 @@ CHILD_TABLES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
                         "eval_time_s": "REAL", "foreign_cpu_s": "REAL",
                         "contended": "INTEGER NOT NULL", "drift": "INTEGER NOT NULL",
                         "probe_before_s": "REAL", "probe_after_s": "REAL",
-                        "attempts": "INTEGER NOT NULL"}),
+                        "attempts": "INTEGER NOT NULL", **TURN_COLUMNS}),
     "epochs": (("epoch",), {"train_loss": "REAL", "train_acc": "REAL", "test_loss": "REAL",
                             "test_acc": "REAL", "train_time_s": "REAL", "eval_time_s": "REAL"}),
     "batches": (("epoch", "batch"), {"loss": "REAL", "acc": "REAL"}),
@@ -149,7 +155,12 @@ def _child_rows(table: str, case_id: int, result: CaseResult) -> Iterator[tuple[
                                       "runs": result.runs}
     records = by_table[table]
     for r in records:  # a run's round is its key, `run`
-        yield (case_id, *(getattr(r, "round" if c == "run" else c) for c in (*keys, *values)))
+        yield (case_id, *(_json_or_null(getattr(r, c)) if c in JSON_RUN_COLUMNS and table == "runs"
+                          else getattr(r, "round" if c == "run" else c) for c in (*keys, *values)))
+
+
+def _json_or_null(value: Any) -> str | None:
+    return None if value is None else _json(value)
 
 
 def _dtypes(columns: dict[str, str]) -> dict[str, str]:
@@ -224,13 +235,16 @@ class ResultsStore:
         if row is None:
             raise StoreError(f"{self.path} is an SQLite database but not a results store; "
                              "choose another store path")
-        if row[0] == "2" and not self.read_only:  # version 3 only added columns
+        if row[0] in ("2", "3") and not self.read_only:  # versions 3 and 4 only added columns
+            added = [f"ALTER TABLE runs ADD COLUMN {c} {t}; " for c, t in TURN_COLUMNS.items()]
+            if row[0] == "2":
+                added += [f"ALTER TABLE cases ADD COLUMN {c} {t}; "
+                          for c, t in INSTRUCTION_COLUMNS.items()]
             self._db.executescript(
-                "BEGIN; " + "".join(f"ALTER TABLE cases ADD COLUMN {c} {t}; "
-                                    for c, t in INSTRUCTION_COLUMNS.items())
+                "BEGIN; " + "".join(added)
                 + f"UPDATE meta SET value = '{SCHEMA_VERSION}' WHERE key = 'schema_version'; "
                 "COMMIT;")
-        elif row[0] not in {str(SCHEMA_VERSION), "2"}:
+        elif row[0] not in {str(SCHEMA_VERSION), "2", "3"}:
             raise StoreError(f"{self.path} has results schema version {row[0]}, this harness "
                              f"reads version {SCHEMA_VERSION} (version 1: one timing process per "
                              "case, before rounds); use the harness version that wrote it, or "
@@ -312,10 +326,16 @@ class ResultsStore:
         return frame
 
     def runs(self, suite: str | None = None) -> pd.DataFrame:
-        """One row per timing pass (`run`: its round; median_s, warm-up, flags, drift probes),
-        with the case key, settings and status."""
+        """One row per timing pass (`run`: its round; median_s, warm-up, flags, drift probes,
+        turns; `turn_medians_s` and `facts` as JSON text: `from_json`), with the case key,
+        settings and status."""
         frame = self._child("runs", suite)
         frame["flagged"] = frame["contended"] | frame["drift"]
+        for column in JSON_RUN_COLUMNS:  # absent in an older store opened read-only
+            if column not in frame:
+                frame[column] = None
+        if "turn_steps" not in frame:
+            frame["turn_steps"] = 0
         return frame
 
     def epochs(self, suite: str | None = None) -> pd.DataFrame:
@@ -416,5 +436,12 @@ def _case_of(row: sqlite3.Row) -> Case:
 def _run_values(row: sqlite3.Row) -> dict[str, Any]:
     """A stored run's fields for RunRecord, its round and steps aside; median_s is derived."""
     flags = ("contended", "drift")  # SQLite has no booleans
-    return {v: bool(row[v]) if v in flags else row[v]
-            for v in CHILD_TABLES["runs"][1] if v != "median_s"}
+    values = {v: bool(row[v]) if v in flags else from_json(row[v]) if v in JSON_RUN_COLUMNS
+              else row[v] for v in CHILD_TABLES["runs"][1] if v != "median_s"}
+    values["turn_medians_s"] = values["turn_medians_s"] or []
+    return values
+
+
+def from_json(text: str | None) -> Any:
+    """A JSON column's value (`runs()`'s turn_medians_s and facts); None for NULL or NaN."""
+    return json.loads(text) if isinstance(text, str) else None

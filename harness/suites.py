@@ -48,6 +48,8 @@ SETTINGS = {  # key: (type, meaning) - the only keys a suite file may use
                              "a list is swept"),
     "rounds": (int, "timing passes of every case, each in a fresh process, interleaved "
                     "round by round"),
+    "turns": (int, "steps a turn where each model's frameworks take turns, all their processes "
+                   "alive and one training at a time (0: one process at a time)"),
     "memory": (bool, "run the memory pass (memray) after the timing pass"),
     "timeout_s": (int, "a case running longer is stopped and recorded as timeout"),
     "sweep": (list, "groups of cases, each a table of the keys above"),
@@ -56,9 +58,9 @@ SWEPT = ("batch_size", "lr", "width", "seq_len")
 ITEMS = {"models": str, "frameworks": str, "seeds": int, "batch_size": int, "lr": float,
          "width": int, "seq_len": int, "sweep": dict}  # what a list value must hold
 MINIMUM = {"seeds": 0, "epochs": 1, "batch_size": 1, "threads": 1, "train_limit": 1, "folds": 2,
-           "width": 1, "seq_len": 1, "timeout_s": 1, "rounds": 1}
+           "width": 1, "seq_len": 1, "timeout_s": 1, "rounds": 1, "turns": 0}
 # whole-suite settings; a [[sweep]]'s models are a list
-TOP_LEVEL_ONLY = ("description", "memory", "timeout_s", "rounds", "sweep", "datasets")
+TOP_LEVEL_ONLY = ("description", "memory", "timeout_s", "rounds", "turns", "sweep", "datasets")
 # One process per case is not a measurement: processes of the same code differ by 10-40 % here.
 DEFAULT_ROUNDS = 3
 
@@ -75,6 +77,7 @@ class Suite:
     options: dict[str, Any] = field(default_factory=dict)
     models: dict[str, ModelSpec] = field(default_factory=dict)  # the models the file declares
     datasets: dict[str, Path] = field(default_factory=dict)  # its datasets from files
+    turns: int = 0  # steps a turn of each model's frameworks (harness.runner.run_turns); 0: none
 
 
 def builtin_suites() -> dict[str, Path]:
@@ -141,7 +144,7 @@ def load_suite(name_or_path: str, overrides: dict[str, Any] | None = None) -> Su
              for case in _expand(name, group, path, models, datasets, checksums)]
     return Suite(name, raw.get("description", ""), cases, options.get("memory", True),
                  options.get("timeout_s", 3600), options.get("rounds", DEFAULT_ROUNDS), str(path),
-                 options, models, datasets)
+                 options, models, datasets, options.get("turns", 0))
 
 
 def _is_path(dataset: str, raw: dict[str, Any]) -> bool:

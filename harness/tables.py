@@ -15,9 +15,9 @@ from .stats import (
     format_processes_needed,
     format_ratio,
     format_value,
-    paired_ratio,
+    round_ratio,
 )
-from .store import SETTINGS_COLUMNS
+from .store import SETTINGS_COLUMNS, from_json
 
 GIB, MIB = 2 ** 30, 2 ** 20
 
@@ -64,10 +64,13 @@ def step_estimates(runs: pd.DataFrame) -> pd.DataFrame:
 def step_ratios(runs: pd.DataFrame, reference: str = "torch") -> pd.DataFrame:
     """Per model and framework, the step time against the reference framework's as a
     `stats.Estimate` (`ratio`), paired by round: each run is divided by the reference's run of
-    the same round and settings (seed included), and the pairs of all seeds pooled. Pairs with a
+    the same round and settings (seed included; turn by turn where they took turns:
+    `stats.round_ratio`), and the pairs of all seeds pooled. Pairs with a
     flagged run are left out while clean pairs exist; `pairs` counts the pairs used and
     `flagged_pairs` how many of those hold a flagged run."""
     out = []
+    if "turn_medians_s" not in runs:  # runs measured before turns
+        runs = runs.assign(turn_medians_s=None)
     ref = runs[(runs["framework"] == reference) & (runs["status"] == Status.OK)]
     on = [*SETTINGS_BUT_FRAMEWORK, "run"]
     finished = runs[runs["status"] == Status.OK]
@@ -76,9 +79,10 @@ def step_ratios(runs: pd.DataFrame, reference: str = "torch") -> pd.DataFrame:
         flagged = pairs["flagged"] | pairs["flagged_ref"]
         if (~flagged).any():
             pairs, flagged = pairs[~flagged], flagged[~flagged]
+        ratios = [round_ratio(p.median_s, p.median_s_ref, from_json(p.turn_medians_s) or (),
+                              from_json(p.turn_medians_s_ref) or ()) for p in pairs.itertuples()]
         out.append({"model": model, "framework": framework, "pairs": len(pairs),
-                    "flagged_pairs": int(flagged.sum()),
-                    "ratio": paired_ratio(pairs["median_s"], pairs["median_s_ref"])})
+                    "flagged_pairs": int(flagged.sum()), "ratio": estimate(ratios)})
     return pd.DataFrame(out, columns=["model", "framework", "ratio", "pairs", "flagged_pairs"])
 
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .specs import ModelSpec
 
 PROGRESS_PREFIX = "ADH-PROGRESS "
+TURN_PREFIX = "ADH-TURN "  # "wait" before a turn, "end" after the last (Turns)
 PROGRESS_INTERVAL_S = 0.2  # report at most this often: printing must not cost step time
 DIVERGED_FACTOR = 100.0  # a loss above this many times max(first loss, 1) has diverged
 
@@ -95,8 +96,9 @@ def prepare(case, data_dir: str | None):
 
 
 def train(framework, spec, case, x_train, y_train, targets, on_step,
-          on_epoch=None) -> tuple[Status, str]:
-    """The training loop both passes share. Returns (status, reason)."""
+          on_epoch=None, gate=None) -> tuple[Status, str]:
+    """The training loop both passes share. Returns (status, reason). `gate`, if given, is
+    called with the number of steps done before each call of the framework (`Turns.gate`)."""
     import numpy as np
 
     from .batches import batch_indices
@@ -107,6 +109,7 @@ def train(framework, spec, case, x_train, y_train, targets, on_step,
                 np.empty((spec.batch_size,) + targets.shape[1:], dtype=targets.dtype))
                for _ in range(framework.steps_per_call)]
     first_loss = None
+    done = 0
     for epoch in range(1, case.epochs + 1):
         # One call's batches at a time (a list of the epoch's index arrays would cost numpy an
         # allocation for each, which the memory pass would count), never spanning two epochs.
@@ -118,7 +121,10 @@ def train(framework, spec, case, x_train, y_train, targets, on_step,
                 # matters).
                 np.take(x_train, idx, axis=0, out=x_batch, mode="clip")
                 np.take(targets, idx, axis=0, out=t_batch, mode="clip")
+            if gate:
+                gate(done)
             steps = framework.timed_train_steps(buffers[:len(chunk)])
+            done += len(chunk)
             for batch, idx, (loss, outputs, elapsed) in zip(itertools.count(first), chunk, steps,
                                                             strict=False):
                 first_loss = loss if first_loss is None else first_loss
@@ -129,6 +135,45 @@ def train(framework, spec, case, x_train, y_train, targets, on_step,
         if on_epoch:
             on_epoch(epoch)
     return Status.OK, ""
+
+
+class Turns:
+    """The worker's side of taking turns (harness.runner.run_turns): the processes of one model's
+    frameworks are all alive, and only one trains at a time, `steps` steps a turn, so that the
+    host's changes of speed fall on every framework alike. Before each turn the worker says
+    "wait" on stdout and blocks until the runner writes a line to its stdin; at the end it says
+    "end". Contention is counted over its own turns only (the others' turns are not foreign
+    load on its steps)."""
+
+    def __init__(self, steps: int, meter) -> None:
+        from .measure.drift import probe
+
+        self.steps, self.meter, self.probe = steps, meter, probe
+        self.probe_s: float | None = None  # timed at the start of the first turn
+        self.starts: list[int] = []  # the step each turn began with
+
+    def gate(self, done: int) -> None:
+        if done % self.steps:
+            return
+        self.meter.stop()
+        print(TURN_PREFIX + "wait", flush=True)
+        if not sys.stdin.readline():
+            raise RuntimeError("the runner stopped handing out turns")
+        if self.probe_s is None:
+            self.probe_s = self.probe()
+        self.starts.append(done)
+        self.meter.start()
+
+    def medians(self, step_times: list[float], warmup: int) -> list[float | None]:
+        """The median step of each turn, the warm-up steps left out (None: warm-up only)."""
+        ends = [*self.starts[1:], len(step_times)]
+        kept = [step_times[max(start, warmup):end]
+                for start, end in zip(self.starts, ends, strict=True)]
+        return [sorted(k)[len(k) // 2] if k else None for k in kept]
+
+    def end(self) -> None:
+        self.meter.stop()
+        print(TURN_PREFIX + "end", flush=True)
 
 
 class StepRecorder:
@@ -174,15 +219,19 @@ class StepRecorder:
         self.epoch_losses, self.epoch_accs = [], []
 
 
-def time_pass(case, data_dir) -> dict:
+def time_pass(case, data_dir, turn_steps: int = 0) -> dict:
     """The timing pass; a case the framework does not support ends before it is built, with
-    status unsupported and the framework's reason."""
+    status unsupported and the framework's reason. With `turn_steps`, it trains in turns of that
+    many steps with other processes (`Turns`)."""
     from .batches import steps_per_epoch
     from .flops import train_step_flops
     from .frameworks import framework_origin, get_framework
     from .frameworks.base import Framework, why_unsupported
-    from .measure import gemm_peak_gflops, provenance, watch_contention
+    from .measure import gemm_peak_gflops, provenance
+    from .measure.contention import ContentionMeter
+    from .measure.drift import probe
     from .measure.environment import recorded_environment
+    from .measure.process_facts import watch_process
     from .measure.roofs import cached_bandwidth_gbs
     from .measure.warmup import warmup_steps
     from .system import provenance_facts
@@ -216,14 +265,25 @@ def time_pass(case, data_dir) -> dict:
         outputs = framework.predict_all(x_test)
         recorder.end_epoch(epoch, outputs, y_test, time.perf_counter() - start)
 
-    with watch_contention() as contention:
-        start = time.perf_counter()
+    # The host's pace as this process sees it, just before training (at its first turn when it
+    # takes turns): does a slow process run slow identical work too?
+    meter = ContentionMeter()
+    turns = Turns(turn_steps, meter) if turn_steps else None
+    with watch_process(None if turns else probe()) as facts:
+        if turns is None:
+            meter.start()
         status, reason = train(framework, spec, case, x_train, y_train, targets, recorder.on_step,
-                               on_epoch)
-        loop_s = time.perf_counter() - start
+                               on_epoch, gate=turns.gate if turns else None)
+        if turns is None:
+            meter.stop()
+        else:
+            turns.end()
+    if facts.value and turns:
+        facts.value.probe_s = turns.probe_s
+    loop_s = meter.wall_s  # the loop's own time: its turns, not the others'
     if type(framework).timed_train_step is not Framework.timed_train_step:
         result["provenance"]["step_clock"] = "the framework's own (steps run in its process)"
-    c = contention.value
+    c = meter.value
     eval_time = sum(e["eval_time_s"] for e in recorder.epochs)
     step_times = recorder.step_times
     warmup = warmup_steps(step_times)
@@ -234,6 +294,9 @@ def time_pass(case, data_dir) -> dict:
                   step_times_s=step_times[warmup:], warmup_steps=warmup,
                   warmup_s=sum(step_times[:warmup]), train_time_s=sum(step_times[warmup:]),
                   eval_time_s=eval_time,
+                  process_facts=facts.value.record() if facts.value else None,
+                  turn_steps=turn_steps,
+                  turn_medians_s=turns.medians(step_times, warmup) if turns else [],
                   # the whole loop (gathering, bookkeeping, progress) without evaluation:
                   # scripts/bench_overhead.py compares it with the same loop run bare
                   loop_time_s=loop_s - eval_time)
@@ -329,8 +392,8 @@ def main(argv: list[str]) -> int:
             result = instructions_pass(case, job.get("data_dir"), job["callgrind_out"],
                                        job["marks_library"])
         else:
-            run = {"time": time_pass, "memory": memory_pass}[job["pass"]]
-            result = run(case, job.get("data_dir"))
+            result = (time_pass(case, job.get("data_dir"), job.get("turn_steps", 0))
+                      if job["pass"] == "time" else memory_pass(case, job.get("data_dir")))
     except Exception as error:  # reported to the parent, which records the case as failed
         result = {"status": Status.FAILED, "reason": f"{type(error).__name__}: {error}",
                   "traceback": traceback.format_exc()}

@@ -295,6 +295,19 @@ def test_a_ratio_whose_interval_holds_1_is_no_difference() -> None:
     assert paired.value == pytest.approx(2.0) and paired.low == pytest.approx(2.0) == paired.high
 
 
+def test_a_round_that_took_turns_is_a_ratio_turn_by_turn() -> None:
+    """Where the host slowed one process's later turns only (a busy second), the medians of the
+    two processes disagree, the ratio turn by turn does not; turns of warm-up only are skipped;
+    without turns (or with turn lists that do not match) it is the ratio of the medians."""
+    from harness.stats import round_ratio
+
+    engine = [None, 1.0, 1.0, 2.0, 2.0, 2.0]  # the host twice as slow from the 4th turn on
+    torch = [2.0, 2.0, 2.0, 4.0, 4.0, 4.0]
+    assert round_ratio(2.0, 2.0, engine, torch) == pytest.approx(0.5)
+    assert round_ratio(1.5, 3.0) == pytest.approx(0.5)
+    assert round_ratio(1.5, 3.0, [1.0], [2.0, 2.0]) == pytest.approx(0.5)
+
+
 # --- figures ----------------------------------------------------------------------------------
 
 def test_accuracy_figures(store: ResultsStore) -> None:

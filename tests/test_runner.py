@@ -570,3 +570,30 @@ def test_an_older_worker_gets_the_measured_warm_up_too(monkeypatch):
     (run,) = run_case(case, RunOptions(memory=False, rounds=1)).runs
     assert run.warmup_steps == 5 and run.warmup_s == pytest.approx(0.05 + 4 * 0.03)
     assert run.step_times_s == [0.01] * 60 and run.train_time_s == pytest.approx(0.6)
+
+
+def test_frameworks_take_turns_of_the_given_steps(toys, tmp_path, monkeypatch):
+    """With turns of 2 steps the two toys' 5 steps interleave 2 by 2, each turn's median is
+    stored, and the process facts come with each run."""
+    log = tmp_path / "steps.log"
+    monkeypatch.setenv("TOY_STEP_LOG", str(log))
+    suite = load_suite(str(write_suite(tmp_path, "turns", ["toy-ok", "toy-dense"], turns=2)))
+    assert suite.turns == 2
+    options = RunOptions(progress=False, memory=False, code_version="v1", turn_steps=suite.turns)
+    with ResultsStore(tmp_path / "store.sqlite") as store:
+        outcome = run_suite(suite, store, options)
+        runs = store.runs()
+    assert [r.status for r in outcome.results] == ["ok", "ok"]
+    order = log.read_text().split()
+    assert order == ["toy-ok", "toy-ok", "toy-dense", "toy-dense", "toy-ok", "toy-ok",
+                     "toy-dense", "toy-dense", "toy-ok", "toy-dense"]
+    for result in outcome.results:
+        (run,) = result.runs
+        assert run.turn_steps == 2 and len(run.turn_medians_s) == 3
+        steps = [None] * run.warmup_steps + run.step_times_s  # the turns of 2, 2 and 1 steps
+        for i, turn_median in enumerate(run.turn_medians_s):
+            kept = [s for s in steps[2 * i:2 * i + 2] if s is not None]
+            assert turn_median == (sorted(kept)[len(kept) // 2] if kept else None)
+        assert run.facts is not None and run.facts["threads"] >= 1
+        assert run.facts["minor_faults"] >= 0 and run.facts["probe_s"] > 0
+    assert list(runs["turn_steps"]) == [2, 2]

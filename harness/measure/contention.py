@@ -95,24 +95,49 @@ def _running_children_cpu_s() -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+class ContentionMeter:
+    """Contention summed over several regions (`start` ... `stop`, as often as needed): a process
+    that takes turns with others (harness.runner's turns) counts only the regions it ran in."""
+
+    def __init__(self) -> None:
+        self.wall_s = self.own_cpu_s = self.machine_busy_s = 0.0
+        self.known = True
+        self.cores = os.cpu_count() or 1
+        self._begin: tuple[tuple[int, int] | None, float, float] | None = None
+
+    def start(self) -> None:
+        self._begin = (_machine_busy_ticks(), _own_cpu_s(), time.perf_counter())
+
+    def stop(self) -> None:
+        if self._begin is None:
+            return
+        busy0, own0, t0 = self._begin
+        self._begin = None
+        self.wall_s += time.perf_counter() - t0
+        self.own_cpu_s += _own_cpu_s() - own0
+        busy1 = _machine_busy_ticks()
+        if busy0 is None or busy1 is None:
+            self.known = False
+        else:
+            self.machine_busy_s += (busy1[0] - busy0[0]) / os.sysconf("SC_CLK_TCK")
+            self.cores = busy1[1]
+
+    @property
+    def value(self) -> Contention:
+        if not self.known:
+            return Contention(self.wall_s, self.own_cpu_s, math.nan, math.nan, self.cores)
+        return Contention(self.wall_s, self.own_cpu_s, self.machine_busy_s,
+                          max(0.0, self.machine_busy_s - self.own_cpu_s), self.cores)
+
+
 @contextmanager
 def watch_contention() -> Iterator[ContentionResult]:
     """Watch the `with` block; the yielded result's `.value` is a `Contention` once it exits."""
     result = ContentionResult()
-    busy0 = _machine_busy_ticks()
-    own0 = _own_cpu_s()
-    t0 = time.perf_counter()
+    meter = ContentionMeter()
+    meter.start()
     try:
         yield result
     finally:
-        wall = time.perf_counter() - t0
-        own = _own_cpu_s() - own0
-        busy1 = _machine_busy_ticks()
-        if busy0 is None or busy1 is None:
-            machine = foreign = math.nan
-            cores = os.cpu_count() or 1
-        else:
-            machine = (busy1[0] - busy0[0]) / os.sysconf("SC_CLK_TCK")
-            foreign = max(0.0, machine - own)
-            cores = busy1[1]
-        result.value = Contention(wall, own, machine, foreign, cores)
+        meter.stop()
+        result.value = meter.value

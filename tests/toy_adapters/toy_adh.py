@@ -44,6 +44,9 @@ class ToyOk(EngineStatic):
         if os.environ.get("TOY_CHATTY"):  # a framework that writes a lot to stdout
             print(("chatter " * 16 + "\n") * 1000, end="", flush=True)
         self.before_step()
+        if os.environ.get("TOY_STEP_LOG"):  # which framework stepped when (taking turns)
+            with open(os.environ["TOY_STEP_LOG"], "a") as log:
+                log.write(self.name + "\n")
         loss, outputs = super().train_step(x, y)
         return self.loss_after(loss), outputs
 
