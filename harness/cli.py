@@ -1003,15 +1003,17 @@ def _model_tables(cases, epochs, runs, what: str, allow_mixed_machines: bool = F
     framework does not support (n/a, with the reason). UsageError if the cases ran on different
     machines, unless `allow_mixed_machines`; `what` names them in its message."""
     from .machines import require_one_machine
-    from .tables import format_model_tables, host_steadiness, shown_summary
+    from .tables import format_model_tables, host_steadiness, schedule, shown_summary
 
     machines = require_one_machine(cases, what, allow_mixed_machines)
     summary = shown_summary(cases, epochs, runs)
     if summary is None:
         return f"no finished case to tabulate ({', '.join(sorted(set(cases['status'])))})"
     # one host's steadiness: probes of several machines would call their difference unsteadiness
-    steadiness = "" if len(machines) > 1 else host_steadiness(runs[runs["key"].isin(cases["key"])])
-    return format_model_tables(summary) + (f"\n\n{steadiness}" if steadiness else "")
+    shown = runs[runs["key"].isin(cases["key"])]
+    steadiness = "" if len(machines) > 1 else host_steadiness(shown)
+    lines = [line for line in (schedule(shown), steadiness) if line]
+    return "\n\n".join([format_model_tables(summary), *lines])
 
 
 if __name__ == "__main__":

@@ -150,14 +150,43 @@ def format_processes_needed(spread: float, half_width: float = 0.05) -> str:
             f"ratio a 95% CI of ±{half_width:.0%} at this spread")
 
 
+def half_width(e: Estimate) -> float:
+    """How far the interval of `e` reaches from its value, relative, on the farther side (0.10:
+    ±10 %); NaN without an interval."""
+    if not e.has_interval or e.value <= 0:
+        return math.nan
+    return max(e.high / e.value - 1, 1 - e.low / e.value)
+
+
+def processes_to_narrow(e: Estimate, target: float = 0.10) -> int | None:
+    """About how many paired processes in all would bring the interval of the ratio `e` within
+    ±`target`, at the scatter its own interval shows (its log half-width over Student's t, times
+    √n); None where unknown or more than 1000."""
+    if not e.has_interval or e.low <= 0 or e.high <= e.low:
+        return None
+    scatter = math.log(e.high / e.low) / 2 / stats.t.ppf(0.5 + CONFIDENCE / 2, e.n - 1) \
+        * math.sqrt(e.n)
+    return rounds_for(scatter / math.sqrt(2), target)  # rounds_for takes one process's spread
+
+
+UNDECIDED_BEYOND = 0.25  # an interval that reaches further from its ratio decides nothing
+
+
 def format_ratio(e: Estimate, words: tuple[str, str] = ("slower", "faster")) -> str:
     """'0.62x (95% CI 0.58-0.66) faster'; '≈ 1.01x (95% CI 0.97-1.05)' when the interval holds 1;
-    '0.62x (one round, no CI)' without an interval. words = (above 1, below 1)."""
+    'undecided: 0.73x (95% CI 0.40-1.90; about 40 paired processes for ±10%)' when it holds 1
+    and reaches further than ±25 % (too wide to call it no difference); '0.62x (one round, no
+    CI)' without an interval. words = (above 1, below 1)."""
     if not math.isfinite(e.value):
         return "-"
     if not e.has_interval:
         return f"{e.value:.2f}x (one round, no CI)"
     ratio = f"{e.value:.2f}x (95% CI {e.low:.2f}-{e.high:.2f})"
+    if not e.excludes(1.0) and half_width(e) > UNDECIDED_BEYOND:
+        n = processes_to_narrow(e)
+        more = f"about {n}" if n else "more than 1000"
+        return (f"undecided: {e.value:.2f}x (95% CI {e.low:.2f}-{e.high:.2f}; {more} paired "
+                f"processes for ±10%)")
     if not e.excludes(1.0):
         return f"≈ {ratio}"
     return f"{ratio} {words[0] if e.low > 1 else words[1]}"

@@ -319,6 +319,26 @@ def host_steadiness(runs: pd.DataFrame) -> str:
             + format_processes_needed(spread))
 
 
+def schedule(runs: pd.DataFrame) -> str:
+    """How the timing passes of `runs` were scheduled, and so what a ratio is: turns of K steps
+    (harness.runner.run_turns) or one pass at a time; "" without runs."""
+    if runs.empty:
+        return ""
+    turns = sorted({int(k) for k in runs.get("turn_steps", pd.Series([0] * len(runs))).fillna(0)})
+    alone = ("each timing pass ran alone, one process at a time; a ratio is of two processes' "
+             "median steps, paired by round")
+    taking = ("a model's frameworks took turns of {} steps (their processes alive at once, one "
+              "training at a time, so that the host's slow seconds fall on all alike); a ratio "
+              "is the median of their turns' ratios, turn by turn, paired by round")
+    steps = " or ".join(str(k) for k in turns if k)
+    if not steps:
+        return "schedule: " + alone
+    if 0 not in turns:
+        return "schedule: " + taking.format(steps)
+    return (f"schedule: mixed: some passes took turns ({taking.format(steps)}), others ran "
+            f"alone ({alone})")
+
+
 def _forced(row: pd.Series) -> bool:
     """Whether any case of the row ran with --force (NaN on an n/a row)."""
     return bool(pd.notna(row.get("forced")) and row.get("forced"))

@@ -1,20 +1,22 @@
-"""Do this machine's verdicts reproduce? Independent runs of a suite, in pairs, compared.
+"""Do this machine's verdicts reproduce? Consecutive runs of a suite, compared.
 
-Runs `adh run SUITE` 2 x PAIRS times, one after the other, each into a store of its own (kept in
---out), then prints, per pair and model, the engine's step-time ratio to the reference framework
-in each run with its 95 % CI, and whether the pair agrees: the two point estimates within
---agree (10 %) of each other, and each inside the other run's interval. Then the spread between
-processes (coefficient of variation of the process medians) per model and framework, the host's
-steadiness in each run (the drift probes' spread, harness.tables.host_steadiness) and each run's
-wall time. On a host whose `adh system` host-steadiness line warns, expect pairs that disagree:
-that is the host, not the protocol.
+Runs `adh run SUITE` RUNS times, one after the other, each into a store of its own (kept in --out),
+then prints, per model, the engine's step-time ratio to the reference framework in each run with
+its 95 % CI, and what a reader of one run would assume of the next: how far apart the runs' ratios
+are (the largest over the smallest), the widest interval (±, relative), and the coverage: how
+often a run's ratio fell inside the previous run's interval. For a well-calibrated 95 % interval
+of the same width every time that happens about 83 % of the time (the next estimate scatters as
+much as the last: Cumming and Maillardet 2006); far less means intervals narrower than what
+differs between runs. Then the spread between processes (coefficient of variation of the process
+medians) per model and framework, each run's schedule (harness.tables.schedule), the host's
+steadiness (harness.tables.host_steadiness) and its wall time.
 
-    python scripts/bench_reproduce.py [--suite quick] [--pairs 3] [--out DIR] [adh run options]
-    python scripts/bench_reproduce.py --stores A1.sqlite B1.sqlite A2.sqlite B2.sqlite ...
+    python scripts/bench_reproduce.py [--suite quick] [--runs 4] [--out DIR] [adh run options]
+    python scripts/bench_reproduce.py --stores RUN1.sqlite RUN2.sqlite ...
 
-Options after the known ones go to `adh run` (e.g. --models cnn mlp, --frameworks engine-static
-torch, --no-memory). --stores compares stores measured earlier, in pairs, and runs nothing.
-Measure on a quiet machine, and nothing else at the same time.
+Options after the known ones go to `adh run` (e.g. --turns 10, --frameworks engine-static torch,
+--no-memory). --stores compares stores measured earlier, in that order, and runs nothing.
+Measure on a machine where nothing else runs at the same time.
 """
 from __future__ import annotations
 
@@ -26,9 +28,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from harness.stats import Estimate, cv
+from harness.stats import Estimate, cv, half_width
 from harness.store import ResultsStore
-from harness.tables import host_steadiness, markdown_table, step_ratios
+from harness.tables import host_steadiness, markdown_table, schedule, step_ratios
 
 
 def run_suite(suite: str, store: Path, extra: list[str]) -> float:
@@ -48,33 +50,37 @@ def ratios(store: Path, engine: str, reference: str) -> dict[str, Estimate]:
     return {row.model: row.ratio for row in table.itertuples() if row.framework == engine}
 
 
-def agreement(a: Estimate, b: Estimate, within: float) -> tuple[float, bool, bool]:
-    """How far apart two runs' ratios are (relative), whether that is within `within`, and
-    whether each point estimate lies inside the other's interval."""
-    apart = abs(a.value / b.value - 1)
-    inside = a.low <= b.value <= a.high and b.low <= a.value <= b.high
-    return apart, apart <= within, inside
-
-
-def pairs_table(stores: list[Path], engine: str, reference: str, within: float) -> str:
-    """Per pair of stores (1st and 2nd, 3rd and 4th, ...) and model, the engine's ratio in each
-    run and whether they agree; then how many agreed."""
-    rows, agreed, total = [], 0, 0
-    for i in range(0, len(stores) - 1, 2):
-        first, second = ratios(stores[i], engine, reference), ratios(stores[i + 1], engine,
-                                                                      reference)
-        for model in [m for m in first if m in second]:
-            a, b = first[model], second[model]
-            apart, close, inside = agreement(a, b, within)
-            agreed, total = agreed + (close and inside), total + 1
-            rows.append([str(i // 2 + 1), model, f"{a.value:.2f}x ({a.low:.2f}-{a.high:.2f})",
-                         f"{b.value:.2f}x ({b.low:.2f}-{b.high:.2f})", f"{apart:.0%}",
-                         "yes" if close else "no", "yes" if inside else "no"])
-    headers = ["Pair", "Model", f"{engine}/{reference}, run A (95% CI)", "run B (95% CI)",
-               "Apart", f"Within {within:.0%}", "Each inside the other's CI"]
-    return (markdown_table(headers, rows)
-            + f"\n\n{agreed} of {total} ratios agree (within {within:.0%}, each inside the other's "
-            "CI)")
+def runs_table(stores: list[Path], engine: str, reference: str, within: float,
+               widest: float) -> str:
+    """Per model: the engine's ratio in each run (in order), how far apart the runs are, the
+    widest interval, and how many ratios fell inside the previous run's interval; then the
+    coverage over all models, and whether every model met the bar (all intervals within
+    ±`widest`, all ratios within `within` of each other, each inside the previous interval)."""
+    by_run = [ratios(store, engine, reference) for store in stores]
+    models = [m for m in by_run[0] if all(m in run for run in by_run)]
+    rows, inside_total, met = [], 0, 0
+    for model in models:
+        series = [run[model] for run in by_run]
+        values = [e.value for e in series]
+        apart = max(values) / min(values) - 1
+        wide = max(half_width(e) for e in series)
+        inside = sum(bool(last.has_interval and last.low <= this.value <= last.high)
+                     for last, this in zip(series[:-1], series[1:], strict=True))
+        inside_total += inside
+        ok = apart <= within and wide <= widest and inside == len(series) - 1
+        met += ok
+        rows.append([model, *(f"{e.value:.2f}x ({e.low:.2f}-{e.high:.2f})" for e in series),
+                     f"{apart:.0%}", f"±{wide:.0%}", f"{inside} of {len(series) - 1}",
+                     "yes" if ok else "no"])
+    headers = ["Model", *(f"run {i + 1}: {engine}/{reference} (95% CI)"
+                          for i in range(len(stores))),
+               "Apart (largest / smallest)", "Widest interval", "Inside the previous run's CI",
+               f"All within ±{widest:.0%}, {within:.0%} apart, each inside the last"]
+    checks = len(models) * (len(stores) - 1)
+    coverage = (f"\n\ncoverage: {inside_total} of {checks} ratios fell inside the previous run's "
+                f"95% interval ({inside_total / checks:.0%}; about 83% for a well-calibrated "
+                f"interval)\n{met} of {len(models)} models met the bar") if checks else ""
+    return markdown_table(headers, rows) + coverage
 
 
 def spread_table(stores: list[Path]) -> str:
@@ -98,36 +104,38 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite", default="quick")
-    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=4)
     parser.add_argument("--out", type=Path, default=Path("results/reproduce"),
                         help="folder of the runs' stores (default: results/reproduce)")
     parser.add_argument("--stores", type=Path, nargs="+",
-                        help="compare these stores, in pairs, instead of running")
+                        help="compare these stores, in this order, instead of running")
     parser.add_argument("--engine", default="engine-static")
     parser.add_argument("--reference", default="torch")
     parser.add_argument("--agree", type=float, default=0.10,
-                        help="how far apart two runs' ratios may be (default: 0.10)")
+                        help="how far apart the runs' ratios may be (default: 0.10)")
+    parser.add_argument("--widest", type=float, default=0.10,
+                        help="how wide (±, relative) a run's interval may be (default: 0.10)")
     args, extra = parser.parse_known_args()
     walls: dict[Path, float] = {}
     if args.stores:
         stores = args.stores
-        if len(stores) % 2:
-            parser.error("--stores takes pairs: an even number of stores")
+        if len(stores) < 2:
+            parser.error("--stores takes two stores or more")
     else:
         args.out.mkdir(parents=True, exist_ok=True)
-        stores = [args.out / f"{args.suite}-{pair + 1}{side}.sqlite"
-                  for pair in range(args.pairs) for side in "ab"]
+        stores = [args.out / f"{args.suite}-{i + 1}.sqlite" for i in range(args.runs)]
         for store in stores:
             if store.exists():
                 sys.exit(f"{store} exists: remove it, or name another --out")
             walls[store] = run_suite(args.suite, store, extra)
-    print(pairs_table(stores, args.engine, args.reference, args.agree), "\n")
+    print(runs_table(stores, args.engine, args.reference, args.agree, args.widest), "\n")
     print("Between-process spread\n\n" + spread_table(stores), "\n")
     for store in stores:
         with ResultsStore(store) as s:
-            steadiness = host_steadiness(s.runs()) or "no drift probes"
+            runs = s.runs()
         wall = f", {walls[store]:.0f} s" if store in walls else ""
-        print(f"{store.name}{wall}: {steadiness}")
+        print(f"{store.name}{wall}: {schedule(runs)}; "
+              f"{host_steadiness(runs) or 'no drift probes'}")
     return 0
 
 

@@ -13,7 +13,7 @@ from harness import cli, runner
 from harness.measure.instructions import counted_instructions
 from harness.records import Case, CaseResult, EpochRecord, RunRecord, Status
 from harness.runner import RunOptions, WorkerError, run_case, run_worker
-from harness.store import ResultsStore
+from harness.store import SCHEMA_VERSION, TURN_COLUMNS, ResultsStore
 from harness.tables import format_model_tables, model_summary
 
 CASE = Case(suite="s", model="mlp", framework="engine-static", dataset="mnist-10k", epochs=1,
@@ -99,12 +99,14 @@ def test_a_results_store_of_version_2_gains_the_columns(tmp_path):
     db = sqlite3.connect(path)
     db.executescript("ALTER TABLE cases DROP COLUMN instructions_per_step; "
                      "ALTER TABLE cases DROP COLUMN instructions_note; "
-                     "UPDATE meta SET value = '2' WHERE key = 'schema_version';")
+                     + "".join(f"ALTER TABLE runs DROP COLUMN {c}; " for c in TURN_COLUMNS)
+                     + "UPDATE meta SET value = '2' WHERE key = 'schema_version';")
     db.close()
     with ResultsStore(path) as store:
         assert {"instructions_per_step", "instructions_note"} <= set(store.cases().columns)
+        assert set(TURN_COLUMNS) <= set(store.runs().columns)
     version = sqlite3.connect(path).execute("SELECT value FROM meta").fetchone()[0]
-    assert version == "3"
+    assert version == str(SCHEMA_VERSION)
 
 
 @needs_valgrind

@@ -329,6 +329,9 @@ def method_section(data: frames.SuiteData) -> str:
         f"{len(runs)} timing passes were flagged**"
         + (f"; {retried} more were kept only after a repeat." if retried else "."),
     ]
+    how = tables.schedule(runs)
+    if how:
+        text.append(how[len("schedule: "):][0].upper() + how[len("schedule: ") + 1:] + ".")
     steadiness = tables.host_steadiness(runs)
     if steadiness:
         text.append(steadiness[0].upper() + steadiness[1:] + " (if each process's time scattered "
