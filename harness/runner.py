@@ -36,6 +36,7 @@ from typing import Callable
 from .measure.contention import ContentionMeter
 from .measure.drift import drifted, level_shift, probe
 from .measure.environment import measured_environment
+from .measure.keep_awake import cpus_kept_awake
 from .measure.policy import DEFAULT_POLICY
 from .measure.warmup import warmup_steps
 from .records import FINISHED, BatchRecord, Case, CaseResult, EpochRecord, RunRecord, Status
@@ -150,6 +151,13 @@ class _Worker:
         except BrokenPipeError:  # it ended meanwhile; finish() says how
             self.turns.put("end")
 
+    def wait_exit(self) -> None:
+        """Wait for the process to exit, until the pass's deadline (`finish` then says how)."""
+        try:
+            self.proc.wait(timeout=max(0.0, self.deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
@@ -201,9 +209,17 @@ def run_turns(cases: list[Case], options: RunOptions, turn_steps: int,
     second of the host then falls on every framework alike, where passes run one after the other
     put it on one framework only. A turn starts once the last one's process is idle: its
     library threads spin for a while after their work (OpenBLAS for up to about 0.1 s) and would
-    take a core from the next. The result of each, or its WorkerError."""
+    take a core from the next; one that ended has exited. Meanwhile every CPU is kept awake
+    (harness.measure.keep_awake): a CPU that went idle between turns came back at another speed.
+    The result of each, or its WorkerError."""
+    with cpus_kept_awake():
+        return _take_turns(cases, options, turn_steps, on_progress)
+
+
+def _take_turns(cases: list[Case], options: RunOptions, turn_steps: int,
+                on_progress: Callable[[dict], None]) -> list[dict | WorkerError]:
     workers = [_Worker(case, "time", options, on_progress, turn_steps) for case in cases]
-    meter = ContentionMeter()  # of the machine less this process and its workers
+    meter = ContentionMeter()  # of the machine less this process and its children
     try:
         waiting = []
         for worker in workers:  # every process has started up (imports, data, build)
@@ -217,11 +233,14 @@ def run_turns(cases: list[Case], options: RunOptions, turn_steps: int,
             for worker in list(waiting):
                 worker.give_turn()
                 try:
-                    if worker.next_turn_message() == "end":
-                        waiting.remove(worker)
+                    ended = worker.next_turn_message() == "end"
                 except WorkerError:
+                    ended = True
+                if ended:  # its writing and exiting must not overlap the next turn
                     waiting.remove(worker)
-                wait_idle(worker.proc.pid)
+                    worker.wait_exit()
+                else:
+                    wait_idle(worker.proc.pid)
         meter.stop()
     except KeyboardInterrupt:
         for worker in workers:

@@ -328,8 +328,9 @@ def schedule(runs: pd.DataFrame) -> str:
     alone = ("each timing pass ran alone, one process at a time; a ratio is of two processes' "
              "median steps, paired by round")
     taking = ("a model's frameworks took turns of {} steps (their processes alive at once, one "
-              "training at a time, so that the host's slow seconds fall on all alike); a ratio "
-              "is the median of their turns' ratios, turn by turn, paired by round")
+              "training at a time, every CPU kept busy at the lowest priority meanwhile, so that "
+              "the host's changes of speed fall on all alike); a ratio is the median of their "
+              "turns' ratios, turn by turn, paired by round")
     steps = " or ".join(str(k) for k in turns if k)
     if not steps:
         return "schedule: " + alone

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 import mmap
+import os
 import subprocess
 import sys
 import time
@@ -19,6 +20,7 @@ from harness.measure import (
     contention,
     gemm_peak_gflops,
     git_state,
+    keep_awake,
     memory,
     provenance,
     roofs,
@@ -340,3 +342,32 @@ def test_rounds_for_a_ratio_interval_at_a_spread() -> None:
     assert rounds_for(0.03) == 9
     assert [rounds_for(s) for s in (0.0, 0.01, 0.02, 0.05, 0.1)] == [2, 3, 4, 17, 56]
     assert rounds_for(float("nan")) is None and rounds_for(1.0) is None  # more than 1000
+
+
+@pytest.mark.skipif(not keep_awake.available(), reason="needs SCHED_IDLE and CPU affinity (Linux)")
+def test_cpus_kept_awake_spin_at_the_lowest_priority_and_stop() -> None:
+    """One spinner per usable CPU, each on its CPU under SCHED_IDLE, all gone after the block."""
+    with keep_awake.cpus_kept_awake() as cpus:
+        assert cpus == sorted(os.sched_getaffinity(0))
+        time.sleep(0.3)  # let them start and set their policy
+        children = _children()
+        assert len(children) == len(cpus)
+        for pid in children:
+            assert os.sched_getscheduler(pid) == os.SCHED_IDLE
+            assert len(os.sched_getaffinity(pid)) == 1
+        assert sorted(cpu for pid in children for cpu in os.sched_getaffinity(pid)) == cpus
+    assert _children() == []
+
+
+def _children() -> list[int]:
+    """The running children of this process."""
+    me, out = os.getpid(), []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = open(f"/proc/{pid}/stat").read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[1]) == me and fields[0] != "Z":
+            out.append(int(pid))
+    return out
