@@ -33,10 +33,10 @@ from pathlib import Path
 from statistics import median
 from typing import Callable
 
+from .measure import keep_awake
 from .measure.contention import ContentionMeter
 from .measure.drift import drifted, level_shift, probe
 from .measure.environment import measured_environment
-from .measure.keep_awake import cpus_kept_awake
 from .measure.policy import DEFAULT_POLICY
 from .measure.warmup import warmup_steps
 from .records import FINISHED, BatchRecord, Case, CaseResult, EpochRecord, RunRecord, Status
@@ -212,7 +212,7 @@ def run_turns(cases: list[Case], options: RunOptions, turn_steps: int,
     take a core from the next; one that ended has exited. Meanwhile every CPU is kept awake
     (harness.measure.keep_awake): a CPU that went idle between turns came back at another speed.
     The result of each, or its WorkerError."""
-    with cpus_kept_awake():
+    with keep_awake.cpus_kept_awake():
         return _take_turns(cases, options, turn_steps, on_progress)
 
 
@@ -499,7 +499,11 @@ def _fill_first(result: CaseResult, timing: dict, options: RunOptions) -> None:
     """What every run of a case has alike, from its first: provenance (with the flag policy, and
     what was forced), work, the training curves."""
     forced = {"forced": options.forced[result.key]} if result.key in options.forced else {}
+    # how the passes were scheduled: turns of K steps with every CPU kept awake, or alone (0)
+    schedule = {"turn_steps": timing.get("turn_steps", 0),
+                "cpus_kept_awake": bool(timing.get("turn_steps")) and keep_awake.available()}
     result.provenance = {**timing.get("provenance", {}), "policy": POLICY.record(), **forced,
+                         "schedule": schedule,
                          "pass_wall_s": result.provenance.get("pass_wall_s", {"time": []})}
     result.flops_per_step = timing.get("flops_per_step")
     result.gemm_peak_gflops = timing.get("gemm_peak_gflops")

@@ -149,6 +149,21 @@ def test_contention_sees_a_busy_foreign_process():
     assert c.contended() and c.foreign_fraction > 0.2
 
 
+def test_contention_counts_a_running_grandchild_as_its_own():
+    """A worker's engine behind the process door is the worker's child, and the runner's
+    grandchild: its CPU time is the runner's own while frameworks take turns."""
+    code = "import time\nt = time.perf_counter()\nwhile time.perf_counter() - t < 1.5: pass"
+    launcher = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {code!r}])"
+    child = subprocess.Popen([sys.executable, "-c", launcher])
+    try:
+        time.sleep(0.4)  # the grandchild is spinning
+        with watch_contention() as w:
+            time.sleep(0.6)
+    finally:
+        child.wait()
+    assert w.value.own_cpu_s > 0.3
+
+
 def test_contention_own_spin_is_not_foreign():
     c = quietest(lambda: spin(0.2))
     assert c.own_cpu_s >= 0.8 * c.wall_s

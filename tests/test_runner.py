@@ -597,3 +597,5 @@ def test_frameworks_take_turns_of_the_given_steps(toys, tmp_path, monkeypatch):
         assert run.facts is not None and run.facts["threads"] >= 1
         assert run.facts["minor_faults"] >= 0 and run.facts["probe_s"] > 0
     assert list(runs["turn_steps"]) == [2, 2]
+    for result in outcome.results:
+        assert result.provenance["schedule"]["turn_steps"] == 2

@@ -7,9 +7,10 @@ the rest of the machine used meanwhile.
 
 Caveats. /proc/stat counts in clock ticks (usually 10 ms) that the kernel attributes by
 sampling, so a region's foreign time is only good to a few ticks per core; judge it as a
-fraction of the region's capacity (`foreign_fraction`), not in absolute terms. Children of
-this process count as its own: the running ones from /proc/PID/stat, those it waited for from
-RUSAGE_CHILDREN (grandchildren are foreign). Inside a container
+fraction of the region's capacity (`foreign_fraction`), not in absolute terms. Descendants of
+this process count as its own: the running ones from /proc/PID/stat (the runner's workers taking
+turns, and an engine behind a worker's process door, are its own), its children it waited for
+from RUSAGE_CHILDREN. Inside a container
 /proc/stat usually describes the host, and `cores` is then the host's CPU count. Where
 /proc/stat is unavailable (not Linux) machine and foreign time are NaN and `contended()` is
 False: the region is then never flagged, rather than flagged on a guess.
@@ -75,12 +76,13 @@ def _own_cpu_s() -> float:
 
 
 def _running_children_cpu_s() -> float:
-    """User+sys CPU time of this process's running children, from /proc (0 elsewhere)."""
-    me, ticks = os.getpid(), 0
+    """User+sys CPU time of this process's running descendants (children, and theirs: an engine
+    behind the process door of a worker the runner started), from /proc (0 elsewhere)."""
     try:
         pids = [name for name in os.listdir("/proc") if name.isdigit()]
     except OSError:
         return 0.0
+    parent, ticks = {}, {}
     for pid in pids:
         try:
             with open(f"/proc/{pid}/stat") as f:
@@ -90,9 +92,17 @@ def _running_children_cpu_s() -> float:
         # After the command name (in parentheses, and it may hold spaces): state, ppid, ... and
         # utime, stime as the 12th and 13th fields.
         fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[1]) == me:
-            ticks += int(fields[11]) + int(fields[12])
-    return ticks / os.sysconf("SC_CLK_TCK")
+        parent[int(pid)], ticks[int(pid)] = int(fields[1]), int(fields[11]) + int(fields[12])
+    mine, total = {os.getpid()}, 0
+    grew = True
+    while grew:
+        grew = False
+        for pid, ppid in parent.items():
+            if ppid in mine and pid not in mine:
+                mine.add(pid)
+                total += ticks[pid]
+                grew = True
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 class ContentionMeter:
