@@ -67,8 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seeds", type=int, metavar="K", help="run seeds 0..K-1")
     run.add_argument("--rounds", type=_positive_int, metavar="R",
                      help="timing passes per case, each in a fresh process, interleaved across the "
-                          "suite's cases round by round (default: the suite's; quick 3, paper 2)")
-    run.add_argument("--turns", type=int, metavar="K",
+                          "suite's cases round by round (default: the suite's; quick 6, paper 2)")
+    run.add_argument("--turns", type=_nonnegative_int, metavar="K",
                      help="each model's frameworks take turns of K steps, all their processes "
                           "alive and one training at a time, so that the host's changes of speed "
                           "fall on all alike; ratios are then taken turn by turn (0: one process "
@@ -464,6 +464,13 @@ def _counting(args) -> bool:
         require_valgrind()
         marks_library()
     return args.count_instructions
+
+
+def _nonnegative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
 
 
 def _positive_int(text: str) -> int:

@@ -132,19 +132,27 @@ class _Worker:
                                        args=(self.proc.stdout, on_progress, self.turns),
                                        daemon=True)
         self.reader.start()
+        # The pass's own time: while it waits for a turn the deadline moves on (give_turn).
         self.deadline = time.monotonic() + options.timeout_s
+        self.paused_at: float | None = None
+        self.error: WorkerError | None = None  # a timeout seen between turns, for finish()
 
     def next_turn_message(self) -> str:
         """The worker's next turn message ("wait" or "end"); WorkerError past the timeout."""
         try:
-            return self.turns.get(timeout=max(0.0, self.deadline - time.monotonic()))
+            message = self.turns.get(timeout=max(0.0, self.deadline - time.monotonic()))
         except queue.Empty:
             self.kill()
-            raise WorkerError(Status.TIMEOUT, f"{self.pass_name} pass ran past "
-                                              f"{self.options.timeout_s:g} s") from None
+            self.error = WorkerError(Status.TIMEOUT, f"{self.pass_name} pass ran past "
+                                                     f"{self.options.timeout_s:g} s")
+            raise self.error from None
+        self.paused_at = time.monotonic()
+        return message
 
     def give_turn(self) -> None:
         assert self.proc.stdin is not None
+        if self.paused_at is not None:  # the others' turns are not this pass's time
+            self.deadline += time.monotonic() - self.paused_at
         try:
             self.proc.stdin.write("go\n")
             self.proc.stdin.flush()
@@ -166,6 +174,9 @@ class _Worker:
     def finish(self) -> dict:
         """The pass's result; WorkerError on a crash or a timeout."""
         try:
+            if self.error is not None:
+                self.kill()
+                raise self.error
             try:
                 self.proc.wait(timeout=max(0.0, self.deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -218,9 +229,10 @@ def run_turns(cases: list[Case], options: RunOptions, turn_steps: int,
 
 def _take_turns(cases: list[Case], options: RunOptions, turn_steps: int,
                 on_progress: Callable[[dict], None]) -> list[dict | WorkerError]:
-    workers = [_Worker(case, "time", options, on_progress, turn_steps) for case in cases]
+    workers: list[_Worker] = []
     meter = ContentionMeter()  # of the machine less this process and its children
     try:
+        workers += [_Worker(case, "time", options, on_progress, turn_steps) for case in cases]
         waiting = []
         for worker in workers:  # every process has started up (imports, data, build)
             try:
@@ -245,6 +257,7 @@ def _take_turns(cases: list[Case], options: RunOptions, turn_steps: int,
     except KeyboardInterrupt:
         for worker in workers:
             worker.kill()
+            worker.tmp.cleanup()
         raise
     results: list[dict | WorkerError] = []
     contention = meter.value

@@ -315,7 +315,10 @@ class ResultsStore:
         where, params = self._where(suite)
         columns = ["t.*"] + (["c.key", *(f"c.{s}" for s in SETTINGS_COLUMNS), "c.status"]
                              if join else [])
-        dtypes = _dtypes({**values, **(SETTINGS_COLUMNS if join else {})})
+        # an older store, opened read-only, lacks the columns added since (runs: turns, facts)
+        present = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
+        dtypes = _dtypes({**{v: t for v, t in values.items() if v in present},
+                          **(SETTINGS_COLUMNS if join else {})})
         frame = pd.read_sql_query(
             f"SELECT {', '.join(columns)} FROM {table} t JOIN cases c ON c.id = t.case_id {where} "
             f"ORDER BY t.case_id, {', '.join(f't.{k}' for k in keys)}",
@@ -436,10 +439,11 @@ def _case_of(row: sqlite3.Row) -> Case:
 def _run_values(row: sqlite3.Row) -> dict[str, Any]:
     """A stored run's fields for RunRecord, its round and steps aside; median_s is derived."""
     flags = ("contended", "drift")  # SQLite has no booleans
+    present = set(row.keys())  # an older store, read-only, lacks the turn columns
     values = {v: bool(row[v]) if v in flags else from_json(row[v]) if v in JSON_RUN_COLUMNS
-              else row[v] for v in CHILD_TABLES["runs"][1] if v != "median_s"}
-    values["turn_medians_s"] = values["turn_medians_s"] or []
-    return values
+              else row[v] for v in CHILD_TABLES["runs"][1] if v != "median_s" and v in present}
+    return {**values, "turn_steps": values.get("turn_steps") or 0,
+            "turn_medians_s": values.get("turn_medians_s") or []}
 
 
 def from_json(text: str | None) -> Any:

@@ -142,8 +142,9 @@ class Turns:
     frameworks are all alive, and only one trains at a time, `steps` steps a turn, so that the
     host's changes of speed fall on every framework alike. Before each turn the worker says
     "wait" on stdout and blocks until the runner writes a line to its stdin; at the end it says
-    "end". Contention is counted over its own turns only (the others' turns are not foreign
-    load on its steps)."""
+    "end". The runner measures the contention of the whole group (harness.runner.run_turns);
+    the meter here times the worker's own turns (its loop time). The process facts are taken
+    over the whole training, the others' turns included."""
 
     def __init__(self, steps: int, meter) -> None:
         from .measure.drift import probe
@@ -153,8 +154,8 @@ class Turns:
         self.starts: list[int] = []  # the step each turn began with
 
     def gate(self, done: int) -> None:
-        if done % self.steps:
-            return
+        if self.starts and done < self.starts[-1] + self.steps:
+            return  # (a framework that takes several steps a call may pass the boundary)
         self.meter.stop()
         print(TURN_PREFIX + "wait", flush=True)
         if not sys.stdin.readline():

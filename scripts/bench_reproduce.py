@@ -45,7 +45,7 @@ def run_suite(suite: str, store: Path, extra: list[str]) -> float:
 
 def ratios(store: Path, engine: str, reference: str) -> dict[str, Estimate]:
     """The engine's paired step-time ratio to the reference, per model, in one store."""
-    with ResultsStore(store) as s:
+    with ResultsStore(store, read_only=True) as s:
         table = step_ratios(s.runs(), reference)
     return {row.model: row.ratio for row in table.itertuples() if row.framework == engine}
 
@@ -88,7 +88,7 @@ def spread_table(stores: list[Path]) -> str:
     range."""
     cvs: dict[tuple[str, str], list[float]] = defaultdict(list)
     for store in stores:
-        with ResultsStore(store) as s:
+        with ResultsStore(store, read_only=True) as s:
             runs = s.runs()
         for (model, framework), group in runs.groupby(["model", "framework"], sort=False):
             medians = list(group["median_s"].dropna())
@@ -131,7 +131,7 @@ def main() -> int:
     print(runs_table(stores, args.engine, args.reference, args.agree, args.widest), "\n")
     print("Between-process spread\n\n" + spread_table(stores), "\n")
     for store in stores:
-        with ResultsStore(store) as s:
+        with ResultsStore(store, read_only=True) as s:
             runs = s.runs()
         wall = f", {walls[store]:.0f} s" if store in walls else ""
         print(f"{store.name}{wall}: {schedule(runs)}; "

@@ -599,3 +599,18 @@ def test_frameworks_take_turns_of_the_given_steps(toys, tmp_path, monkeypatch):
     assert list(runs["turn_steps"]) == [2, 2]
     for result in outcome.results:
         assert result.provenance["schedule"]["turn_steps"] == 2
+
+
+def test_a_failing_framework_leaves_the_others_their_turns(toys, tmp_path):
+    """In turns, a worker that hangs is stopped at its own timeout and recorded as timeout, one
+    killed mid-training as crashed, one that fails as failed; the others finish their turns."""
+    suite = load_suite(str(write_suite(tmp_path, "turns", ["toy-ok", "toy-hang", "toy-crash",
+                                                           "toy-error"], turns=2, timeout_s=4)))
+    options = RunOptions(progress=False, memory=False, code_version="v1", turn_steps=suite.turns,
+                         timeout_s=suite.timeout_s)
+    with ResultsStore(tmp_path / "store.sqlite") as store:
+        outcome = run_suite(suite, store, options)
+    statuses = {r.case.framework: r.status for r in outcome.results}
+    assert statuses == {"toy-ok": "ok", "toy-hang": "timeout", "toy-crash": "crashed",
+                        "toy-error": "failed"}
+    assert "ran past 4 s" in by_framework(outcome.results)["toy-hang"].reason

@@ -298,6 +298,26 @@ def test_a_version_2_store_is_upgraded_when_opened(tmp_path: Path) -> None:
     assert _schema_version(path) == str(SCHEMA_VERSION)
 
 
+def test_a_version_3_store_reads_as_it_is_when_opened_read_only(tmp_path: Path) -> None:
+    """adh merge and a plan open stores read-only: an older store's runs come without turns."""
+    path = tmp_path / "adh.sqlite"
+    ResultsStore(path).close()
+    with ResultsStore(path) as store:
+        store.save(make_result())
+    with sqlite3.connect(path) as db:
+        for column in TURN_COLUMNS:
+            db.execute(f"ALTER TABLE runs DROP COLUMN {column}")
+        db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    db.close()
+    with ResultsStore(path, read_only=True) as store:
+        runs = store.runs()
+        (loaded,) = [store.load(i) for i in store.cases()["id"]]
+    assert list(runs["turn_steps"]) == [0] * len(runs) and runs["facts"].isna().all()
+    assert all(run.turn_steps == 0 and run.turn_medians_s == [] and run.facts is None
+               for run in loaded.runs)
+    assert _schema_version(path) == "3"
+
+
 def test_a_version_3_store_gains_turns_and_facts_when_opened(tmp_path: Path) -> None:
     path = tmp_path / "adh.sqlite"
     _old_store(path, 3)

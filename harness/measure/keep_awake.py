@@ -19,9 +19,12 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_SPIN = ("import os, sys; cpu = int(sys.argv[1]); os.sched_setaffinity(0, {cpu}); "
+# Spins until its parent is gone: a runner killed outright (SIGKILL) leaves no spinner behind.
+_SPIN = ("import os, sys; cpu = int(sys.argv[1]); parent = os.getppid(); "
+         "os.sched_setaffinity(0, {cpu}); "
          "os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\n"
-         "while True: pass")
+         "while os.getppid() == parent:\n"
+         "    for _ in range(100000): pass")
 
 
 def available() -> bool:
@@ -37,10 +40,11 @@ def cpus_kept_awake(cpus: set[int] | None = None) -> Iterator[list[int]]:
         yield []
         return
     chosen = sorted(cpus if cpus is not None else os.sched_getaffinity(0))
-    spinners = [subprocess.Popen([sys.executable, "-c", _SPIN, str(cpu)],
-                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-                for cpu in chosen]
+    spinners: list[subprocess.Popen] = []
     try:
+        for cpu in chosen:
+            spinners.append(subprocess.Popen([sys.executable, "-c", _SPIN, str(cpu)],
+                                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL))
         yield chosen
     finally:
         for spinner in spinners:
