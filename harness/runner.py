@@ -38,6 +38,7 @@ from .measure.contention import ContentionMeter
 from .measure.drift import drifted, level_shift, probe
 from .measure.environment import measured_environment
 from .measure.policy import DEFAULT_POLICY
+from .measure.process_facts import stat_fields
 from .measure.warmup import warmup_steps
 from .records import FINISHED, BatchRecord, Case, CaseResult, EpochRecord, RunRecord, Status
 from .store import ResultsStore
@@ -285,12 +286,8 @@ def wait_idle(pid: int, most_s: float = IDLE_WAIT_S) -> float:
             break
         running = False
         for tid in tids:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            if stat[stat.rindex(")") + 2] == "R":
+            stat = stat_fields(f"/proc/{pid}/task/{tid}/stat")
+            if stat is not None and stat[0] == "R":
                 running = True
                 break
         if not running:

@@ -28,6 +28,7 @@ from harness.measure import (
     watch_contention,
 )
 from harness.measure.policy import FlagPolicy
+from harness.measure.process_facts import stat_fields
 
 MiB = 1 << 20
 REPO = Path(__file__).resolve().parents[1]
@@ -378,11 +379,7 @@ def _children() -> list[int]:
     """The running children of this process."""
     me, out = os.getpid(), []
     for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = open(f"/proc/{pid}/stat").read()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[1]) == me and fields[0] != "Z":
+        fields = stat_fields(f"/proc/{pid}/stat")
+        if fields is not None and int(fields[1]) == me and fields[0] != "Z":
             out.append(int(pid))
     return out

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from harness.measure.policy import DEFAULT_POLICY, FlagPolicy
+from harness.measure.process_facts import stat_fields
 
 _PROC_STAT = "/proc/stat"
 
@@ -84,14 +85,9 @@ def _running_children_cpu_s() -> float:
         return 0.0
     parent, ticks = {}, {}
     for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                stat = f.read()
-        except OSError:  # gone meanwhile
+        fields = stat_fields(f"/proc/{pid}/stat")  # ppid, and utime and stime (fields 14, 15)
+        if fields is None:  # gone meanwhile
             continue
-        # After the command name (in parentheses, and it may hold spaces): state, ppid, ... and
-        # utime, stime as the 12th and 13th fields.
-        fields = stat[stat.rindex(")") + 2:].split()
         parent[int(pid)], ticks[int(pid)] = int(fields[1]), int(fields[11]) + int(fields[12])
     mine, total = {os.getpid()}, 0
     grew = True

@@ -67,6 +67,14 @@ def _read(path: str) -> str | None:
         return None
 
 
+def stat_fields(path: str) -> list[str] | None:
+    """The fields of a /proc/PID/stat (or .../task/TID/stat) file after the command name, which
+    is in parentheses and may hold spaces: [state, ppid, ...], so field N of proc(5) is [N - 3];
+    None where the process is gone or /proc is missing."""
+    stat = _read(path)
+    return None if stat is None else stat[stat.rindex(")") + 2:].split()
+
+
 def _threads() -> dict[str, tuple[int, float, int]]:
     """Per thread of this process: (migrations, seconds waited on a run queue, last CPU)."""
     out = {}
@@ -75,12 +83,12 @@ def _threads() -> dict[str, tuple[int, float, int]]:
     except OSError:
         return out
     for tid in tids:
-        stat = _read(f"/proc/self/task/{tid}/stat")
+        stat = stat_fields(f"/proc/self/task/{tid}/stat")
         schedstat = _read(f"/proc/self/task/{tid}/schedstat")  # run ns, wait ns, timeslices
         sched = _read(f"/proc/self/task/{tid}/sched")
         if stat is None or schedstat is None:
             continue  # the thread ended meanwhile
-        cpu = int(stat[stat.rindex(")") + 2:].split()[36])  # field 39: processor
+        cpu = int(stat[36])  # field 39: processor
         migrations = 0
         for line in (sched or "").splitlines():
             if line.startswith("se.nr_migrations"):
@@ -106,10 +114,10 @@ def _huge_pages_kb() -> int | None:
 
 
 def _heap_offset_kb() -> int | None:
-    stat = _read("/proc/self/stat")
+    stat = stat_fields("/proc/self/stat")
     if stat is None:
         return None
-    start_brk = int(stat[stat.rindex(")") + 2:].split()[44])  # field 47: start_brk
+    start_brk = int(stat[44])  # field 47: start_brk
     return (start_brk % _HUGE_PAGE) // 1024
 
 
