@@ -68,6 +68,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--rounds", type=_positive_int, metavar="R",
                      help="timing passes per case, each in a fresh process, interleaved across the "
                           "suite's cases round by round (default: the suite's; quick 6, paper 2)")
+    run.add_argument("--until-within", type=float, metavar="PCT",
+                     help="after --rounds, go on round by round while a step ratio against torch "
+                          "reaches further than PCT %% from its value (quick: 10; 0: never), "
+                          "within --max-rounds and --max-minutes")
+    run.add_argument("--max-rounds", type=_positive_int, metavar="N",
+                     help="the most rounds --until-within may take (default: the suite's, else "
+                          "twice --rounds)")
+    run.add_argument("--max-minutes", type=float, metavar="M",
+                     help="--until-within starts another round only if it fits in M minutes "
+                          "from the run's start, at the last round's pace (0: no limit)")
     run.add_argument("--turns", type=_nonnegative_int, metavar="K",
                      help="each model's frameworks take turns of K steps, all their processes "
                           "alive and one training at a time, so that the host's changes of speed "
@@ -500,11 +510,14 @@ def _run(args) -> int:
         "epochs": args.epochs, "threads": args.threads, "batch_size": args.batch_size,
         "train_limit": args.train_limit,
         "seeds": list(range(args.seeds)) if args.seeds is not None else None,
+        "rounds": args.rounds, "until_within": args.until_within, "max_rounds": args.max_rounds,
+        "max_minutes": args.max_minutes,
     }.items() if v is not None}
     suite = _load_suite(args.suite, "run", overrides)
     options = RunOptions(data_dir=args.data_dir, resume=args.resume, progress=not args.no_progress,
                          memory=suite.memory and not args.no_memory,
-                         rounds=args.rounds or suite.rounds, count_instructions=_counting(args),
+                         rounds=suite.rounds, more_rounds=suite.more_rounds,
+                         count_instructions=_counting(args),
                          turn_steps=suite.turns if args.turns is None else args.turns,
                          timeout_s=args.timeout or suite.timeout_s, code_version=code_version())
     if args.shard:
@@ -541,6 +554,9 @@ def _run(args) -> int:
             print(format_problems(plan), file=sys.stderr)
             return 2
         print(estimate_line(plan), file=sys.stderr)
+        if options.more_rounds:
+            print(f"rounds: {options.rounds} (the estimate's), then more "
+                  f"{options.more_rounds.describe()}", file=sys.stderr)
         options.forced = plan.forced()
         with ResultsStore(args.store) as store:
             if cluster is None:

@@ -42,7 +42,7 @@ from .measure.process_facts import stat_fields
 from .measure.warmup import warmup_steps
 from .records import FINISHED, BatchRecord, Case, CaseResult, EpochRecord, RunRecord, Status
 from .store import ResultsStore
-from .suites import Suite
+from .suites import MoreRounds, Suite
 from .worker import PROGRESS_PREFIX, TURN_PREFIX
 
 POLICY = DEFAULT_POLICY  # which timing passes are repeated and flagged
@@ -60,6 +60,7 @@ class RunOptions:
     code_version: str = "unknown"
     code_dir: str | None = None  # run the worker from this source tree (another commit's checkout)
     rounds: int = 1  # timing passes per case, each in a fresh process
+    more_rounds: MoreRounds | None = None  # then more, while the ratios are too wide
     # Steps a turn where one model's frameworks take turns (run_turns); 0: each pass alone.
     turn_steps: int = 0
     count_instructions: bool = False  # one more pass per case, under valgrind
@@ -511,7 +512,9 @@ def _fill_first(result: CaseResult, timing: dict, options: RunOptions) -> None:
     forced = {"forced": options.forced[result.key]} if result.key in options.forced else {}
     # how the passes were scheduled: turns of K steps with every CPU kept awake, or alone (0)
     schedule = {"turn_steps": timing.get("turn_steps", 0),
-                "cpus_kept_awake": bool(timing.get("turn_steps")) and keep_awake.available()}
+                "cpus_kept_awake": bool(timing.get("turn_steps")) and keep_awake.available(),
+                "rounds": options.rounds, "more_rounds": (options.more_rounds.describe()
+                                                          if options.more_rounds else None)}
     result.provenance = {**timing.get("provenance", {}), "policy": POLICY.record(), **forced,
                          "schedule": schedule,
                          "pass_wall_s": result.provenance.get("pass_wall_s", {"time": []})}
@@ -553,13 +556,15 @@ def pending_cases(suite: Suite, store: ResultsStore,
 def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
               on_case_done: Callable[[CaseResult], None] = lambda r: None) -> SuiteOutcome:
     """Run `options.rounds` timing passes of every case of `suite`, interleaved round by round,
-    saving each pass at once; with --resume, only what the store does not yet hold for this code
+    saving each pass at once, then, under `options.more_rounds`, more rounds while a ratio is too
+    wide (`goes_on`); with --resume, only what the store does not yet hold for this code
     version. `on_case_done` hears of each case when its last round ends."""
     from tqdm import tqdm
 
     outcome = SuiteOutcome()
     todo, outcome.skipped = pending_cases(suite, store, options)
-    passes = sum(options.rounds - len(r.runs) for r in todo)
+    rounds = options.rounds  # more under options.more_rounds
+    passes = sum(rounds - len(r.runs) for r in todo)
     disable = True if not options.progress else None  # None: bars only on a terminal
 
     def note(message: str) -> None:
@@ -569,8 +574,10 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
     bar = tqdm(total=passes, desc=f"suite {suite.name}", unit="pass", position=0, disable=disable)
     current: list[CaseResult] = []
     units = _turn_groups(todo) if options.turn_steps else [[result] for result in todo]
+    started, round_ = time.monotonic(), 0
     try:
-        for round_ in range(options.rounds):
+        while True:
+            round_started = time.monotonic()
             for unit in rotated(units, round_):
                 # not failed in an earlier round, and this round not stored already
                 current = rotated([r for r in unit if r.status == Status.OK
@@ -579,7 +586,7 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
                     continue
                 label = (current[0].case.label() if len(current) == 1 else
                          f"{current[0].case.model} ({len(current)} frameworks in turns)")
-                bar.set_postfix_str(f"round {round_ + 1}/{options.rounds} {label}")
+                bar.set_postfix_str(f"round {round_ + 1}/{rounds} {label}")
                 with tqdm(total=None, desc="  training", unit="step", position=1, leave=False,
                           disable=disable) as steps_bar:
                     show = partial(_show_progress, steps_bar, current[0].case.epochs)
@@ -591,13 +598,23 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
                     store.save(result)
                     bar.update(1)
                     if result.status != Status.OK:
-                        bar.total -= options.rounds - round_ - 1  # its later rounds are skipped
+                        bar.total -= max(0, rounds - round_ - 1)  # its later rounds
                         note(f"{result.case.label()}: {result.status}: "
                              f"{result.reason.splitlines()[0] if result.reason else ''}")
-                    if result.status != Status.OK or round_ == options.rounds - 1:
+                    last = round_ == rounds - 1 and options.more_rounds is None
+                    if result.status != Status.OK or last:  # else once no round is added
                         outcome.results.append(result)
                         on_case_done(result)
                 current = []
+            round_ += 1
+            if round_ < rounds:
+                continue
+            going = [r for r in todo if r.status == Status.OK]
+            if not goes_on(store, suite.name, going, options, round_,
+                           time.monotonic() - started, time.monotonic() - round_started, note):
+                break
+            rounds = round_ + 1
+            bar.total += len(going)
     except KeyboardInterrupt:
         outcome.interrupted = True
         # A case with nothing stored yet is recorded as interrupted, unless the store holds a
@@ -608,9 +625,52 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
                 store.save(result)
         outcome.results += [r for r in todo
                             if r not in outcome.results and (r.runs or r in current)]
+        return outcome
     finally:
         bar.close()
+    told = {id(result) for result in outcome.results}
+    for result in todo:
+        if result.status == Status.OK and id(result) not in told:
+            outcome.results.append(result)
+            on_case_done(result)
+    order = {id(result): i for i, result in enumerate(todo)}
+    outcome.results.sort(key=lambda result: order[id(result)])  # the suite's order
     return outcome
+
+
+def goes_on(store: ResultsStore, suite: str, results: list[CaseResult], options: RunOptions,
+            rounds: int, elapsed_s: float, last_round_s: float,
+            note: Callable[[str], None] = lambda m: None) -> bool:
+    """Whether `options.more_rounds` asks for another round after `rounds`: some step ratio of
+    `results` against torch (harness.tables.step_ratios, over the store's runs of these cases)
+    reaches further than its `within`, fewer than its `most` rounds have run, and another round at
+    the last one's pace (`last_round_s`) ends within its `minutes` of the run (`elapsed_s` so
+    far). Says why it stops where it stops early."""
+    rule = options.more_rounds
+    if rule is None or not results:
+        return False
+    from .stats import half_width
+    from .tables import step_ratios
+
+    keys = {r.key for r in results}
+    runs = store.runs(suite)
+    ratios = step_ratios(runs[runs["key"].isin(keys)])
+    ratios = ratios[(ratios["framework"] != "torch") & (ratios["pairs"] > 0)]
+    wide = [f"{row.model} {row.framework}" for row in ratios.itertuples()
+            if not half_width(row.ratio) <= rule.within]  # NaN (no interval) is wide
+    if not wide:
+        return False
+    what = f"{len(wide)} ratio{'s' * (len(wide) > 1)} wider than ±{rule.within:.0%} ({wide[0]}" + \
+        (", ...)" if len(wide) > 1 else ")")
+    if rounds >= rule.most:
+        note(f"{what} after {rounds} rounds, the most until_within takes")
+        return False
+    if rule.minutes and elapsed_s + last_round_s > 60 * rule.minutes:
+        note(f"{what} after {rounds} rounds: another would not end within {rule.minutes:g} "
+             "minutes")
+        return False
+    note(f"{what}: round {rounds + 1}")
+    return True
 
 
 def _turn_groups(results: list[CaseResult]) -> list[list[CaseResult]]:

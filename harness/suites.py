@@ -48,6 +48,12 @@ SETTINGS = {  # key: (type, meaning) - the only keys a suite file may use
                              "a list is swept"),
     "rounds": (int, "timing passes of every case, each in a fresh process, interleaved "
                     "round by round"),
+    "until_within": ((float, int), "after `rounds`, more rounds while a step ratio against torch "
+                                   "reaches further than this many percent from its value "
+                                   "(0: never)"),
+    "max_rounds": (int, "the most rounds `until_within` may take"),
+    "max_minutes": ((float, int), "`until_within` starts another round only if it fits in "
+                                  "this many minutes from the run's start (0: no limit)"),
     "turns": (int, "steps a turn where each model's frameworks take turns, all their processes "
                    "alive and one training at a time (0: one process at a time)"),
     "memory": (bool, "run the memory pass (memray) after the timing pass"),
@@ -58,9 +64,11 @@ SWEPT = ("batch_size", "lr", "width", "seq_len")
 ITEMS = {"models": str, "frameworks": str, "seeds": int, "batch_size": int, "lr": float,
          "width": int, "seq_len": int, "sweep": dict}  # what a list value must hold
 MINIMUM = {"seeds": 0, "epochs": 1, "batch_size": 1, "threads": 1, "train_limit": 1, "folds": 2,
-           "width": 1, "seq_len": 1, "timeout_s": 1, "rounds": 1, "turns": 0}
+           "width": 1, "seq_len": 1, "timeout_s": 1, "rounds": 1, "turns": 0, "until_within": 0,
+           "max_rounds": 1, "max_minutes": 0}
 # whole-suite settings; a [[sweep]]'s models are a list
-TOP_LEVEL_ONLY = ("description", "memory", "timeout_s", "rounds", "turns", "sweep", "datasets")
+TOP_LEVEL_ONLY = ("description", "memory", "timeout_s", "rounds", "until_within", "max_rounds",
+                  "max_minutes", "turns", "sweep", "datasets")
 # One process per case is not a measurement: processes of the same code differ by 10-40 % here.
 DEFAULT_ROUNDS = 3
 
@@ -78,6 +86,35 @@ class Suite:
     models: dict[str, ModelSpec] = field(default_factory=dict)  # the models the file declares
     datasets: dict[str, Path] = field(default_factory=dict)  # its datasets from files
     turns: int = 0  # steps a turn of each model's frameworks (harness.runner.run_turns); 0: none
+    more_rounds: MoreRounds | None = None  # rounds past `rounds` until the ratios are narrow
+
+
+@dataclass(frozen=True)
+class MoreRounds:
+    """Rounds past a suite's `rounds`, one at a time, while a step ratio against torch reaches
+    further than ±`within` from its value (0.10: ±10 %), at most `most` rounds in all, and only
+    while another round fits in `minutes` from the run's start (0: no limit), as asv's `repeat`
+    with a maximum time."""
+
+    within: float
+    most: int
+    minutes: float = 0.0
+
+    def describe(self) -> str:
+        """'until every ratio against torch is within ±10 % (at most 12 rounds, 9 minutes)'"""
+        limit = f", {self.minutes:g} minutes" if self.minutes else ""
+        return (f"until every ratio against torch is within ±{self.within:.0%} (at most "
+                f"{self.most} rounds{limit})")
+
+
+def more_rounds(options: dict[str, Any], rounds: int) -> MoreRounds | None:
+    """The suite's (or the command line's) `until_within` rule; None without one, or where
+    `max_rounds` leaves no room past `rounds` (`--rounds 12` on quick: 12 rounds, no more)."""
+    within = options.get("until_within", 0)
+    most = options.get("max_rounds", 2 * rounds)
+    if not within or most <= rounds:
+        return None
+    return MoreRounds(within / 100, most, float(options.get("max_minutes", 0)))
 
 
 def builtin_suites() -> dict[str, Path]:
@@ -142,9 +179,10 @@ def load_suite(name_or_path: str, overrides: dict[str, Any] | None = None) -> Su
     checksums = {name: file_checksum(file) for name, file in datasets.items()}
     cases = [case for group in groups
              for case in _expand(name, group, path, models, datasets, checksums)]
+    rounds = options.get("rounds", DEFAULT_ROUNDS)
     return Suite(name, raw.get("description", ""), cases, options.get("memory", True),
-                 options.get("timeout_s", 3600), options.get("rounds", DEFAULT_ROUNDS), str(path),
-                 options, models, datasets, options.get("turns", 0))
+                 options.get("timeout_s", 3600), rounds, str(path), options, models, datasets,
+                 options.get("turns", 0), more_rounds(options, rounds))
 
 
 def _is_path(dataset: str, raw: dict[str, Any]) -> bool:

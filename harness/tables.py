@@ -320,8 +320,9 @@ def host_steadiness(runs: pd.DataFrame) -> str:
 
 
 def schedule(runs: pd.DataFrame) -> str:
-    """How the timing passes of `runs` were scheduled, and so what a ratio is: turns of K steps
-    (harness.runner.run_turns) or one pass at a time; "" without runs."""
+    """How the timing passes of `runs` were scheduled, and so what a ratio is: how many rounds
+    (fresh processes) each case had, and turns of K steps (harness.runner.run_turns) or one pass
+    at a time; "" without runs."""
     if runs.empty:
         return ""
     turns = sorted({int(k) for k in runs.get("turn_steps", pd.Series([0] * len(runs))).fillna(0)})
@@ -332,12 +333,16 @@ def schedule(runs: pd.DataFrame) -> str:
               "the host's changes of speed fall on all alike); a ratio is the median of their "
               "turns' ratios, turn by turn, paired by round")
     steps = " or ".join(str(k) for k in turns if k)
+    counts = runs.groupby("key")["run"].nunique() if "key" in runs else pd.Series([1])
+    fewest, most = int(counts.min()), int(counts.max())
+    rounds = (f"{fewest} round{'s' * (fewest != 1)}" if fewest == most else
+              f"{fewest}-{most} rounds")
     if not steps:
-        return "schedule: " + alone
+        return f"schedule: {rounds}; " + alone
     if 0 not in turns:
-        return "schedule: " + taking.format(steps)
-    return (f"schedule: mixed: some passes took turns ({taking.format(steps)}), others ran "
-            f"alone ({alone})")
+        return f"schedule: {rounds}; " + taking.format(steps)
+    return (f"schedule: {rounds}; mixed: some passes took turns ({taking.format(steps)}), others "
+            f"ran alone ({alone})")
 
 
 def _forced(row: pd.Series) -> bool:

@@ -607,7 +607,7 @@ def test_bench_reproduce_compares_consecutive_runs(tmp_path: Path) -> None:
     out = run([sys.executable, str(script), "--stores", *map(str, stores)]).stdout
     assert "coverage: 1 of 2 ratios" in out and "0 of 1 models met the bar" in out
     assert re.search(r"\| mlp +\| engine-static +\| \d+\.\d%", out)  # the spread table
-    assert "r1.sqlite: schedule: each timing pass ran alone" in out
+    assert "r1.sqlite: schedule: 3 rounds; each timing pass ran alone" in out
     assert "host steadiness: identical work" in out
 
 
