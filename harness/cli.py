@@ -529,6 +529,10 @@ def _run(args) -> int:
         print(f"shard {index}/{count}: {len(suite.cases)} of the suite's {whole} cases",
               file=sys.stderr)
     cluster = _cluster_options(args, suite.name, args.store)
+    if cluster is not None and options.more_rounds:  # each task runs its case's rounds alone
+        print(f"note: the {cluster.executor} executor runs {options.rounds} rounds a case; "
+              "until_within adds rounds only to a run without --executor", file=sys.stderr)
+        options.more_rounds = None
     if args.dry_run:  # measures nothing, so it need not wait for the machine
         plan = make_plan(suite, args.store, options, args.force)
         print(format_plan(plan))
@@ -1026,7 +1030,13 @@ def _model_tables(cases, epochs, runs, what: str, allow_mixed_machines: bool = F
     framework does not support (n/a, with the reason). UsageError if the cases ran on different
     machines, unless `allow_mixed_machines`; `what` names them in its message."""
     from .machines import require_one_machine
-    from .tables import format_model_tables, host_steadiness, schedule, shown_summary
+    from .tables import (
+        format_model_tables,
+        host_steadiness,
+        own_level_shifts,
+        schedule,
+        shown_summary,
+    )
 
     machines = require_one_machine(cases, what, allow_mixed_machines)
     summary = shown_summary(cases, epochs, runs)
@@ -1035,7 +1045,7 @@ def _model_tables(cases, epochs, runs, what: str, allow_mixed_machines: bool = F
     # one host's steadiness: probes of several machines would call their difference unsteadiness
     shown = runs[runs["key"].isin(cases["key"])]
     steadiness = "" if len(machines) > 1 else host_steadiness(shown)
-    lines = [line for line in (schedule(shown), steadiness) if line]
+    lines = [line for line in (schedule(shown), steadiness, own_level_shifts(shown)) if line]
     return "\n\n".join([format_model_tables(summary), *lines])
 
 

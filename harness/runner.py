@@ -5,12 +5,13 @@ the cases run one after the other, and each round starts one case further down t
 a slow minute of the host falls on every framework and model alike and the runs of one round can
 be paired (harness.stats). A timing pass is repeated while other processes took too much of the
 machine, or while the host changed speed (harness.measure.drift: the probe the runner times
-around each pass ran off the clean passes' median, or the pass's own steps shifted level), then
-kept and flagged; `POLICY` says how much is too much and how often to repeat, and each case's
-provenance records it. The memory pass runs once per case, after its first timing pass, and so
-does the instructions pass (valgrind) when asked for. A crash, a timeout or an error in a case is
-recorded with its reason, its later rounds are skipped, and the suite goes on. A case its
-framework does not support (`Framework.supports`, `Framework.dtypes`) is recorded as unsupported
+around each pass ran off the clean passes' median; never the pass's own steps), then kept and
+flagged; `POLICY` says how much is too much and how often to repeat, and each case's
+provenance records it. More rounds follow while the ratios are too wide, where
+`RunOptions.more_rounds` asks. The memory pass runs once per case, after its first timing pass,
+and so does the instructions pass (valgrind) when asked for. A crash, a timeout or an error in
+a case is recorded with its reason, its later rounds are skipped, and the suite goes on. A case
+its framework does not support (`Framework.supports`, `Framework.dtypes`) is recorded as unsupported
 with the framework's reason by its first worker, before anything is built: it is finished, not
 failed. Every pass is saved as soon as it ends; Ctrl-C stops the pass in flight and keeps
 everything finished; `--resume` then runs what is missing for the same harness code and framework
@@ -325,11 +326,10 @@ class Probes:
         self.streak: list[list[float]] = []  # probes of the drifted passes since the last clean one
 
     def judge(self, timing: dict) -> bool:
-        """Whether the host changed speed: this pass's probes are off the yardstick, or its steps
-        shifted level during the pass."""
+        """Whether the host changed speed: this pass's probes are off the yardstick (never its own
+        steps, whose level may be the framework's doing: harness.measure.drift)."""
         own = [p for p in (timing.get("probe_before_s"), timing.get("probe_after_s")) if p]
-        drift = (level_shift(timing.get("step_times_s", [])) > POLICY.shift_threshold
-                 or bool(self.seen) and drifted(own, median(self.seen), POLICY.probe_threshold))
+        drift = bool(self.seen) and drifted(own, median(self.seen), POLICY.probe_threshold)
         if not drift:
             self.seen, self.streak = self.seen + own, []
         else:
@@ -431,7 +431,8 @@ def _record(result: CaseResult, round_: int, timing: dict, options: RunOptions, 
         probe_after_s=timing.get("probe_after_s"), attempts=attempts,
         started_at=timing.get("provenance", {}).get("started_at"),
         turn_steps=timing.get("turn_steps", 0), turn_medians_s=timing.get("turn_medians_s", []),
-        facts=timing.get("process_facts")))
+        facts={**(timing.get("process_facts") or {}),
+               "level_shift": level_shift(timing["step_times_s"])}))
     if options.memory and result.alloc_bytes is None:
         memory, _pass_walls(result)["memory"] = _timed(run_worker, result.case, "memory", options)
         if memory["status"] != Status.OK:

@@ -30,7 +30,8 @@ ORDER_STATISTICS_FROM = 6  # values; fewer cannot give a distribution-free 95 % 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A median over `n` values with its 95 % interval (`low`, `high`; NaN with one value)."""
+    """A median (or, for paired differences, a mean: `mean_difference`) over `n` values with its
+    95 % interval (`low`, `high`; NaN with one value)."""
 
     value: float
     low: float
@@ -104,6 +105,38 @@ def unpaired_ratio(numerators: Sequence[float], denominators: Sequence[float],
         return Estimate(value, value, value, min(len(a), len(b)))
     ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(confidence)
     return Estimate(value, math.exp(ci.low), math.exp(ci.high), min(len(a), len(b)))
+
+
+def mean_difference(differences: Sequence[float], confidence: float = CONFIDENCE) -> Estimate:
+    """The mean of paired `differences` (one per seed: the same weights and batches on both
+    sides) with Student's t-interval, so that a difference is judged against the spread that
+    seeds alone give; no interval from one value. For accuracy, whose differences may be
+    negative and whose seeds are few."""
+    x = np.asarray([d for d in differences if d is not None and math.isfinite(d)], dtype=float)
+    if not len(x):
+        return Estimate(math.nan, math.nan, math.nan, 0)
+    mean = float(x.mean())
+    if len(x) < 2:
+        return Estimate(mean, math.nan, math.nan, 1)
+    spread = x.std(ddof=1) / math.sqrt(len(x))
+    if spread == 0:
+        return Estimate(mean, mean, mean, len(x))
+    low, high = stats.t.interval(confidence, len(x) - 1, loc=mean, scale=spread)
+    return Estimate(mean, float(low), float(high), len(x))
+
+
+def format_difference(e: Estimate, words: tuple[str, str] = ("higher", "lower")) -> str:
+    """'+3.10 (95% CI +1.20 to +5.00) higher'; '≈ +1.20 (95% CI -2.10 to +4.50)' when the
+    interval holds 0 (no difference beyond what the seeds give); '+10.30 (one seed: no verdict)'.
+    words = (above 0, below 0)."""
+    if not math.isfinite(e.value):
+        return "-"
+    if not e.has_interval:
+        return f"{e.value:+.2f} (one seed: no verdict)"
+    text = f"{e.value:+.2f} (95% CI {e.low:+.2f} to {e.high:+.2f})"
+    if e.low <= 0 <= e.high:
+        return f"≈ {text}"
+    return f"{text} {words[0] if e.low > 0 else words[1]}"
 
 
 def cv(values: Sequence[float]) -> float:

@@ -7,14 +7,16 @@ import math
 import pandas as pd
 
 from .machines import case_machines
-from .measure.drift import probe_spread
+from .measure.drift import OWN_SHIFT, probe_spread
 from .records import Status
 from .stats import (
     Estimate,
     estimate,
+    format_difference,
     format_processes_needed,
     format_ratio,
     format_value,
+    mean_difference,
     round_ratio,
 )
 from .store import SETTINGS_COLUMNS, from_json
@@ -93,7 +95,8 @@ def model_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFrame,
     allocated, peak live bytes and final test accuracy; the step time over all their
     processes with its 95 % interval (`step`, `processes`, `flagged`, see `step_estimates`); and
     against the reference framework: the paired step-time ratio (`ratio`, see `step_ratios`),
-    `<metric>_ratio` for memory and `test_pct_diff` (percentage points), NaN where the model has
+    `<metric>_ratio` for memory and `test_pct_diff` (percentage points, paired by seed, an
+    Estimate: `accuracy_differences`), NaN where the model has
     no reference row. `status` is "ok" on those rows; a model and framework with no finished case
     but one its framework does not support gets a row of its own with status "unsupported", the
     framework's `reason` and no numbers. Models in the order of `cases`."""
@@ -158,15 +161,30 @@ def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFr
     ref = summary[summary["framework"] == reference].drop_duplicates("model").set_index("model")
     for column in ("alloc_gib", "peak_mib"):
         summary[f"{column}_ratio"] = summary[column] / summary["model"].map(ref[column])
-    summary["test_pct_diff"] = summary["test_pct"] - summary["model"].map(ref["test_pct"])
-    return summary
+    return summary.merge(accuracy_differences(ok, reference), on=["model", "framework"],
+                         how="left")
+
+
+def accuracy_differences(cases: pd.DataFrame, reference: str = "torch") -> pd.DataFrame:
+    """Per model and framework, its final test accuracy against the reference's, in percentage
+    points, paired by seed (the same weights and batches): `stats.mean_difference`, judged
+    against the spread over seeds (`test_pct_diff`, an Estimate)."""
+    ref = cases[cases["framework"] == reference]
+    on = [c for c in SETTINGS_BUT_FRAMEWORK if c in cases]
+    pairs = cases.merge(ref[[*on, "test_pct"]], on=on, suffixes=("", "_ref"))
+    rows = [{"model": model, "framework": framework,
+             "test_pct_diff": mean_difference(list(group["test_pct"] - group["test_pct_ref"]))}
+            for (model, framework), group in pairs.groupby(["model", "framework"], sort=False)]
+    return pd.DataFrame(rows, columns=["model", "framework", "test_pct_diff"])
 
 
 def flat_estimates(summary: pd.DataFrame) -> pd.DataFrame:
     """`summary` with each `stats.Estimate` column spread into numbers (for CSV): `step` into
-    step_ms, step_ci_low_ms and step_ci_high_ms; `ratio` into ratio, ratio_ci_low, ratio_ci_high."""
+    step_ms, step_ci_low_ms and step_ci_high_ms; `ratio` into ratio, ratio_ci_low, ratio_ci_high;
+    `test_pct_diff` likewise."""
     out = summary.copy()
-    for column, name, scale in (("step", "step_ms", 1000), ("ratio", "ratio", 1)):
+    for column, name, scale in (("step", "step_ms", 1000), ("ratio", "ratio", 1),
+                                ("test_pct_diff", "test_pct_diff", 1)):
         if column in out:
             values = out.pop(column)
             for part, suffix in (("value", ""), ("low", "_ci_low"), ("high", "_ci_high")):
@@ -319,6 +337,27 @@ def host_steadiness(runs: pd.DataFrame) -> str:
             + format_processes_needed(spread))
 
 
+def own_level_shifts(runs: pd.DataFrame) -> str:
+    """The frameworks whose steps shifted level within a pass (harness.measure.drift.level_shift
+    beyond OWN_SHIFT) in at least two passes and half of a model's: a property of the framework,
+    kept in its numbers (the drift filter judges the host by its probes only); "" where none."""
+    if runs.empty or "facts" not in runs:
+        return ""
+    shifts = runs.assign(shift=[(from_json(f) or {}).get("level_shift", math.nan)
+                                for f in runs["facts"]])
+    found = []
+    for (model, framework), group in shifts.groupby(["model", "framework"], sort=False):
+        shifted = group["shift"][group["shift"] > OWN_SHIFT]
+        if len(shifted) >= 2 and 2 * len(shifted) >= group["shift"].notna().sum():
+            found.append(f"{framework} on {model}: its steps shifted level by more than "
+                         f"{OWN_SHIFT:.0%} within {len(shifted)} of {len(group)} passes (median "
+                         f"{shifted.median():.0%})")
+    if not found:
+        return ""
+    return ("own level shifts, kept in the numbers (the framework's doing, not the host's: its "
+            "probes did not move): " + "; ".join(found))
+
+
 def schedule(runs: pd.DataFrame) -> str:
     """How the timing passes of `runs` were scheduled, and so what a ratio is: how many rounds
     (fresh processes) each case had, and turns of K steps (harness.runner.run_turns) or one pass
@@ -377,8 +416,8 @@ def _relative_cell(row: pd.Series, column: str, words: tuple[str, str] | None,
         return "reference"
     if words:
         return relative_words(row[f"{column}_ratio"], words)
-    diff = row[f"{column}_diff"]
-    return "-" if pd.isna(diff) else f"{diff:+.2f}"
+    diff = row.get(f"{column}_diff")
+    return format_difference(diff) if isinstance(diff, Estimate) else "-"
 
 
 def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str], list[list[str]]]:

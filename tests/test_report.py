@@ -170,7 +170,7 @@ def test_papers_table_against_torch(store: ResultsStore) -> None:
     assert cnn.at["engine-static", "step"].value == pytest.approx(2.0 / 30 * 1.05, rel=0.03)
     assert cnn.at["engine-static", "alloc_gib_ratio"] == pytest.approx(0.5)
     assert cnn.at["engine-static", "peak_mib_ratio"] == pytest.approx(4.0)
-    assert cnn.at["engine-static", "test_pct_diff"] == pytest.approx(0.0)
+    assert cnn.at["engine-static", "test_pct_diff"].value == pytest.approx(0.0)
     assert cnn.at["torch", "n"] == 2  # the failed run is left out
 
     headers, rows = tables.paper_table(summary[summary["model"] == "cnn"])
@@ -274,6 +274,26 @@ def test_model_tables_give_every_ratio_its_interval(store: ResultsStore) -> None
                    if line.startswith("| engine-static")]
     assert len(ratio_cells) == 2
     assert all("(95% CI " in c and c.strip().endswith("slower") for c in ratio_cells)
+
+
+def test_an_accuracy_difference_is_judged_against_the_seeds_spread() -> None:
+    """A difference to torch's accuracy is called only beyond what seeds alone give (paired by
+    seed, Student's t over the seeds); one seed never gets a verdict."""
+    from harness.stats import format_difference, mean_difference
+
+    # seeds that scatter by several points around a 1-point difference: no verdict ("≈")
+    scattered = mean_difference([4.0, -2.5, 1.5])
+    assert scattered.low < 0 < scattered.high
+    assert format_difference(scattered).startswith("≈ +1.00 (95% CI -")
+    # the same 1-point difference in every seed, give or take 0.1: lower accuracy, called
+    steady = mean_difference([-1.0, -1.1, -0.9])
+    assert steady.high < 0 and format_difference(steady).endswith(") lower")
+    assert format_difference(mean_difference([10.3])) == "+10.30 (one seed: no verdict)"
+    rows = pd.DataFrame({"model": "lstm", "framework": ["engine-static", "torch"] * 2,
+                         "seed": [0, 0, 1, 1], "test_pct": [85.0, 75.0, 70.0, 80.0]})
+    diff = tables.accuracy_differences(rows).set_index("framework").at["engine-static",
+                                                                       "test_pct_diff"]
+    assert diff.n == 2 and diff.value == pytest.approx(0.0)  # +10 and -10, paired by seed
 
 
 def test_a_ratio_whose_interval_holds_1_is_no_difference() -> None:

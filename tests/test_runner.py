@@ -24,10 +24,9 @@ from toy_adapters import BANDWIDTH, GEMM_PEAK, activate, launches, write_suite
 
 STEPS = 5  # train_limit 500 / batch 100, one epoch
 # No pass is ever contended or drifted: worker launches are counted exactly on a busy host too.
-NEVER_FLAG = FlagPolicy(contention_threshold=math.inf, probe_threshold=math.inf,
-                        shift_threshold=math.inf)
+NEVER_FLAG = FlagPolicy(contention_threshold=math.inf, probe_threshold=math.inf)
 # Only contention flags a pass: the real drift probe of a busy host adds no repeats.
-CONTENTION_ONLY = FlagPolicy(probe_threshold=math.inf, shift_threshold=math.inf)
+CONTENTION_ONLY = FlagPolicy(probe_threshold=math.inf)
 
 
 @pytest.fixture
@@ -575,10 +574,35 @@ def test_a_drifted_pass_is_retried_then_flagged(monkeypatch):
     assert (second.probe_before_s, second.probe_after_s) == (0.081, 0.080)  # the kept pass's probes
     assert "changed speed" in notes[0] and "flagged" in notes[runner.POLICY.retries]
     assert not third.flagged
-    # round 4: the steps doubled halfway through the pass: retried, and the retry is clean
-    assert not fourth.flagged and fourth.attempts == 2 and fourth.step_times_s == steady
+    # round 4: the steps doubled halfway through the pass, the probes did not move: the slow
+    # steps are the framework's, kept (not retried, not flagged) with their shift recorded
+    assert not fourth.flagged and fourth.attempts == 1 and fourth.step_times_s == shifted
+    assert fourth.facts["level_shift"] == pytest.approx(1.0) and first.facts["level_shift"] == 0
     assert not result.flagged  # clean runs remain: the case is not flagged
     assert result.step_time.n == 3  # the drifted run is left out of the step time
+
+
+def test_a_framework_that_slows_down_keeps_its_slow_steps(monkeypatch, tmp_path):
+    """The drift filter is neutral: a framework whose every pass slows down halfway, on a host
+    whose probes stay put, is neither retried nor flagged; its slow steps stay in its step time,
+    and the tables say that its level shifts recur."""
+    from harness.tables import own_level_shifts
+
+    case = Case(suite="s", model="mlp", framework="engine-static", dataset="mnist-10k")
+    slowing = [0.01] * 30 + [0.02] * 30  # each pass: 30 steps at 10 ms, then 30 at 20 ms
+
+    def fake_worker(case, pass_name, options, on_progress=lambda p: None):
+        return {**fake_timing(case), "step_times_s": slowing}
+
+    monkeypatch.setattr(runner, "run_worker", fake_worker)
+    monkeypatch.setattr(runner, "probe", lambda: 0.050)
+    result = run_case(case, RunOptions(memory=False, rounds=3))
+    assert [(r.attempts, r.flagged) for r in result.runs] == [(1, False)] * 3
+    assert result.step_time.value == pytest.approx(0.015)  # the median of fast and slow steps
+    with ResultsStore(tmp_path / "s.sqlite") as store:
+        store.save(result)
+        line = own_level_shifts(store.runs())
+    assert "engine-static on mlp: its steps shifted level by more than 30% within 3 of 3" in line
 
 
 def test_workers_run_with_the_measurement_environment(toy_run):

@@ -25,9 +25,6 @@ class FlagPolicy:
     # about a third by chance, and a host running at half speed moves it by about 70 %; at 40 %
     # such a host is caught while about one pass in ten is repeated for nothing.
     probe_threshold: float = 0.40
-    # The level shift of a pass's own steps (harness.measure.drift.level_shift): short, noisy
-    # passes shift by up to about 25 % by chance; a host changing speed moves them by 100 %.
-    shift_threshold: float = 0.30
     retries: int = 2  # repeats of a disturbed pass, before it is kept and flagged
 
     def contended(self, foreign_fraction: float | None, foreign_cpu_s: float | None) -> bool:

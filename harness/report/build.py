@@ -243,8 +243,7 @@ def _thresholds(policy: FlagPolicy) -> str:
     """A flag policy in words."""
     return (f"contended above {policy.contention_threshold:.0%} of the machine and "
             f"{policy.min_foreign_cpu_s:g} s of CPU time, drift above {policy.probe_threshold:.0%} "
-            f"(the reference workload) or {policy.shift_threshold:.0%} (the level of the steps), "
-            f"at most {policy.retries} repeats")
+            f"(the reference workload), at most {policy.retries} repeats")
 
 
 def policy_in_force(cases: pd.DataFrame) -> str:
@@ -321,8 +320,9 @@ def method_section(data: frames.SuiteData) -> str:
         f"machine's busy time from /proc/stat minus the run's own), and a fixed reference workload "
         f"(a float32 matrix product and a Python loop) was timed by the runner just before and "
         f"after it. A pass in which other processes used too much of the machine (contended), or "
-        f"whose reference workload ran off the clean passes' median, or whose own steps shifted "
-        f"level between its first and last third (drift: the host changed speed), was repeated, "
+        f"whose reference workload ran off the clean passes' median (drift: the host changed "
+        f"speed; never judged by the pass's own steps, whose level may be the framework's "
+        f"doing), was repeated, "
         f"and then kept and flagged; {policy_in_force(data.ok)}. Flagged passes are left out of "
         f"the step times and ratios of a model and framework while it has clean ones, and a "
         f"number that rests on flagged passes alone is marked [flagged]. **{len(flagged)} of "
@@ -336,6 +336,9 @@ def method_section(data: frames.SuiteData) -> str:
     if steadiness:
         text.append(steadiness[0].upper() + steadiness[1:] + " (if each process's time scattered "
                     "independently as the host's did: a rough guide).")
+    shifts = tables.own_level_shifts(runs)
+    if shifts:
+        text.append(shifts[0].upper() + shifts[1:] + ".")
     out = " ".join(text)
     if len(flagged):
         rows = [[r["model"], r["framework"], str(r["seed"]), str(int(r["run"]) + 1),
