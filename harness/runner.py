@@ -363,8 +363,7 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
             if not (contended or drift):
                 break
             why = (f"other processes used {100 * fraction:.0f} % of the CPU" if contended else
-                   "the host changed speed "
-                   "(drift: the probe around the pass, or the level of its steps)")
+                   "the host changed speed (drift: the probe around the pass)")
             note(f"{case.label()} round {round_ + 1}: {why}; "
                  + ("retrying" if attempt <= POLICY.retries else "kept and flagged"))
         _record(result, round_, timing, options, contended, drift, attempt,

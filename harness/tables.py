@@ -54,13 +54,24 @@ def used_runs(runs: pd.DataFrame) -> pd.DataFrame:
 
 def step_estimates(runs: pd.DataFrame) -> pd.DataFrame:
     """Per model and framework, over the used runs of all its cases (seeds): the step time as a
-    `stats.Estimate` of the runs' medians (`step`), the runs counted (`processes`) and how many
-    of those were flagged (`flagged`)."""
+    `stats.Estimate` of the runs' medians (`step`), the runs counted (`processes`), how many
+    of those were flagged (`flagged`) and the cores its processes used (`cores`: the median of
+    their CPU time over their loop's wall time; NaN for runs that did not record it)."""
     used = used_runs(runs)
     rows = [{"model": model, "framework": framework, "step": estimate(group["median_s"].dropna()),
-             "processes": len(group), "flagged": int(group["flagged"].sum())}
+             "processes": len(group), "flagged": int(group["flagged"].sum()),
+             "cores": _median_fact(group, "cores_used")}
             for (model, framework), group in used.groupby(["model", "framework"], sort=False)]
-    return pd.DataFrame(rows, columns=["model", "framework", "step", "processes", "flagged"])
+    return pd.DataFrame(rows, columns=["model", "framework", "step", "processes", "flagged",
+                                       "cores"])
+
+
+def _median_fact(runs: pd.DataFrame, name: str) -> float:
+    """The median of a per-process fact (harness.measure.process_facts) over `runs`; NaN where
+    none recorded it."""
+    values = [(from_json(f) or {}).get(name) for f in runs.get("facts", [])]
+    found = [v for v in values if v is not None]
+    return float(pd.Series(found).median()) if found else math.nan
 
 
 def step_ratios(runs: pd.DataFrame, reference: str = "torch") -> pd.DataFrame:
@@ -223,12 +234,15 @@ def _rated(summary: pd.DataFrame) -> bool:
 
 
 def _rate_cell(row: pd.Series) -> str:
-    """Achieved GFLOP/s (the spec's FLOPs per step over the median step) and its share of the
-    machine's measured GEMM peak."""
-    rate, share = row.get("gflops"), row.get("peak_pct")
+    """Achieved GFLOP/s (the spec's FLOPs per step over the median step), its share of the
+    machine's measured GEMM peak for the case's threads, and the cores its processes used (a
+    framework that trains on one of two threads' cores shows about 1.0)."""
+    rate, share, cores = row.get("gflops"), row.get("peak_pct"), row.get("cores")
     if rate is None or pd.isna(rate):
         return "-"
-    return f"{rate:.1f}" + ("" if share is None or pd.isna(share) else f" ({share:.0f} %)")
+    parts = [] if share is None or pd.isna(share) else [f"{share:.0f} %"]
+    parts += [] if cores is None or pd.isna(cores) else [f"{cores:.1f} cores"]
+    return f"{rate:.1f}" + (f" ({', '.join(parts)})" if parts else "")
 
 
 def _ratio_cell(row: pd.Series, reference: str) -> str:

@@ -279,9 +279,12 @@ def time_pass(case, data_dir, turn_steps: int = 0) -> dict:
             meter.stop()
         else:
             turns.end()
-    if facts.value and turns:
-        facts.value.probe_s = turns.probe_s
     loop_s = meter.wall_s  # the loop's own time: its turns, not the others'
+    if facts.value:
+        if turns:
+            facts.value.probe_s = turns.probe_s
+        if loop_s:
+            facts.value.cores_used = meter.own_cpu_s / loop_s
     if type(framework).timed_train_step is not Framework.timed_train_step:
         result["provenance"]["step_clock"] = "the framework's own (steps run in its process)"
     c = meter.value

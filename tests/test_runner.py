@@ -668,6 +668,20 @@ def test_frameworks_take_turns_of_the_given_steps(toys, tmp_path, monkeypatch):
         assert result.provenance["schedule"]["turn_steps"] == 2
 
 
+def test_a_framework_on_one_thread_uses_one_core(toys, tmp_path, monkeypatch):
+    """The cores a framework used are measured, not assumed: a toy whose steps compute on one
+    core for 20 ms, taking turns with another, used about one core over its own turns (its CPU
+    time over its loop's wall time, the other's turns left out)."""
+    monkeypatch.setenv("TOY_BUSY_S", "0.02")
+    suite = load_suite(str(write_suite(tmp_path, "cores", ["toy-ok", "toy-dense"], turns=2)))
+    options = RunOptions(progress=False, memory=False, code_version="v1", turn_steps=suite.turns)
+    with ResultsStore(tmp_path / "store.sqlite") as store:
+        outcome = run_suite(suite, store, options)
+    for result in outcome.results:
+        (run,) = result.runs
+        assert 0.5 < run.facts["cores_used"] <= 1.05, run.facts
+
+
 def test_a_failing_framework_leaves_the_others_their_turns(toys, tmp_path):
     """In turns, a worker that hangs is stopped at its own timeout and recorded as timeout, one
     killed mid-training as crashed, one that fails as failed; the others finish their turns."""

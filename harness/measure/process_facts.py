@@ -13,7 +13,9 @@ timing pass records facts about its own process while it trains, and
   involuntary (preempted);
 - the host's steal time during the loop (a VM's vCPU not running);
 - the drift probe timed inside the process just before the loop (harness.measure.drift): if it
-  is slow too, the host or the process's placement is slow, not the framework.
+  is slow too, the host or the process's placement is slow, not the framework;
+- the cores its loop used (CPU time over the loop's own wall time, set by the worker): what a
+  framework's thread setting came to.
 
 Linux only: where /proc is missing a fact is None. Reading them costs a few milliseconds, outside
 the timed steps.
@@ -46,6 +48,10 @@ class ProcessFacts:
     heap_offset_kb: int | None = None  # the heap's start within its 2 MiB page
     steal_s: float | None = None  # the host's steal time over all CPUs during the region
     probe_s: float | None = None  # the drift probe timed in this process before the region
+    # The cores its training loop used: its CPU time (its threads' and its descendants', a door
+    # plugin's engine) over its wall time, its own turns only (the worker's contention meter). A
+    # fairness fact: a framework asked for 2 threads that trains on one shows about 1.0.
+    cores_used: float | None = None
 
     def record(self) -> dict[str, Any]:
         """As plain values, for a run's record."""

@@ -44,6 +44,10 @@ class ToyOk(EngineStatic):
         if os.environ.get("TOY_CHATTY"):  # a framework that writes a lot to stdout
             print(("chatter " * 16 + "\n") * 1000, end="", flush=True)
         self.before_step()
+        busy = float(os.environ.get("TOY_BUSY_S", 0))  # a step that computes on one core
+        until = time.perf_counter() + busy
+        while time.perf_counter() < until:
+            pass
         if os.environ.get("TOY_STEP_LOG"):  # which framework stepped when (taking turns)
             with open(os.environ["TOY_STEP_LOG"], "a") as log:
                 log.write(self.name + "\n")
