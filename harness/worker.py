@@ -233,6 +233,7 @@ def time_pass(case, data_dir, turn_steps: int = 0) -> dict:
     from .measure.drift import probe
     from .measure.environment import recorded_environment
     from .measure.process_facts import watch_process
+    from .measure.provenance import onednn_version
     from .measure.roofs import cached_bandwidth_gbs
     from .measure.warmup import warmup_steps
     from .system import provenance_facts
@@ -254,6 +255,7 @@ def time_pass(case, data_dir, turn_steps: int = 0) -> dict:
     # Building the model: a framework that compiles ahead of the first step (jax) does it here,
     # one that compiles lazily does it in the warm-up steps (warmup_s).
     record["build_s"] = time.perf_counter() - start
+    record["versions"]["onednn"] = onednn_version()  # where the framework loaded torch
     steps = steps_per_epoch(len(x_train), spec.batch_size)
     recorder = StepRecorder(spec, steps)
     result = {"provenance": record,

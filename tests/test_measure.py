@@ -29,6 +29,7 @@ from harness.measure import (
 )
 from harness.measure.policy import FlagPolicy
 from harness.measure.process_facts import stat_fields
+from harness.measure.provenance import LIBRARIES, onednn_version
 
 MiB = 1 << 20
 REPO = Path(__file__).resolve().parents[1]
@@ -268,6 +269,24 @@ def test_code_version_tracks_edits(tmp_path):
     assert code_version(tmp_path) == code_version(tmp_path)
 
 
+def test_a_plugin_folder_is_dirty_by_its_own_files_only(tmp_path):
+    """A plugin installed from a folder of a larger checkout (plugins/x in this repository)
+    records its own state, never a dirty flag inherited from the harness's files."""
+    plugin = tmp_path / "plugins" / "x"
+    plugin.mkdir(parents=True)
+    (tmp_path / "harness.py").write_text("x = 1\n")
+    (plugin / "adapter.py").write_text("y = 1\n")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "one")
+    sha = git(tmp_path, "rev-parse", "--short", "HEAD")
+    (tmp_path / "harness.py").write_text("x = 2\n")  # the harness edited, the plugin not
+    assert code_version(plugin) == sha and code_version(tmp_path).startswith(f"{sha}+dirty.")
+    (plugin / "adapter.py").write_text("y = 2\n")
+    assert code_version(plugin).startswith(f"{sha}+dirty.")
+    assert code_version(plugin) != code_version(tmp_path)  # the hash is of its own diff
+
+
 def test_code_version_outside_git(tmp_path):
     assert git_state(tmp_path) == ("unknown", False)
     assert code_version(tmp_path) == "unknown"
@@ -290,6 +309,19 @@ def test_provenance_fields(tmp_path):
     assert abs((datetime.now(timezone.utc) - started).total_seconds()) < 60
     json.dumps(p)  # records are stored as JSON
     assert provenance(2, "float32", "mnist", "x", 0)["commit"] != "unknown"  # this repository
+    # every framework library's version by its metadata: jax is installed here, tinygrad too
+    from importlib import metadata
+
+    assert set(p["versions"]) == set(LIBRARIES)
+    assert p["versions"]["jaxlib"] == metadata.version("jaxlib")
+
+
+def test_onednn_is_named_once_torch_is_loaded():
+    """torch's oneDNN comes from its build configuration, never by importing torch."""
+    torch = pytest.importorskip("torch")
+    version = onednn_version()
+    assert version is not None and version[0].isdigit()
+    assert version in torch.__config__.show()
 
 
 def test_import_leaves_numpy_and_torch_alone():

@@ -23,7 +23,7 @@ ALLOCATOR_POLICY = {
 }
 # Variables that change how fast a process runs: recorded in every run's provenance.
 RECORDED = (*THREAD_VARIABLES, *ALLOCATOR_POLICY, "OMP_WAIT_POLICY", "OMP_PROC_BIND", "OMP_PLACES",
-            "GOMP_SPINCOUNT", "LD_PRELOAD", "PYTHONHASHSEED")
+            "GOMP_SPINCOUNT", "LD_PRELOAD", "PYTHONHASHSEED", "XLA_FLAGS")
 
 
 def measured_environment(threads: int, base: Mapping[str, str] | None = None,

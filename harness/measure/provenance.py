@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -34,18 +35,22 @@ def git_output(repo_dir: Path, *args: str) -> str | None:
 def git_state(repo_dir: Path | None = None) -> tuple[str, bool]:
     """(short commit sha, dirty) of the repository at `repo_dir`; ("unknown", False) if none.
 
-    Dirty means tracked files differ from the commit; untracked files are ignored, since
-    scratch files and results beside the code do not change what runs.
+    Dirty means tracked files under `repo_dir` differ from the commit: a plugin in a folder of a
+    larger checkout (plugins/ here) is dirty by its own files only, never by the harness's.
+    Untracked files are ignored, since scratch files and results beside the code do not change
+    what runs.
     """
     repo = repo_dir or REPO_DIR
     sha = git_output(repo, "rev-parse", "--short", "HEAD")
     if sha is None:
         return "unknown", False
-    return sha.strip(), bool(git_output(repo, "status", "--porcelain", "--untracked-files=no"))
+    changed = git_output(repo, "status", "--porcelain", "--untracked-files=no", "--", ".")
+    return sha.strip(), bool(changed)
 
 
 def code_version(repo_dir: Path | None = None) -> str:
-    """The commit, plus "+dirty.<hash of the diff>" when tracked files differ from it.
+    """The commit, plus "+dirty.<hash of the diff>" when tracked files under `repo_dir` differ
+    from it (`git_state`).
 
     Two different uncommitted edits give two different versions, so `--resume` never reuses
     results measured with other code.
@@ -54,7 +59,7 @@ def code_version(repo_dir: Path | None = None) -> str:
     sha, dirty = git_state(repo)
     if not dirty:
         return sha
-    diff = git_output(repo, "diff", "HEAD", "--no-ext-diff", "--binary") or ""
+    diff = git_output(repo, "diff", "HEAD", "--no-ext-diff", "--binary", "--", ".") or ""
     return f"{sha}+dirty.{hashlib.sha256(diff.encode()).hexdigest()[:10]}"
 
 
@@ -93,6 +98,21 @@ def machine_fingerprint(cpu: str, cores: object, blas: str | None) -> str:
     return f"{cpu}, {cores} logical cores, BLAS {blas or 'not recorded'}"
 
 
+# The frameworks' own packages beyond numpy and torch, by their installed metadata (nothing is
+# imported for it): the version of each that the process could load.
+LIBRARIES = ("jax", "jaxlib", "autograd", "tinygrad", "scipy")
+
+
+def onednn_version() -> str | None:
+    """The oneDNN (MKL-DNN) that torch runs its CPU kernels with, from torch's build
+    configuration; None where torch is not loaded in this process (it is never imported here)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    found = re.search(r"(?:oneDNN|MKL-DNN) v([\w.]+)", torch.__config__.show())
+    return found.group(1) if found else None
+
+
 def _version(package: str) -> str | None:
     try:
         return metadata.version(package)
@@ -119,6 +139,8 @@ def provenance(
         "numpy": _version("numpy"),
         "torch": _version("torch"),  # None when torch is not installed
         "memray": _version("memray"),
+        # the frameworks' libraries; oneDNN is added by the worker once its framework is built
+        "versions": {name: _version(name) for name in LIBRARIES},
         "cpu_model": cpu,
         "logical_cores": cores,
         "blas": blas,

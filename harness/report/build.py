@@ -19,6 +19,7 @@ from ..errors import UsageError
 from ..machines import case_machines, require_one_machine
 from ..measure import warmup as warmup_rule
 from ..measure.policy import FlagPolicy
+from ..measure.provenance import LIBRARIES
 from ..profile import SavedProfile
 from ..records import Status
 from ..stats import ORDER_STATISTICS_FROM
@@ -217,8 +218,13 @@ def provenance_section(cases: pd.DataFrame) -> str:
     started = pd.to_datetime(cases["started_at"], utc=True, errors="coerce").dropna()
     when = ("unknown" if started.empty else
             f"{started.min():%Y-%m-%d %H:%M} to {started.max():%Y-%m-%d %H:%M} UTC")
-    versions = ", ".join(f"{name} {_distinct(_column(cases, f'prov_{name}'))}"
-                         for name in ("python", "numpy", "torch", "memray"))
+    versions = ", ".join(
+        [f"{name} {_distinct(_column(cases, f'prov_{name}'))}"
+         for name in ("python", "numpy", "torch", "memray")]
+        + [f"{name} {_distinct(_column(cases, f'prov_versions_{name}'))}"  # where recorded
+           for name in (*LIBRARIES, "onednn")
+           if _column(cases, f"prov_versions_{name}").notna().any()]
+        + [f"BLAS {_distinct(_column(cases, 'prov_blas'))}"])
     lines = [
         f"- Machine: {_distinct(case_machines(cases))}; {_distinct(_column(cases, 'prov_os'))}",
         f"- Threads per run: {_distinct(cases['threads'])}; dtype {_distinct(cases['dtype'])}",
