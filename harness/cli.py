@@ -183,6 +183,10 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--data-dir", metavar="DIR",
                         help="where the parity check finds the suite's IDX dataset, as for adh run")
     _mixed_machines_argument(report, "report a suite whose cases")
+    report.add_argument("--allow-mixed-commits", action="store_true",
+                        help="report cases measured with different harness code (commits, or "
+                             "uncommitted edits), which is refused otherwise: a report's numbers "
+                             "come from one version of the code; its provenance then lists each")
 
     compare = sub.add_parser(
         "compare", help="did a change make things slower, hungrier or less accurate?",
@@ -764,7 +768,8 @@ def _report(args) -> int:
             _refuse_misplaced(args.suite, "suite", "report")
         print(build_report(store, args.suite, args.out, profiles, args.allow_mixed_machines,
                            None if args.no_check else functools.partial(
-                               _check_parity, args.suite, args.data_dir)))
+                               _check_parity, args.suite, args.data_dir),
+                           allow_mixed_commits=args.allow_mixed_commits))
     return 0
 
 

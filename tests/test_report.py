@@ -531,6 +531,22 @@ def unsupported_result(suite: str, model: str, framework: str, seed: int,
     return result
 
 
+def test_a_report_refuses_cases_of_two_commits(tmp_path: Path) -> None:
+    """A report's numbers come from one version of the harness's code: cases measured at two
+    commits are refused, naming both and the run that fixes it, unless allowed."""
+    with ResultsStore(tmp_path / "adh.sqlite") as store:
+        for framework, version in (("engine-static", "abc1234"), ("torch", "def5678+dirty.0a1b")):
+            result = make_result("mixed", "mlp", framework, 0)
+            result.provenance["code_version"] = version
+            store.save(result)
+        with pytest.raises(UsageError, match=r"2 versions of the code \(abc1234 \(1 case\); "
+                                             r"def5678\+dirty\.0a1b \(1 case\)\).*adh run "
+                                             r"mixed --store"):
+            build_report(store, "mixed", tmp_path / "out")
+        report = build_report(store, "mixed", tmp_path / "out", allow_mixed_commits=True)
+    assert "- Code: commit abc1234 (1 runs), def5678+dirty.0a1b (1 runs)" in report.read_text()
+
+
 def test_an_unsupported_case_is_na_in_the_tables_and_in_no_figure(tmp_path: Path) -> None:
     with ResultsStore(tmp_path / "adh.sqlite") as store:
         fill_plain(store, "partial")

@@ -188,7 +188,8 @@ def _distinct(values: pd.Series) -> str:
 
 
 def _column(cases: pd.DataFrame, name: str) -> pd.Series:
-    return cases[name] if name in cases.columns else pd.Series([None] * len(cases), dtype=object)
+    return (cases[name] if name in cases.columns else
+            pd.Series([None] * len(cases), index=cases.index, dtype=object))
 
 
 def _package(distribution: object, version: object, code_version: object) -> str | None:
@@ -211,8 +212,9 @@ def framework_packages(cases: pd.DataFrame) -> str:
 
 def provenance_section(cases: pd.DataFrame) -> str:
     """Where and with what the suite's runs ran, as a Markdown list."""
-    commit = _column(cases, "prov_commit").astype(str) + _column(cases, "prov_dirty").map(
-        lambda d: " (uncommitted changes)" if d is True else "")
+    commit = _column(cases, "prov_code_version").fillna(
+        _column(cases, "prov_commit").astype(str) + _column(cases, "prov_dirty").map(
+            lambda d: " (uncommitted changes)" if d is True else ""))
     dataset = _column(cases, "prov_dataset").fillna(cases["dataset"]).astype(str)
     checksum = _column(cases, "prov_dataset_checksum").fillna("unknown").astype(str)
     started = pd.to_datetime(cases["started_at"], utc=True, errors="coerce").dropna()
@@ -427,6 +429,21 @@ def load_suite_data(store: ResultsStore, suite: str) -> frames.SuiteData:
     return data
 
 
+def require_one_commit(cases: pd.DataFrame, suite: str, store: Path, allow: bool = False) -> None:
+    """Refuse (UsageError) finished `cases` measured with more than one version of the harness's
+    code (its commit, with "+dirty.<hash>" for uncommitted edits; the commit alone in records
+    without the version), naming each and the command that fixes it, unless `allow`."""
+    versions = _column(cases, "prov_code_version").fillna(_column(cases, "prov_commit"))
+    counts = versions.dropna().astype(str).value_counts()
+    if len(counts) <= 1 or allow:
+        return
+    listed = "; ".join(f"{v} ({n} case{'s' * (n > 1)})" for v, n in counts.items())
+    raise UsageError(f"suite {suite!r} in {store} holds cases of {len(counts)} versions of the "
+                     f"code ({listed}): a report's numbers come from one; run the suite again "
+                     f"at one commit (`adh run {suite} --store {store}`), or pass "
+                     "--allow-mixed-commits to report them together (the provenance lists each)")
+
+
 def _smoke_test_note(data: frames.SuiteData) -> list[str]:
     """A warning at the top of a report whose runs are too short to cite: fewer epochs than
     MIN_EPOCHS_FOR_CURVES (nothing in it is a learning curve)."""
@@ -514,7 +531,8 @@ def _profiles_section(profiles: list[SavedProfile], figure_dir: Path) -> list[st
 def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
                  profiles: list[SavedProfile] | None = None,
                  allow_mixed_machines: bool = False,
-                 parity: Callable[[frames.SuiteData], ParityCheck] | None = None) -> Path:
+                 parity: Callable[[frames.SuiteData], ParityCheck] | None = None,
+                 allow_mixed_commits: bool = False) -> Path:
     """Write the report of `suite` to `out_dir` (default reports/<suite>/): figures as PNG (200
     dpi) and PDF under figures/, tables as Markdown, LaTeX and CSV under tables/, and report.md
     showing them all with the provenance and the measurement method, and `profiles` (from
@@ -524,9 +542,11 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
     and the published studies' numbers beside ours where the suite ran their models. Files of
     an earlier build in figures/ and tables/ are removed first. Returns report.md's path.
     Raises UsageError when the store holds no finished case of `suite`, or cases of several
-    machines unless `allow_mixed_machines` (harness.machines)."""
+    machines unless `allow_mixed_machines` (harness.machines), or of several versions of the
+    harness's code unless `allow_mixed_commits` (`require_one_commit`)."""
     data = load_suite_data(store, suite)
     require_one_machine(data.cases, f"suite {suite!r} in {store.path}", allow_mixed_machines)
+    require_one_commit(data.ok, suite, store.path, allow_mixed_commits)
     search: list[str] = []
     if rates.is_rate_search(data):  # the rates not chosen appear in the search's table alone
         grid = rates.rate_grid(data)
