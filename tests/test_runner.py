@@ -527,6 +527,8 @@ def test_more_rounds_go_on_until_the_ratios_are_narrow(tmp_path, monkeypatch):
             return timing
 
         monkeypatch.setattr(runner, "run_worker", fake_worker)
+        monkeypatch.setattr(runner, "probe", lambda: 0.050)  # a steady host: no pass retried
+        monkeypatch.setattr(runner, "POLICY", NEVER_FLAG)
         notes = []
         monkeypatch.setattr(runner.sys, "stderr", type("S", (), {
             "write": lambda self, text: notes.append(text), "flush": lambda self: None})())
