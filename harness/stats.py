@@ -60,12 +60,17 @@ def estimate(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimat
     if len(x) >= ORDER_STATISTICS_FROM:
         ci = stats.quantile_test(x, p=0.5).confidence_interval(confidence)
         return Estimate(median, float(ci.low), float(ci.high), len(x))
-    logs = np.log(x)
-    spread = logs.std(ddof=1) / math.sqrt(len(x))
-    if spread == 0:
-        return Estimate(median, median, median, len(x))
-    low, high = stats.t.interval(confidence, len(x) - 1, loc=logs.mean(), scale=spread)
+    low, high = _t_interval(np.log(x), confidence)
     return Estimate(median, math.exp(low), math.exp(high), len(x))
+
+
+def _t_interval(x: np.ndarray, confidence: float) -> tuple[float, float]:
+    """Student's t-interval of the mean of two or more values (the mean itself without spread)."""
+    spread = x.std(ddof=1) / math.sqrt(len(x))
+    if spread == 0:
+        return float(x.mean()), float(x.mean())
+    low, high = stats.t.interval(confidence, len(x) - 1, loc=x.mean(), scale=spread)
+    return float(low), float(high)
 
 
 def paired_ratio(numerators: Sequence[float], denominators: Sequence[float],
@@ -118,11 +123,7 @@ def mean_difference(differences: Sequence[float], confidence: float = CONFIDENCE
     mean = float(x.mean())
     if len(x) < 2:
         return Estimate(mean, math.nan, math.nan, 1)
-    spread = x.std(ddof=1) / math.sqrt(len(x))
-    if spread == 0:
-        return Estimate(mean, mean, mean, len(x))
-    low, high = stats.t.interval(confidence, len(x) - 1, loc=mean, scale=spread)
-    return Estimate(mean, float(low), float(high), len(x))
+    return Estimate(mean, *_t_interval(x, confidence), len(x))
 
 
 def format_difference(e: Estimate, words: tuple[str, str] = ("higher", "lower")) -> str:

@@ -66,11 +66,16 @@ def step_estimates(runs: pd.DataFrame) -> pd.DataFrame:
                                        "cores"])
 
 
-def _median_fact(runs: pd.DataFrame, name: str) -> float:
-    """The median of a per-process fact (harness.measure.process_facts) over `runs`; NaN where
-    none recorded it."""
+def _fact(runs: pd.DataFrame, name: str) -> list[float]:
+    """A per-process fact (harness.measure.process_facts) of each of `runs`, NaN where its run
+    did not record it."""
     values = [(from_json(f) or {}).get(name) for f in runs.get("facts", [])]
-    found = [v for v in values if v is not None]
+    return [math.nan if v is None else float(v) for v in values]
+
+
+def _median_fact(runs: pd.DataFrame, name: str) -> float:
+    """The median of a per-process fact over `runs`; NaN where none recorded it."""
+    found = [v for v in _fact(runs, name) if not math.isnan(v)]
     return float(pd.Series(found).median()) if found else math.nan
 
 
@@ -357,8 +362,7 @@ def own_level_shifts(runs: pd.DataFrame) -> str:
     kept in its numbers (the drift filter judges the host by its probes only); "" where none."""
     if runs.empty or "facts" not in runs:
         return ""
-    shifts = runs.assign(shift=[(from_json(f) or {}).get("level_shift", math.nan)
-                                for f in runs["facts"]])
+    shifts = runs.assign(shift=_fact(runs, "level_shift"))
     found = []
     for (model, framework), group in shifts.groupby(["model", "framework"], sort=False):
         shifted = group["shift"][group["shift"] > OWN_SHIFT]
