@@ -69,15 +69,15 @@ def _parser() -> argparse.ArgumentParser:
                      help="timing passes per case, each in a fresh process, interleaved across the "
                           "suite's cases round by round (default: the suite's; quick 6, paper 2)")
     run.add_argument("--until-within", type=float, metavar="PCT",
-                     help="after --rounds, go on round by round while a step ratio against torch "
-                          "reaches further than PCT %% from its value (quick: 10; 0: never), "
-                          "within --max-rounds and --max-minutes")
+                     help="after --rounds, the models whose step ratio against torch reaches "
+                          "further than PCT %% from its value go on round by round (quick: 10; "
+                          "0: never), within --max-rounds and --max-minutes")
     run.add_argument("--max-rounds", type=_positive_int, metavar="N",
                      help="the most rounds --until-within may take (default: the suite's, else "
                           "twice --rounds)")
     run.add_argument("--max-minutes", type=float, metavar="M",
                      help="--until-within starts another round only if it fits in M minutes "
-                          "from the run's start, at the last round's pace (0: no limit)")
+                          "from the run's start, at its models' last pace (0: no limit)")
     run.add_argument("--turns", type=_nonnegative_int, metavar="K",
                      help="each model's frameworks take turns of K steps, all their processes "
                           "alive and one training at a time, so that the host's changes of speed "

@@ -557,7 +557,7 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
               on_case_done: Callable[[CaseResult], None] = lambda r: None) -> SuiteOutcome:
     """Run `options.rounds` timing passes of every case of `suite`, interleaved round by round,
     saving each pass at once, then, under `options.more_rounds`, more rounds while a ratio is too
-    wide (`goes_on`); with --resume, only what the store does not yet hold for this code
+    wide (`wide_units`); with --resume, only what the store does not yet hold for this code
     version. `on_case_done` hears of each case when its last round ends."""
     from tqdm import tqdm
 
@@ -574,16 +574,17 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
     bar = tqdm(total=passes, desc=f"suite {suite.name}", unit="pass", position=0, disable=disable)
     current: list[CaseResult] = []
     units = _turn_groups(todo) if options.turn_steps else [[result] for result in todo]
+    unit_s: dict[int, float] = {}  # each unit's last round, in seconds
     started, round_ = time.monotonic(), 0
     try:
         while True:
-            round_started = time.monotonic()
             for unit in rotated(units, round_):
                 # not failed in an earlier round, and this round not stored already
                 current = rotated([r for r in unit if r.status == Status.OK
                                    and len(r.runs) <= round_], round_)
                 if not current:
                     continue
+                unit_started = time.monotonic()
                 label = (current[0].case.label() if len(current) == 1 else
                          f"{current[0].case.model} ({len(current)} frameworks in turns)")
                 bar.set_postfix_str(f"round {round_ + 1}/{rounds} {label}")
@@ -594,6 +595,7 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
                         measure_turns(current, round_, options, show, note)
                     else:
                         measure_round(current[0], round_, options, probes, show, note)
+                unit_s[id(unit)] = time.monotonic() - unit_started
                 for result in current:
                     store.save(result)
                     bar.update(1)
@@ -609,12 +611,12 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
             round_ += 1
             if round_ < rounds:
                 continue
-            going = [r for r in todo if r.status == Status.OK]
-            if not goes_on(store, suite.name, going, options, round_,
-                           time.monotonic() - started, time.monotonic() - round_started, note):
+            units = wide_units(store, suite.name, units, options, round_,
+                               time.monotonic() - started, unit_s, note)
+            if not units:
                 break
             rounds = round_ + 1
-            bar.total += len(going)
+            bar.total += sum(r.status == Status.OK for unit in units for r in unit)
     except KeyboardInterrupt:
         outcome.interrupted = True
         # A case with nothing stored yet is recorded as interrupted, unless the store holds a
@@ -638,39 +640,49 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
     return outcome
 
 
-def goes_on(store: ResultsStore, suite: str, results: list[CaseResult], options: RunOptions,
-            rounds: int, elapsed_s: float, last_round_s: float,
-            note: Callable[[str], None] = lambda m: None) -> bool:
-    """Whether `options.more_rounds` asks for another round after `rounds`: some step ratio of
-    `results` against torch (harness.tables.step_ratios, over the store's runs of these cases)
-    reaches further than its `within`, fewer than its `most` rounds have run, and another round at
-    the last one's pace (`last_round_s`) ends within its `minutes` of the run (`elapsed_s` so
-    far). Says why it stops where it stops early."""
+def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
+               options: RunOptions, rounds: int, elapsed_s: float, unit_s: dict[int, float],
+               note: Callable[[str], None] = lambda m: None) -> list[list[CaseResult]]:
+    """The units (a model's frameworks taking turns, or one case) of `units` that
+    `options.more_rounds` runs another round after `rounds`: those holding a case whose step
+    ratio against torch (harness.tables.step_ratios, over the store's runs of these cases)
+    reaches further than the rule's `within`, while fewer than its `most` rounds have run and
+    another round of them, at each one's last pace (`unit_s`, by id), ends within its `minutes`
+    of the run (`elapsed_s` so far); none when the run stops. A model whose ratios are narrow
+    runs no more rounds, so that the time left goes to those that are not (as asv repeats only
+    the benchmark whose samples are still too few). Says why it goes on and why it stops."""
     rule = options.more_rounds
-    if rule is None or not results:
-        return False
+    units = [unit for unit in units if any(r.status == Status.OK for r in unit)]
+    if rule is None or not units:
+        return []
     from .stats import half_width
     from .tables import step_ratios
 
-    keys = {r.key for r in results}
+    keys = {r.key for unit in units for r in unit if r.status == Status.OK}
     runs = store.runs(suite)
     ratios = step_ratios(runs[runs["key"].isin(keys)])
     ratios = ratios[(ratios["framework"] != "torch") & (ratios["pairs"] > 0)]
-    wide = [f"{row.model} {row.framework}" for row in ratios.itertuples()
-            if not half_width(row.ratio) <= rule.within]  # NaN (no interval) is wide
+    wide = {(row.model, row.framework) for row in ratios.itertuples()
+            if not half_width(row.ratio) <= rule.within}  # NaN (no interval) is wide
     if not wide:
-        return False
-    what = f"{len(wide)} ratio{'s' * (len(wide) > 1)} wider than ±{rule.within:.0%} ({wide[0]}" + \
-        (", ...)" if len(wide) > 1 else ")")
+        return []
+    names = sorted(f"{model} {framework}" for model, framework in wide)
+    what = f"{len(names)} ratio{'s' * (len(names) > 1)} wider than ±{rule.within:.0%} " + \
+        f"({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
     if rounds >= rule.most:
         note(f"{what} after {rounds} rounds, the most until_within takes")
-        return False
-    if rule.minutes and elapsed_s + last_round_s > 60 * rule.minutes:
+        return []
+    # a unit holds the reference's case too: a ratio needs both sides in the round
+    wide_models = {model for model, _ in wide}
+    going = [unit for unit in units if any(r.case.model in wide_models for r in unit)]
+    next_s = sum(unit_s.get(id(unit), 0.0) for unit in going)
+    if rule.minutes and elapsed_s + next_s > 60 * rule.minutes:
         note(f"{what} after {rounds} rounds: another would not end within {rule.minutes:g} "
              "minutes")
-        return False
-    note(f"{what}: round {rounds + 1}")
-    return True
+        return []
+    models = dict.fromkeys(unit[0].case.model for unit in going)
+    note(f"{what}: round {rounds + 1} of {', '.join(models)}")
+    return going
 
 
 def _turn_groups(results: list[CaseResult]) -> list[list[CaseResult]]:

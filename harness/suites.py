@@ -48,9 +48,9 @@ SETTINGS = {  # key: (type, meaning) - the only keys a suite file may use
                              "a list is swept"),
     "rounds": (int, "timing passes of every case, each in a fresh process, interleaved "
                     "round by round"),
-    "until_within": ((float, int), "after `rounds`, more rounds while a step ratio against torch "
-                                   "reaches further than this many percent from its value "
-                                   "(0: never)"),
+    "until_within": ((float, int), "after `rounds`, more rounds of the models whose step ratio "
+                                   "against torch reaches further than this many percent from "
+                                   "its value (0: never)"),
     "max_rounds": (int, "the most rounds `until_within` may take"),
     "max_minutes": ((float, int), "`until_within` starts another round only if it fits in "
                                   "this many minutes from the run's start (0: no limit)"),
@@ -91,10 +91,10 @@ class Suite:
 
 @dataclass(frozen=True)
 class MoreRounds:
-    """Rounds past a suite's `rounds`, one at a time, while a step ratio against torch reaches
-    further than ±`within` from its value (0.10: ±10 %), at most `most` rounds in all, and only
-    while another round fits in `minutes` from the run's start (0: no limit), as asv's `repeat`
-    with a maximum time."""
+    """Rounds past a suite's `rounds`, one at a time, of the models whose step ratio against
+    torch reaches further than ±`within` from its value (0.10: ±10 %), at most `most` rounds in
+    all, and only while another round of them fits in `minutes` from the run's start (0: no
+    limit), as asv's `repeat` with a maximum time."""
 
     within: float
     most: int

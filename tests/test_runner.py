@@ -510,17 +510,17 @@ def test_resume_runs_only_the_missing_rounds(toys, tmp_path, monkeypatch):
 
 
 def test_more_rounds_go_on_until_the_ratios_are_narrow(tmp_path, monkeypatch):
-    """until_within: after `rounds`, another round while a ratio against torch is wider than
-    asked, up to max_rounds; a ratio narrow from the start stops at `rounds`."""
+    """until_within: after `rounds`, another round of the models whose ratio against torch is
+    wider than asked, up to max_rounds; a model narrow from the start stops at `rounds`."""
     def suite_with(scatter: list[float], **fields):
         path = write_suite(tmp_path, "narrow", ["engine-static", "torch"], rounds=6,
-                           until_within=10, **fields)
+                           models=["mlp", "rnn"], until_within=10, **fields)
         suite = load_suite(str(path))
         rounds_seen = []
 
         def fake_worker(case, pass_name, options, on_progress=lambda p: None):
             timing = fake_timing(case)
-            if case.framework == "engine-static":  # this round's ratio against torch's 0.1 s
+            if case.framework == "engine-static" and case.model == "mlp":  # scattered
                 rounds_seen.append(len(rounds_seen))
                 step = 0.05 * scatter[len(rounds_seen) % len(scatter)]
                 timing["step_times_s"] = [step, step]
@@ -538,14 +538,18 @@ def test_more_rounds_go_on_until_the_ratios_are_narrow(tmp_path, monkeypatch):
                 more_rounds=suite.more_rounds))
             runs = store.runs("narrow")
         assert suite.more_rounds is not None and all(r.status == "ok" for r in outcome.results)
-        return runs.groupby("framework")["run"].nunique().to_dict(), "".join(notes)
+        assert [r.case.model for r in outcome.results] == ["mlp", "mlp", "rnn", "rnn"]
+        rnn = runs[runs["model"] == "rnn"].groupby("framework")["run"].nunique().to_dict()
+        assert rnn == {"engine-static": 6, "torch": 6}  # narrow: no round past the six
+        mlp = runs[runs["model"] == "mlp"]
+        return mlp.groupby("framework")["run"].nunique().to_dict(), "".join(notes)
 
     steady, notes = suite_with([1.0, 1.01, 0.99])  # ±1 % over six rounds: narrow at once
     assert steady == {"engine-static": 6, "torch": 6} and "round 7" not in notes
     # ratios of 0.5 with one round in six off by 30 %: the interval of six holds it
     wide, notes = suite_with([1.0, 1.0, 1.3, 1.0, 1.0, 0.99, 1.01], max_rounds=12)
     assert 6 < wide["engine-static"] <= 12 and wide["engine-static"] == wide["torch"]
-    assert "wider than ±10% (mlp engine-static): round 7" in notes
+    assert "wider than ±10% (mlp engine-static): round 7 of mlp" in notes
     capped, notes = suite_with([0.6, 1.4], max_rounds=8)  # never narrow: max_rounds stops it
     assert capped == {"engine-static": 8, "torch": 8}
     assert "after 8 rounds, the most until_within takes" in notes
