@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import shlex
 import signal
 import sys
 from contextlib import nullcontext
@@ -439,6 +440,8 @@ def _cluster_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # the command as typed, which a run records and a report quotes to regenerate itself
+    args.typed = shlex.join(["adh", *(sys.argv[1:] if argv is None else argv)])
     try:
         if getattr(args, "threads", None):
             pin_threads(args.threads)
@@ -523,7 +526,8 @@ def _run(args) -> int:
                          rounds=suite.rounds, more_rounds=suite.more_rounds,
                          count_instructions=_counting(args),
                          turn_steps=suite.turns if args.turns is None else args.turns,
-                         timeout_s=args.timeout or suite.timeout_s, code_version=code_version())
+                         timeout_s=args.timeout or suite.timeout_s, code_version=code_version(),
+                         command=args.typed)
     if args.shard:
         from .shards import parse_shard, shard_suite
 
@@ -769,7 +773,7 @@ def _report(args) -> int:
         print(build_report(store, args.suite, args.out, profiles, args.allow_mixed_machines,
                            None if args.no_check else functools.partial(
                                _check_parity, args.suite, args.data_dir),
-                           allow_mixed_commits=args.allow_mixed_commits))
+                           allow_mixed_commits=args.allow_mixed_commits, command=args.typed))
     return 0
 
 
@@ -1036,9 +1040,11 @@ def _model_tables(cases, epochs, runs, what: str, allow_mixed_machines: bool = F
     machines, unless `allow_mixed_machines`; `what` names them in its message."""
     from .machines import require_one_machine
     from .tables import (
+        first_call_memory,
         format_model_tables,
         host_steadiness,
         own_level_shifts,
+        reported_facts,
         schedule,
         shown_summary,
     )
@@ -1050,7 +1056,8 @@ def _model_tables(cases, epochs, runs, what: str, allow_mixed_machines: bool = F
     # one host's steadiness: probes of several machines would call their difference unsteadiness
     shown = runs[runs["key"].isin(cases["key"])]
     steadiness = "" if len(machines) > 1 else host_steadiness(shown)
-    lines = [line for line in (schedule(shown), steadiness, own_level_shifts(shown)) if line]
+    lines = [line for line in (schedule(shown), steadiness, own_level_shifts(shown),
+                               reported_facts(cases), first_call_memory(cases)) if line]
     return "\n\n".join([format_model_tables(summary), *lines])
 
 

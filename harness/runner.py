@@ -65,6 +65,7 @@ class RunOptions:
     # Steps a turn where one model's frameworks take turns (run_turns); 0: each pass alone.
     turn_steps: int = 0
     count_instructions: bool = False  # one more pass per case, under valgrind
+    command: str = ""  # the `adh run` command as typed, recorded in each case's provenance
     # Experiments with the measured process's setup (scripts/bench_spread.py): variables to set
     # (None: unset) over the measurement policy, and a command to start the worker under.
     env: dict[str, str | None] = field(default_factory=dict)
@@ -438,6 +439,8 @@ def _record(result: CaseResult, round_: int, timing: dict, options: RunOptions, 
             raise WorkerError(Status(memory["status"]), "memory pass: " + memory.get("reason", ""))
         for name in ("alloc_bytes", "alloc_count", "peak_bytes", "peak_rss_bytes"):
             setattr(result, name, memory[name])
+        # the first step's own memory (a lazy compiler's), kept apart from the loop's
+        result.provenance["memory_first_call"] = memory.get("first_call")
     if options.count_instructions and not result.instructions_counted:
         count_instructions(result, options)
 
@@ -516,7 +519,7 @@ def _fill_first(result: CaseResult, timing: dict, options: RunOptions) -> None:
                 "rounds": options.rounds, "more_rounds": (options.more_rounds.describe()
                                                           if options.more_rounds else None)}
     result.provenance = {**timing.get("provenance", {}), "policy": POLICY.record(), **forced,
-                         "schedule": schedule,
+                         "schedule": schedule, "command": options.command or None,
                          "pass_wall_s": result.provenance.get("pass_wall_s", {"time": []})}
     result.flops_per_step = timing.get("flops_per_step")
     result.gemm_peak_gflops = timing.get("gemm_peak_gflops")
@@ -574,7 +577,7 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
     bar = tqdm(total=passes, desc=f"suite {suite.name}", unit="pass", position=0, disable=disable)
     current: list[CaseResult] = []
     units = _turn_groups(todo) if options.turn_steps else [[result] for result in todo]
-    unit_s: dict[int, float] = {}  # each unit's last round, in seconds
+    unit_s: dict[tuple, float] = {}  # each unit's last round in seconds, by _settings_key
     started, round_ = time.monotonic(), 0
     try:
         while True:
@@ -595,7 +598,7 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
                         measure_turns(current, round_, options, show, note)
                     else:
                         measure_round(current[0], round_, options, probes, show, note)
-                unit_s[id(unit)] = time.monotonic() - unit_started
+                unit_s[_settings_key(unit[0])] = time.monotonic() - unit_started
                 for result in current:
                     store.save(result)
                     bar.update(1)
@@ -641,27 +644,27 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
 
 
 def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
-               options: RunOptions, rounds: int, elapsed_s: float, unit_s: dict[int, float],
+               options: RunOptions, rounds: int, elapsed_s: float, unit_s: dict[tuple, float],
                note: Callable[[str], None] = lambda m: None) -> list[list[CaseResult]]:
-    """The units (a model's frameworks taking turns, or one case) of `units` that
-    `options.more_rounds` runs another round after `rounds`: those holding a case whose step
-    ratio against torch (harness.tables.step_ratios, over the store's runs of these cases)
-    reaches further than the rule's `within`, while fewer than its `most` rounds have run and
-    another round of them, at each one's last pace (`unit_s`, by id), ends within its `minutes`
-    of the run (`elapsed_s` so far); none when the run stops. A model whose ratios are narrow
-    runs no more rounds, so that the time left goes to those that are not (as asv repeats only
-    the benchmark whose samples are still too few). Says why it goes on and why it stops."""
+    """What `options.more_rounds` runs another round of after `rounds`: of each unit of `units`
+    (a model's frameworks taking turns, or one case), the cases whose step ratio against torch
+    (harness.tables.step_ratios, over the store's runs of these cases) reaches further than the
+    rule's `within`, with torch's case of their settings (a ratio needs both sides in the
+    round); while fewer than its `most` rounds have run and another round of them, at their
+    units' last pace (`unit_s`, by `_settings_key`), ends within its `minutes` of the run
+    (`elapsed_s` so far); none when the run stops. A ratio that is narrow takes no more rounds,
+    so that the time left goes to those that are not (as asv repeats only the benchmark whose
+    samples are still too few). Says why it goes on and why it stops."""
     rule = options.more_rounds
-    units = [unit for unit in units if any(r.status == Status.OK for r in unit)]
-    if rule is None or not units:
+    if rule is None:
         return []
     from .stats import half_width
-    from .tables import step_ratios
+    from .tables import REFERENCE, step_ratios
 
     keys = {r.key for unit in units for r in unit if r.status == Status.OK}
     runs = store.runs(suite)
     ratios = step_ratios(runs[runs["key"].isin(keys)])
-    ratios = ratios[(ratios["framework"] != "torch") & (ratios["pairs"] > 0)]
+    ratios = ratios[(ratios["framework"] != REFERENCE) & (ratios["pairs"] > 0)]
     wide = {(row.model, row.framework) for row in ratios.itertuples()
             if not half_width(row.ratio) <= rule.within}  # NaN (no interval) is wide
     if not wide:
@@ -672,17 +675,30 @@ def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
     if rounds >= rule.most:
         note(f"{what} after {rounds} rounds, the most until_within takes")
         return []
-    # a unit holds the reference's case too: a ratio needs both sides in the round
     wide_models = {model for model, _ in wide}
-    going = [unit for unit in units if any(r.case.model in wide_models for r in unit)]
-    next_s = sum(unit_s.get(id(unit), 0.0) for unit in going)
+    going = []
+    for unit in units:
+        kept = [r for r in unit if r.status == Status.OK
+                and ((r.case.model, r.case.framework) in wide
+                     or (r.case.framework == REFERENCE and r.case.model in wide_models))]
+        # torch's case with the wide ones it takes turns with, or alone in its own unit
+        if kept and (len(unit) == 1 or any(r.case.framework != REFERENCE for r in kept)):
+            going.append(kept)
+    next_s = sum(unit_s.get(_settings_key(unit[0]), 0.0) for unit in going)
     if rule.minutes and elapsed_s + next_s > 60 * rule.minutes:
         note(f"{what} after {rounds} rounds: another would not end within {rule.minutes:g} "
              "minutes")
         return []
-    models = dict.fromkeys(unit[0].case.model for unit in going)
-    note(f"{what}: round {rounds + 1} of {', '.join(models)}")
+    note(f"{what}: round {rounds + 1} of " + ", ".join(
+        f"{unit[0].case.model} {'+'.join(r.case.framework for r in unit)}" for unit in going))
     return going
+
+
+def _settings_key(result: CaseResult) -> tuple:
+    """`result`'s settings but the framework: what the cases that take turns share."""
+    settings = result.case.settings()
+    settings.pop("framework")
+    return tuple(sorted((k, str(v)) for k, v in settings.items()))
 
 
 def _turn_groups(results: list[CaseResult]) -> list[list[CaseResult]]:
@@ -690,10 +706,7 @@ def _turn_groups(results: list[CaseResult]) -> list[list[CaseResult]]:
     in order: the cases that take turns."""
     groups: dict[tuple, list[CaseResult]] = {}
     for result in results:
-        settings = result.case.settings()
-        settings.pop("framework")
-        groups.setdefault(tuple(sorted((k, str(v)) for k, v in settings.items())), []).append(
-            result)
+        groups.setdefault(_settings_key(result), []).append(result)
     return list(groups.values())
 
 

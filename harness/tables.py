@@ -22,6 +22,8 @@ from .stats import (
 from .store import SETTINGS_COLUMNS, from_json
 
 GIB, MIB = 2 ** 30, 2 ** 20
+REFERENCE = "torch"  # the framework every ratio is against, unless a caller names another
+REPORTED = "prov_reported_"  # the facts a framework reported of its run (Framework.facts)
 
 
 def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
@@ -54,16 +56,19 @@ def used_runs(runs: pd.DataFrame) -> pd.DataFrame:
 
 def step_estimates(runs: pd.DataFrame) -> pd.DataFrame:
     """Per model and framework, over the used runs of all its cases (seeds): the step time as a
-    `stats.Estimate` of the runs' medians (`step`), the runs counted (`processes`), how many
-    of those were flagged (`flagged`) and the cores its processes used (`cores`: the median of
-    their CPU time over their loop's wall time; NaN for runs that did not record it)."""
+    `stats.Estimate` of the runs' medians (`step`), the training time (its steps after the
+    warm-up, evaluation left out) as one of the runs' training times (`train`), the runs counted
+    (`processes`), how many of those were flagged (`flagged`) and the cores its processes used
+    (`cores`: the median of their CPU time over their loop's wall time; NaN for runs that did
+    not record it)."""
     used = used_runs(runs)
     rows = [{"model": model, "framework": framework, "step": estimate(group["median_s"].dropna()),
+             "train": estimate(group.get("train_time_s", pd.Series(dtype=float)).dropna()),
              "processes": len(group), "flagged": int(group["flagged"].sum()),
              "cores": _median_fact(group, "cores_used")}
             for (model, framework), group in used.groupby(["model", "framework"], sort=False)]
-    return pd.DataFrame(rows, columns=["model", "framework", "step", "processes", "flagged",
-                                       "cores"])
+    return pd.DataFrame(rows, columns=["model", "framework", "step", "train", "processes",
+                                       "flagged", "cores"])
 
 
 def _fact(runs: pd.DataFrame, name: str) -> list[float]:
@@ -173,12 +178,33 @@ def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFr
                .merge(step_ratios(runs, reference), on=["model", "framework"], how="left"))
     seconds = summary["step"].map(lambda e: e.value if isinstance(e, Estimate) else float("nan"))
     summary["gflops"] = summary["gflop"] / seconds.astype(float)
+    summary["threads"], summary["threads_used"], summary["peak_gflops"] = zip(
+        *(_roof(row, ok) for row in summary.itertuples()), strict=True) if len(summary) else (
+        [], [], [])
     summary["peak_pct"] = 100 * summary["gflops"] / summary["peak_gflops"]
     ref = summary[summary["framework"] == reference].drop_duplicates("model").set_index("model")
     for column in ("alloc_gib", "peak_mib"):
         summary[f"{column}_ratio"] = summary[column] / summary["model"].map(ref[column])
     return summary.merge(accuracy_differences(ok, reference), on=["model", "framework"],
                          how="left")
+
+
+def _roof(row, ok: pd.DataFrame) -> tuple[int, int, float]:
+    """A summary row's thread count, the threads its framework used, and the GEMM peak measured
+    at that count (the worker records the machine's peak at every count up to the case's): the
+    count the framework reported (Framework.facts "threads used"), else its measured cores
+    rounded, at least 1; a framework that trains on one core of two is held to one core's
+    peak, not two."""
+    cases = ok[(ok["model"] == row.model) & (ok["framework"] == row.framework)]
+    threads = int(cases["threads"].max())
+    reported = cases.get(REPORTED + "threads used", pd.Series(dtype=float)).dropna()
+    cores = getattr(row, "cores", math.nan)
+    used = (int(reported.min()) if len(reported) else threads if pd.isna(cores) else
+            min(threads, max(1, round(cores))))
+    peaks = cases.get(f"prov_gemm_peaks_gflops_{used}", pd.Series(dtype=float)).dropna()
+    if len(peaks):
+        return threads, used, float(peaks.astype(float).mean())
+    return threads, used, float(row.peak_gflops) if used == threads else math.nan
 
 
 def accuracy_differences(cases: pd.DataFrame, reference: str = "torch") -> pd.DataFrame:
@@ -221,13 +247,43 @@ def mean_std(row: pd.Series, name: str, digits: int) -> str:
     return f"{mean:.{digits}f}" + (f" ± {std:.{digits}f}" if spread else "")
 
 
-def _step_cell(row: pd.Series) -> str:
-    """The step time in ms with its interval; marked when it comes from flagged runs only."""
-    step = row["step"]
-    if not isinstance(step, Estimate):
+def _step_cell(row: pd.Series, column: str = "step", scale: float = 1000) -> str:
+    """The step time in ms (or with `column` "train", the training time in s) with its
+    interval; marked when it comes from flagged runs only."""
+    value = row.get(column)
+    if not isinstance(value, Estimate):
         return "-"
     mark = " [flagged]" if row["flagged"] and row["flagged"] == row["processes"] else ""
-    return format_value(step, 1000, 2) + mark
+    return format_value(value, scale, 2) + mark
+
+
+HEADLINE_NOTE = ("Step vs {reference} is the verdict: each framework's step over {reference}'s in "
+                 "the same round (turn by turn where they took turns), the median of those "
+                 "ratios with its 95 % CI. Training (s) and Step (ms) are each framework's own "
+                 "medians over its processes, with theirs: their quotient need not equal the "
+                 "verdict")
+
+
+def disagreements(summary: pd.DataFrame, reference: str = "torch") -> list[str]:
+    """A line for each row whose median step over the reference's lies outside its paired
+    ratio's interval: two honest estimates that differ, and why."""
+    ref = summary[summary["framework"] == reference].drop_duplicates("model").set_index("model")
+    lines = []
+    for row in summary.itertuples():
+        ratio, step = getattr(row, "ratio", None), getattr(row, "step", None)
+        ref_step = ref["step"].get(row.model) if "step" in ref else None
+        if (row.framework == reference or not isinstance(ratio, Estimate) or not ratio.n
+                or not ratio.has_interval or not isinstance(step, Estimate)
+                or not isinstance(ref_step, Estimate)):
+            continue
+        quotient = step.value / ref_step.value
+        if ratio.low <= quotient <= ratio.high:
+            continue
+        lines.append(f"{row.framework} on {row.model}: its median step over {reference}'s is "
+                     f"{quotient:.2f}x, outside the verdict's {ratio.low:.2f}-{ratio.high:.2f}: "
+                     "the medians pool processes that ran at different speeds of the host, the "
+                     "verdict compares the two within the same round")
+    return lines
 
 
 RATE_HEADER = "GFLOP/s (% of GEMM peak)"
@@ -240,12 +296,16 @@ def _rated(summary: pd.DataFrame) -> bool:
 
 def _rate_cell(row: pd.Series) -> str:
     """Achieved GFLOP/s (the spec's FLOPs per step over the median step), its share of the
-    machine's measured GEMM peak for the case's threads, and the cores its processes used (a
+    machine's measured GEMM peak for the threads the framework used (`_roof`: "48 % of 1
+    thread's" where it used fewer than the case's), and the cores its processes used (a
     framework that trains on one of two threads' cores shows about 1.0)."""
     rate, share, cores = row.get("gflops"), row.get("peak_pct"), row.get("cores")
     if rate is None or pd.isna(rate):
         return "-"
-    parts = [] if share is None or pd.isna(share) else [f"{share:.0f} %"]
+    used, threads = row.get("threads_used"), row.get("threads")
+    of = (f" of {used:.0f} thread{'s' * (used != 1)}'" if pd.notna(used) and pd.notna(threads)
+          and used < threads else "")
+    parts = [] if share is None or pd.isna(share) else [f"{share:.0f} %{of}"]
     parts += [] if cores is None or pd.isna(cores) else [f"{cores:.1f} cores"]
     return f"{rate:.1f}" + (f" ({', '.join(parts)})" if parts else "")
 
@@ -309,7 +369,8 @@ def model_table_rows(summary: pd.DataFrame, reference: str = "torch"
         summary["instructions"].notna().any()
         or summary["instructions_note"].fillna("").astype(bool).any())
     rated = _rated(summary)
-    headers = ["Framework", "Time (s)", "Build + warm-up (s)", "Allocations (GiB)", "Peak (MiB)",
+    headers = ["Framework", "Training (s)", "Build + warm-up (s)", "Allocations (GiB)",
+               "Peak (MiB)",
                "Test accuracy (%)",
                "Step (ms)", f"Step vs {reference}", *([RATE_HEADER] if rated else []),
                *(["Instructions/step"] if counted else []), "Processes", "Seeds",
@@ -317,7 +378,7 @@ def model_table_rows(summary: pd.DataFrame, reference: str = "torch"
     tables = [(str(model), [
         _unsupported_row(row, len(headers)) or
         [row["framework"] + (" [forced]" if _forced(row) else ""),
-         mean_std(row, "time_s", 2), mean_std(row, "warmup_s", 2),
+         _step_cell(row, "train", 1), mean_std(row, "warmup_s", 2),
          mean_std(row, "alloc_gib", 3),
          mean_std(row, "peak_mib", 1), mean_std(row, "test_pct", 2), _step_cell(row),
          _ratio_cell(row, reference), *([_rate_cell(row)] if rated else []),
@@ -326,16 +387,19 @@ def model_table_rows(summary: pd.DataFrame, reference: str = "torch"
          *([str(row["machine"])] if mixed else [])]
         for _, row in rows.iterrows()]) for model, rows in summary.groupby("model", sort=False)]
     notes = [FORCED_NOTE] if any(_forced(row) for _, row in summary.iterrows()) else []
+    if "ratio" in summary and (summary["framework"] == reference).any():
+        notes += [HEADLINE_NOTE.format(reference=reference), *disagreements(summary, reference)]
     return headers, tables, notes
 
 
 def format_model_tables(summary: pd.DataFrame, reference: str = "torch") -> str:
-    """One table per model: Framework, Time (s), Build + warm-up (s), Allocations (GiB),
-    Peak (MiB), Test accuracy (%), step time with its 95 % CI, the paired step-time ratio to the
-    reference framework with its 95 % CI, the achieved GFLOP/s and its share of the GEMM peak
-    where the cases recorded their FLOPs, instructions per step where counted (adh run
-    --count-instructions), and the processes and seeds behind them; "n/a (reason)" for a
-    framework that does not support the model. Where the rows come from more than one machine
+    """One table per model: Framework, training time and step time each with its 95 % CI,
+    Build + warm-up (s), Allocations (GiB), Peak (MiB), Test accuracy (%), the paired step-time
+    ratio to the reference framework with its 95 % CI (the verdict), the achieved GFLOP/s and
+    its share of the GEMM peak where the cases recorded their FLOPs, instructions per step where
+    counted (adh run --count-instructions), and the processes and seeds behind them; "n/a
+    (reason)" for a framework that does not support the model; notes on the verdict and where
+    the medians' quotient departs from it. Where the rows come from more than one machine
     (pooled on purpose: harness.machines), a last column names each row's."""
     headers, tables, notes = model_table_rows(summary, reference)
     return "\n\n".join([*(f"{model}\n{markdown_table(headers, rows)}" for model, rows in tables),
@@ -354,6 +418,56 @@ def host_steadiness(runs: pd.DataFrame) -> str:
     return (f"host steadiness: identical work (the drift probe, timed {len(probes)} times around "
             f"the timing passes) varied by {spread:.1%} (robust CV); "
             + format_processes_needed(spread))
+
+
+def reported_facts(cases: pd.DataFrame) -> str:
+    """What the frameworks of `cases` reported of their own runs (Framework.facts): per
+    framework, each fact with the models it holds for ("torch-compile: graph breaks 0 (cnn,
+    mlp), 1 (rnn)"); "" where none reported anything."""
+    columns = sorted(c for c in cases.columns if c.startswith(REPORTED))
+    found = []
+    for framework, group in cases[cases["status"] == Status.OK].groupby("framework", sort=False):
+        said = []
+        for column in columns:
+            values = group[["model", column]].dropna()
+            if values.empty:
+                continue
+            by_value = values.groupby(column, sort=False)["model"].unique()
+            name = column[len(REPORTED):]
+            if len(by_value) == 1 and len(values["model"].unique()) == len(
+                    group["model"].unique()):
+                said.append(f"{name} {_plain(by_value.index[0])}")
+            else:
+                said.append(f"{name} " + ", ".join(f"{_plain(value)} ({', '.join(models)})"
+                                                   for value, models in by_value.items()))
+        if said:
+            found.append(f"{framework}: " + "; ".join(said))
+    return "reported by the frameworks: " + " · ".join(found) if found else ""
+
+
+def first_call_memory(cases: pd.DataFrame) -> str:
+    """The first step's own peak (where a framework that compiles lazily compiles), which Peak
+    (MiB) leaves out (harness.measure.memory.FirstCallApart), for the rows where it is above
+    the loop's peak; "" where none is."""
+    column = "prov_memory_first_call_peak_bytes"
+    if column not in cases or "peak_bytes" not in cases:
+        return ""
+    ok = cases[(cases["status"] == Status.OK) & cases[column].notna()]
+    above = ok[ok[column].astype(float) > ok["peak_bytes"].astype(float)]
+    found = []
+    for framework, group in above.groupby("framework", sort=False):
+        peaks = group.groupby("model", sort=False)[column].median() / MIB
+        found.append(f"{framework} " + ", ".join(f"{mib:.1f} ({model})"
+                                                 for model, mib in peaks.items()))
+    if not found:
+        return ""
+    return ("the first step's own peak in MiB, above the loop's and left out of Peak (MiB), "
+            "which counts what it left live: " + "; ".join(found))
+
+
+def _plain(value: object) -> str:
+    """A reported value as the tables print it: 1 for 1.0."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def own_level_shifts(runs: pd.DataFrame) -> str:
@@ -450,7 +564,7 @@ def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str]
     mixed = _mixed_machines(rows)
     columns = [c for c in PAPER_COLUMNS if rows[c[0]].notna().any()]
     rated = _rated(rows)
-    headers = ["Framework", "Time (s)", "Build + warm-up (s)", "Step (ms)"]
+    headers = ["Framework", "Training (s)", "Build + warm-up (s)", "Step (ms)"]
     headers += [f"Step vs {reference}"] if relative else []
     headers += [RATE_HEADER] if rated else []
     for _, header, _, words in columns:
@@ -463,7 +577,7 @@ def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str]
         if unsupported:
             body.append(unsupported)
             continue
-        cells = [row["framework"], mean_std(row, "time_s", 2), mean_std(row, "warmup_s", 2),
+        cells = [row["framework"], _step_cell(row, "train", 1), mean_std(row, "warmup_s", 2),
                  _step_cell(row)]
         if relative:
             cells.append(_ratio_cell(row, reference))

@@ -227,14 +227,14 @@ def time_pass(case, data_dir, turn_steps: int = 0) -> dict:
     from .batches import steps_per_epoch
     from .flops import train_step_flops
     from .frameworks import framework_origin, get_framework
-    from .frameworks.base import Framework, why_unsupported
+    from .frameworks.base import Framework, reported_facts, why_unsupported
     from .measure import gemm_peak_gflops, provenance
     from .measure.contention import ContentionMeter
     from .measure.drift import probe
     from .measure.environment import recorded_environment
     from .measure.process_facts import watch_process
     from .measure.provenance import onednn_version
-    from .measure.roofs import cached_bandwidth_gbs
+    from .measure.roofs import cached_bandwidth_gbs, cached_gemm_peak_gflops
     from .measure.warmup import warmup_steps
     from .system import provenance_facts
     from .weights import initial_weights
@@ -245,7 +245,11 @@ def time_pass(case, data_dir, turn_steps: int = 0) -> dict:
     record = {**origin, "framework": framework_origin(case.framework).record(),
               "environment": recorded_environment(), "system": provenance_facts(sample_s=0),
               # the memory roof beside the GEMM peak, as the runner's calibration measured it
-              "memory_bandwidth_gbs": cached_bandwidth_gbs(case.threads)}
+              "memory_bandwidth_gbs": cached_bandwidth_gbs(case.threads),
+              # the GEMM peak at each count up to the case's: the roof of a framework that used
+              # fewer threads than it was given
+              "gemm_peaks_gflops": {str(n): cached_gemm_peak_gflops(n)
+                                    for n in range(1, case.threads + 1)}}
     refusal = why_unsupported(adapter, spec, case.dtype)
     if refusal is not None:
         return {"status": Status.UNSUPPORTED, "reason": refusal, "provenance": record}
@@ -290,6 +294,7 @@ def time_pass(case, data_dir, turn_steps: int = 0) -> dict:
             facts.value.cores_used = meter.process_cpu_s / loop_s
     if door:
         result["provenance"]["step_clock"] = "the framework's own (steps run in its process)"
+    result["provenance"]["reported"] = reported_facts(framework)
     c = meter.value
     eval_time = sum(e["eval_time_s"] for e in recorder.epochs)
     step_times = recorder.step_times
@@ -329,20 +334,29 @@ def start_numeric_libraries() -> None:
 
 
 def memory_pass(case, data_dir) -> dict:
+    """The training loop under memray, its first call (where a lazy compiler compiles) apart
+    from the rest (harness.measure.memory.FirstCallApart): the loop's numbers leave out the
+    first call's own high-water mark, which `first_call` reports."""
     from .frameworks import get_framework
-    from .measure import track_memory
+    from .measure.memory import track_first_call_apart
     from .weights import initial_weights
 
     spec, data, x_train, y_train, targets, _, _ = prepare(case, data_dir)
     framework = get_framework(case.framework)(spec, initial_weights(spec, case.seed, case.dtype),
                                               case.dtype, case.threads)
     start_numeric_libraries()
-    with track_memory() as memory:
+    with track_first_call_apart() as memory:
         status, reason = train(framework, spec, case, x_train, y_train, targets,
-                               on_step=lambda *args: None)
-    # A framework in another process reports that process's memory; memray saw only the door.
-    stats = framework.memory_stats() or vars(memory.stats)
-    return {"status": status, "reason": reason, **stats}
+                               on_step=lambda *args: None, gate=memory.gate)
+    first = memory.first.stats
+    first_call = {"peak_bytes": first.peak_bytes, "alloc_bytes": first.alloc_bytes,
+                  "kept_bytes": first.kept_bytes} if first else None
+    # A framework in another process reports that process's memory, its first step included;
+    # memray saw only the door.
+    stats = framework.memory_stats() or vars(memory.training())
+    stats = {k: stats[k] for k in ("alloc_bytes", "alloc_count", "peak_bytes", "peak_rss_bytes")}
+    return {"status": status, "reason": reason, **stats,
+            "first_call": None if framework.memory_stats() else first_call}
 
 
 def instructions_pass(case, data_dir, callgrind_out: str, marks_library: str) -> dict:

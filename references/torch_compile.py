@@ -58,10 +58,12 @@ import atexit
 import os
 import shutil
 import tempfile
+from collections import Counter
 
 import torch
 import torch._dynamo
 import torch._inductor.config
+from torch._dynamo.utils import counters
 
 from references.pytorch import TorchFramework
 
@@ -82,6 +84,7 @@ class TorchCompileFramework(TorchFramework):
     def __init__(self, spec, weights, dtype, threads) -> None:
         torch.compiler.reset()  # see the module docstring: each framework compiles afresh
         torch._inductor.config.compile_threads = threads
+        self._breaks_before = Counter(counters["graph_break"])  # Dynamo's, since the process began
         super().__init__(spec, weights, dtype, threads)
         # super()'s bound methods: the compiled graphs are of TorchFramework's computation.
         self._compiled_loss = torch.compile(super()._loss_and_outputs, mode=self.mode,
@@ -91,6 +94,15 @@ class TorchCompileFramework(TorchFramework):
     def _loss_and_outputs(self, x: torch.Tensor,
                           y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self._compiled_loss(x, y)
+
+    def facts(self) -> dict[str, str | int | float]:
+        """How often Dynamo broke the graphs of this framework so far, and why: what ran eagerly
+        (nn.RNN's recurrence on the RNN model, above)."""
+        breaks = Counter(counters["graph_break"]) - self._breaks_before
+        facts: dict[str, str | int | float] = {"graph breaks": sum(breaks.values())}
+        if breaks:
+            facts["ran eagerly"] = "; ".join(" ".join(reason.split())[:100] for reason in breaks)
+        return facts
 
     def predict(self, x):
         inputs = torch.from_numpy(x)

@@ -25,7 +25,7 @@ from harness.suites import builtin_suites
 from toy_adapters import BANDWIDTH, GEMM_PEAK, NAMES, activate, launches, write_suite
 
 ADH = str(Path(sys.executable).with_name("adh"))
-COLUMNS = ["Framework", "Time (s)", "Build + warm-up (s)", "Allocations (GiB)", "Peak (MiB)",
+COLUMNS = ["Framework", "Training (s)", "Build + warm-up (s)", "Allocations (GiB)", "Peak (MiB)",
            "Test accuracy (%)"]
 
 

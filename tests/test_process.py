@@ -40,7 +40,7 @@ SCRIPTED_CHILD = textwrap.dedent('''
             n = len(np.load(message["y"]))
             np.save(message["outputs"], np.zeros((n, 10), np.float32))
             reply = {"loss": 2.5, "seconds": 0.25, "allocated_bytes": 1000, "allocations": 2,
-                     "peak_bytes": 4096}
+                     "peak_bytes": 4096, "facts": {"threads used": 1}}
         elif how == "batched" and op == "start":
             reply = {"train_steps": True}
         elif how == "batched" and op == "train_steps":
@@ -49,7 +49,8 @@ SCRIPTED_CHILD = textwrap.dedent('''
             for i, step in enumerate(steps):
                 n = len(np.load(step["y"]))
                 np.save(step["outputs"], np.full((n, 10), i, np.float32))
-            reply = {"steps": [{"loss": len(steps), "seconds": 0.25} for _ in steps]}
+            reply = {"steps": [{"loss": len(steps), "seconds": 0.25,
+                                "facts": {"steps a message": len(steps)}} for _ in steps]}
         else:
             reply = {}
         print(json.dumps(reply), flush=True)
@@ -106,6 +107,7 @@ def test_steps_are_timed_by_the_childs_clock(child):
     status, _ = worker.train(framework, spec, case, x, labels, labels,
                              on_step=lambda *args: seen.append(args[-1]))
     assert status == Status.OK and seen == [0.25, 0.25, 0.25]
+    assert framework.facts() == {"threads used": 1}  # what the child reported of itself
     framework.close()
 
 
@@ -128,6 +130,7 @@ def test_a_child_that_takes_several_steps_gets_them_in_messages_within_an_epoch(
     assert [outputs[0, 0] for *_, outputs, _, _ in seen] == (list(range(10)) * 2 +
                                                             list(range(5))) * 2
     assert {elapsed for *_, elapsed in seen} == {0.25}
+    assert framework.facts() == {"steps a message": 5}  # the last step's answer said so
     framework.close()
 
 

@@ -25,7 +25,12 @@ from harness.measure.policy import FlagPolicy
 from harness.profile import UNACCOUNTED, ProfileRow, SavedProfile
 from harness.records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord
 from harness.report import build_report, figures, rates
-from harness.report.build import load_suite_data, method_section, plan_figures
+from harness.report.build import (
+    load_suite_data,
+    method_section,
+    plan_figures,
+    regenerate_note,
+)
 from harness.report.style import FRAMEWORKS, framework_look, framework_order, variant_look
 from harness.store import ResultsStore
 
@@ -174,12 +179,15 @@ def test_papers_table_against_torch(store: ResultsStore) -> None:
     assert cnn.at["torch", "n"] == 2  # the failed run is left out
 
     headers, rows = tables.paper_table(summary[summary["model"] == "cnn"])
-    assert headers == ["Framework", "Time (s)", "Build + warm-up (s)", "Step (ms)",
+    assert headers == ["Framework", "Training (s)", "Build + warm-up (s)", "Step (ms)",
                        "Step vs torch", "Allocations (GiB)", "vs torch", "Peak (MiB)", "vs torch",
                        "Test accuracy (%)", "vs torch (pp)", "Processes", "Seeds"]
     by_fw = {row[0]: row for row in rows}
     assert set(by_fw) == set(KNOWN)
-    assert by_fw["engine-static"][1] == "2.05 ± 0.07"
+    # the training time over the same 4 processes as the step, with the same estimator
+    train = cnn.at["engine-static", "train"]
+    assert train.n == 4 and by_fw["engine-static"][1] == (
+        f"{train.value:.2f} (95% CI {train.low:.2f}-{train.high:.2f})")
     # the model's build (0.2) and warm-up steps, the same in both seeds: no "± 0.00"
     assert by_fw["engine-static"][2] == "0.25"
     step = cnn.at["engine-static", "step"]
@@ -223,7 +231,8 @@ def test_contended_runs_are_left_out_and_marked(store: ResultsStore) -> None:
     runs.loc[runs["model"] == "mlp", "flagged"] = True
     marked = tables.model_summary(store.cases("plain"), store.epochs("plain"), runs)
     text = tables.format_model_tables(marked[marked["model"] == "mlp"])
-    assert text.count("[flagged]") == 2 * 3 - 1  # step cells of 3 frameworks, ratio cells of 2
+    # training and step cells of 3 frameworks, ratio cells of 2
+    assert text.count("[flagged]") == 3 * 3 - 1
     assert "4 (4 flagged)" in text
 
 
@@ -236,11 +245,11 @@ def test_relative_words() -> None:
 def test_papers_table_leaves_out_memory_not_measured(store: ResultsStore) -> None:
     summary = summary_of(store, "circles")
     headers, _ = tables.paper_table(summary[summary["model"] == "circles-tanh"])
-    assert "Allocations (GiB)" not in headers and "Time (s)" in headers
+    assert "Allocations (GiB)" not in headers and "Training (s)" in headers
     # Without a torch row there is nothing to compare with: no "vs torch" columns.
     headers, rows = tables.paper_table(summary[(summary["model"] == "circles-tanh")
                                                & (summary["framework"] != "torch")])
-    assert headers == ["Framework", "Time (s)", "Build + warm-up (s)", "Step (ms)",
+    assert headers == ["Framework", "Training (s)", "Build + warm-up (s)", "Step (ms)",
                        "Test accuracy (%)", "Processes", "Seeds"]
     assert len(rows[0]) == 7
 
@@ -547,6 +556,24 @@ def test_a_report_refuses_cases_of_two_commits(tmp_path: Path) -> None:
     assert "- Code: commit abc1234 (1 runs), def5678+dirty.0a1b (1 runs)" in report.read_text()
 
 
+def test_a_report_says_at_its_top_how_to_regenerate_it(store: ResultsStore,
+                                                      tmp_path: Path) -> None:
+    """The commit, the `adh run` its cases recorded and the `adh report` that built it, at the
+    top; a run that recorded no command gets the plain one."""
+    report = build_report(store, "plain", tmp_path / "out",
+                          command="adh report plain --store s.sqlite")
+    top = report.read_text().split("## ")[0]
+    assert ("**To regenerate:** `git checkout abc1234`, then `adh run plain --store "
+            f"{store.path}` (the run recorded no command of its own), then `adh report plain "
+            "--store s.sqlite`.") in top
+    cases = pd.DataFrame({"prov_code_version": ["abc1234+dirty.0a1b"] * 2,
+                          "prov_command": ["adh run quick --rounds 9", None]})
+    (line, _) = regenerate_note(cases, "quick", Path("adh.sqlite"))
+    assert line.startswith("**To regenerate:** `git checkout abc1234` (its runs had uncommitted "
+                           "changes, which the commit lacks), then `adh run quick --rounds 9`, "
+                           "then `adh report quick --store adh.sqlite`.")
+
+
 def test_an_unsupported_case_is_na_in_the_tables_and_in_no_figure(tmp_path: Path) -> None:
     with ResultsStore(tmp_path / "adh.sqlite") as store:
         fill_plain(store, "partial")
@@ -560,7 +587,8 @@ def test_an_unsupported_case_is_na_in_the_tables_and_in_no_figure(tmp_path: Path
     tables_dir = tmp_path / "out" / "tables"
     header, _, *rows = (tables_dir / "model_cnn.md").read_text().splitlines()
     (row,) = [line for line in rows if line.startswith("| mine")]
-    assert "| n/a (no conv / layers) | n/a " in row  # a | in the reason must not break the row
+    # a | in the reason must not break the row
+    assert re.search(r"\| n/a \(no conv / layers\) +\| n/a ", row)
     assert row.count("|") == header.count("|")
     assert r"n/a (no conv / layers) & n/a" in (tables_dir / "model_cnn.tex").read_text()
     csv = pd.read_csv(tables_dir / "model_cnn.csv").set_index("framework")

@@ -20,7 +20,15 @@ from harness.records import Case, CaseResult
 from harness.runner import RunOptions, WorkerError, run_case, run_suite
 from harness.store import ResultsStore
 from harness.suites import load_suite
-from toy_adapters import BANDWIDTH, GEMM_PEAK, activate, launches, write_suite
+from harness.tables import model_summary, reported_facts
+from toy_adapters import (
+    BANDWIDTH,
+    GEMM_PEAK,
+    activate,
+    launches,
+    write_roofs_cache,
+    write_suite,
+)
 
 STEPS = 5  # train_limit 500 / batch 100, one epoch
 # No pass is ever contended or drifted: worker launches are counted exactly on a busy host too.
@@ -202,9 +210,13 @@ def test_ok_case_timing_and_series(toy_run):
 
 
 def test_ok_case_memory_fields(toy_run):
+    """The loop's memory, its first step apart: the later steps' allocations, and as peak what
+    the first step left live plus the later steps' peak above it."""
     ok = by_framework(toy_run[0].results)["toy-ok"]
+    first = ok.provenance["memory_first_call"]
     assert ok.alloc_bytes > 0 and ok.alloc_count > 0
-    assert 0 < ok.peak_bytes <= ok.alloc_bytes
+    assert 0 < first["kept_bytes"] <= first["peak_bytes"] <= first["alloc_bytes"]
+    assert first["kept_bytes"] < ok.peak_bytes <= first["kept_bytes"] + ok.alloc_bytes
     assert ok.peak_rss_bytes > ok.peak_bytes
 
 
@@ -510,11 +522,11 @@ def test_resume_runs_only_the_missing_rounds(toys, tmp_path, monkeypatch):
 
 
 def test_more_rounds_go_on_until_the_ratios_are_narrow(tmp_path, monkeypatch):
-    """until_within: after `rounds`, another round of the models whose ratio against torch is
-    wider than asked, up to max_rounds; a model narrow from the start stops at `rounds`."""
+    """until_within: after `rounds`, another round of the cases whose ratio against torch is
+    wider than asked, with torch's, up to max_rounds; a narrow ratio stops at `rounds`."""
     def suite_with(scatter: list[float], **fields):
-        path = write_suite(tmp_path, "narrow", ["engine-static", "torch"], rounds=6,
-                           models=["mlp", "rnn"], until_within=10, **fields)
+        path = write_suite(tmp_path, "narrow", ["engine-static", "engine-dynamic", "torch"],
+                           rounds=6, models=["mlp", "rnn"], until_within=10, **fields)
         suite = load_suite(str(path))
         rounds_seen = []
 
@@ -538,18 +550,19 @@ def test_more_rounds_go_on_until_the_ratios_are_narrow(tmp_path, monkeypatch):
                 more_rounds=suite.more_rounds))
             runs = store.runs("narrow")
         assert suite.more_rounds is not None and all(r.status == "ok" for r in outcome.results)
-        assert [r.case.model for r in outcome.results] == ["mlp", "mlp", "rnn", "rnn"]
+        assert [r.case.model for r in outcome.results] == ["mlp"] * 3 + ["rnn"] * 3
         rnn = runs[runs["model"] == "rnn"].groupby("framework")["run"].nunique().to_dict()
-        assert rnn == {"engine-static": 6, "torch": 6}  # narrow: no round past the six
-        mlp = runs[runs["model"] == "mlp"]
-        return mlp.groupby("framework")["run"].nunique().to_dict(), "".join(notes)
+        assert rnn == {"engine-static": 6, "engine-dynamic": 6, "torch": 6}  # all narrow
+        mlp = runs[runs["model"] == "mlp"].groupby("framework")["run"].nunique().to_dict()
+        assert mlp.pop("engine-dynamic") == 6  # narrow beside a wide one: no round past six
+        return mlp, "".join(notes)
 
     steady, notes = suite_with([1.0, 1.01, 0.99])  # ±1 % over six rounds: narrow at once
     assert steady == {"engine-static": 6, "torch": 6} and "round 7" not in notes
     # ratios of 0.5 with one round in six off by 30 %: the interval of six holds it
     wide, notes = suite_with([1.0, 1.0, 1.3, 1.0, 1.0, 0.99, 1.01], max_rounds=12)
     assert 6 < wide["engine-static"] <= 12 and wide["engine-static"] == wide["torch"]
-    assert "wider than ±10% (mlp engine-static): round 7 of mlp" in notes
+    assert "wider than ±10% (mlp engine-static): round 7 of mlp engine-static, mlp torch" in notes
     capped, notes = suite_with([0.6, 1.4], max_rounds=8)  # never narrow: max_rounds stops it
     assert capped == {"engine-static": 8, "torch": 8}
     assert "after 8 rounds, the most until_within takes" in notes
@@ -687,6 +700,26 @@ def test_a_framework_on_one_thread_uses_one_core(toys, tmp_path, monkeypatch):
         (run,) = result.runs
         # at most one core; fewer where other work took the CPU from it (a busy test machine)
         assert 0 < run.facts["cores_used"] <= 1.05, run.facts
+
+
+def test_reported_facts_and_the_roof_of_the_threads_used(toys, tmp_path, monkeypatch):
+    """What a framework reports of its run (Framework.facts) reaches its provenance and the line
+    under the tables; one that used one thread of two is held to one thread's GEMM peak."""
+    monkeypatch.setenv("TOY_FACTS", json.dumps({"threads used": 1, "ran eagerly": "all"}))
+    monkeypatch.setenv("ADH_CACHE_DIR", str(write_roofs_cache(tmp_path / "roofs",
+                                                              peaks={1: 50.0, 2: 100.0})))
+    suite = load_suite(str(write_suite(tmp_path, "facts", ["toy-ok"], threads=2)))
+    with ResultsStore(tmp_path / "store.sqlite") as store:
+        (result,) = run_suite(suite, store, RunOptions(progress=False, memory=False,
+                                                       code_version="v1")).results
+        cases, epochs, runs = store.cases(), store.epochs(), store.runs()
+    assert result.provenance["reported"] == {"threads used": 1, "ran eagerly": "all"}
+    assert result.provenance["gemm_peaks_gflops"] == {"1": 50.0, "2": 100.0}
+    (row,) = model_summary(cases, epochs, runs).itertuples()
+    assert (row.threads, row.threads_used, row.peak_gflops) == (2, 1, 50.0)
+    assert row.peak_pct == pytest.approx(100 * row.gflops / 50.0)
+    assert reported_facts(cases) == ("reported by the frameworks: toy-ok: ran eagerly all; "
+                                     "threads used 1")
 
 
 def test_a_failing_framework_leaves_the_others_their_turns(toys, tmp_path):

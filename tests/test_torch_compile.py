@@ -58,9 +58,23 @@ def test_compiles_in_the_first_steps_only(dtype):
     framework.train_step(x, y)
     framework.predict(x)
     assert os.listdir(INDUCTOR_CACHE_DIR)  # Inductor cached into this process's directory
+    assert framework.facts() == {"graph breaks": 0}  # compiled whole
     # From here any compilation raises: the same batch size, evaluation chunks of any size
     with torch.compiler.set_stance("fail_on_recompile"):
         framework.train_step(x, y)
         framework.gradients(x, y)
         for examples in (1000, 37):
             framework.predict(rng.random((examples,) + spec.input_shape).astype(dtype))
+
+
+def test_graph_breaks_are_reported():
+    """Dynamo breaks the RNN model's graph at nn.RNN, which then runs eagerly: the framework
+    says so (Framework.facts), for the tables to show beside its row."""
+    spec = get_model("rnn")
+    framework = get_framework("torch-compile")(spec, initial_weights(spec, 0, "float32"),
+                                               "float32", 1)
+    rng = np.random.default_rng(0)
+    x = rng.random((spec.batch_size,) + spec.input_shape).astype("float32")
+    framework.train_step(x, rng.integers(0, spec.n_outputs, spec.batch_size))
+    facts = framework.facts()
+    assert facts["graph breaks"] >= 1 and facts["ran eagerly"], facts

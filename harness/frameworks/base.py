@@ -111,9 +111,30 @@ class Framework(ABC):
         when unknown. None, the default: the harness measures the training loop with memray."""
         return None
 
+    def facts(self) -> dict[str, str | int | float]:
+        """What the framework reports of its own run so far that bears on a fair comparison,
+        by short names, each shown beside its row ("graph breaks": 1, "ran eagerly": "nn.RNN";
+        "threads used": 1 where it could not use `threads`; a setting it could not honour).
+        The timing pass asks after its last step and records the answer in the case's
+        provenance. {}, the default: nothing to report."""
+        return {}
+
     def predict_all(self, x: np.ndarray, batch_size: int = 1000) -> np.ndarray:
         return np.concatenate([self.predict(x[i:i + batch_size])
                                for i in range(0, len(x), batch_size)])
+
+
+def reported_facts(framework: Framework) -> dict[str, str | int | float]:
+    """`framework.facts()`, checked: TypeError naming the framework and the fix where it is not
+    a dict of names to strings or numbers."""
+    facts = framework.facts()
+    if not isinstance(facts, dict) or not all(
+            isinstance(k, str) and isinstance(v, (str, int, float)) and not isinstance(v, bool)
+            for k, v in facts.items()):
+        raise TypeError(f"{framework.name or type(framework).__name__}.facts() returned "
+                        f"{str(facts)[:200]}: return a dict of short names to strings or "
+                        "numbers (docs/plugin-contract.md#the-adapter)")
+    return facts
 
 
 def why_unsupported(framework: type[Framework], spec: ModelSpec, dtype: str) -> str | None:

@@ -88,6 +88,7 @@ class ProcessFramework(Framework):
         self._allocated_bytes: int | None = None
         self._allocations: int | None = None
         self._peak_bytes: int | None = None
+        self._facts: dict[str, str | int | float] = {}
         started = self._ask({"op": "start", "protocol": PROTOCOL_VERSION, "spec": spec.as_dict(),
                              "dtype": self.dtype.name, "threads": threads,
                              "weights": {name: self._put(f"init.{name}", array)
@@ -131,7 +132,12 @@ class ProcessFramework(Framework):
                                f"{line[:200]!r} (log to stderr, not stdout)")
         if "error" in reply:
             raise ProcessError(f"{self.name}: {reply['error']}")
+        self._keep_facts(reply)
         return reply
+
+    def _keep_facts(self, reply: dict[str, Any]) -> None:
+        if isinstance(reply.get("facts"), dict):
+            self._facts = reply["facts"]
 
     def train_step(self, x, y):
         loss, outputs, _ = self.timed_train_step(x, y)
@@ -163,6 +169,7 @@ class ProcessFramework(Framework):
 
     def _step_result(self, i: int, reply: dict[str, Any]) -> tuple[float, np.ndarray, float]:
         self._count_memory(reply)
+        self._keep_facts(reply)  # a step's answer within `train_steps`
         return float(reply["loss"]), np.load(self._path(f"outputs{i}")), float(reply["seconds"])
 
     def _count_memory(self, reply: dict[str, Any]) -> None:
@@ -187,6 +194,10 @@ class ProcessFramework(Framework):
 
     def weights(self):
         return self._parameters("weights", {})
+
+    def facts(self) -> dict[str, str | int | float]:
+        """The last `facts` the child sent (docs/process-protocol.md#messages), {} if none."""
+        return self._facts
 
     def memory_stats(self) -> dict[str, int | None]:
         """The child's memory over the training steps so far: its peak resident set size, read

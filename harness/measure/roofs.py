@@ -154,16 +154,18 @@ def bandwidth_gbs(threads: int, cache_dir: Path | None = None, *,
 
 
 def calibrate(threads: set[int]) -> None:
-    """Measure both roofs at each thread count where this machine has none yet (a few seconds
-    each, once: they are cached), in a fresh process started with that count and the measured
-    processes' environment, so that workers and plans find them in the cache."""
+    """Measure both roofs at each thread count up to the largest of `threads` where this
+    machine has none yet (a few seconds each, once: they are cached), in a fresh process started
+    with that count and the measured processes' environment, so that workers and plans find them
+    in the cache; the counts below are the roofs of a framework that used fewer threads than it
+    was given (harness.tables: `_roof`)."""
     import subprocess
     import sys
 
     from harness.measure.environment import measured_environment
     from harness.threads import usable_cpus
 
-    for count in sorted(threads):  # more threads than CPUs: refused by the plan, or forced
+    for count in range(1, max(threads, default=0) + 1):  # more than CPUs: refused, or forced
         if count <= len(usable_cpus()) and (cached_gemm_peak_gflops(count) is None
                                             or cached_bandwidth_gbs(count) is None):
             subprocess.run([sys.executable, "-m", "harness.measure.roofs", str(count)],

@@ -344,9 +344,10 @@ def method_section(data: frames.SuiteData) -> str:
     if steadiness:
         text.append(steadiness[0].upper() + steadiness[1:] + " (if each process's time scattered "
                     "independently as the host's did: a rough guide).")
-    shifts = tables.own_level_shifts(runs)
-    if shifts:
-        text.append(shifts[0].upper() + shifts[1:] + ".")
+    for line in (tables.own_level_shifts(runs), tables.reported_facts(data.ok),
+                 tables.first_call_memory(data.ok)):
+        if line:
+            text.append(line[0].upper() + line[1:] + ".")
     out = " ".join(text)
     if len(flagged):
         rows = [[r["model"], r["framework"], str(r["seed"]), str(int(r["run"]) + 1),
@@ -444,6 +445,26 @@ def require_one_commit(cases: pd.DataFrame, suite: str, store: Path, allow: bool
                      "--allow-mixed-commits to report them together (the provenance lists each)")
 
 
+def regenerate_note(cases: pd.DataFrame, suite: str, store: Path,
+                    command: str | None = None) -> list[str]:
+    """The commands that regenerate the report of finished `cases`, at its top: the commit to
+    check out, the `adh run` commands its cases recorded (each case's provenance `command`),
+    and `command`, the `adh report` that built it (default: the plain one)."""
+    versions = _column(cases, "prov_code_version").fillna(_column(cases, "prov_commit"))
+    commits = list(dict.fromkeys(str(v).split("+")[0] for v in versions.dropna()))
+    runs = list(dict.fromkeys(_column(cases, "prov_command").dropna()))
+    checkout = (f"`git checkout {commits[0]}`" if len(commits) == 1 else
+                "at the commits the provenance names")
+    if versions.dropna().astype(str).str.contains(r"\+dirty").any():
+        checkout += " (its runs had uncommitted changes, which the commit lacks)"
+    run = ("; ".join(f"`{c}`" for c in runs) if runs else
+           f"`adh run {suite} --store {store}` (the run recorded no command of its own)")
+    report = command or f"adh report {suite} --store {store}"
+    return [f"**To regenerate:** {checkout}, then {run}, then `{report}`. The numbers will "
+            "differ within their intervals; the machine and the host's steadiness beside them "
+            "say where they came from.", ""]
+
+
 def _smoke_test_note(data: frames.SuiteData) -> list[str]:
     """A warning at the top of a report whose runs are too short to cite: fewer epochs than
     MIN_EPOCHS_FOR_CURVES (nothing in it is a learning curve)."""
@@ -532,7 +553,7 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
                  profiles: list[SavedProfile] | None = None,
                  allow_mixed_machines: bool = False,
                  parity: Callable[[frames.SuiteData], ParityCheck] | None = None,
-                 allow_mixed_commits: bool = False) -> Path:
+                 allow_mixed_commits: bool = False, command: str | None = None) -> Path:
     """Write the report of `suite` to `out_dir` (default reports/<suite>/): figures as PNG (200
     dpi) and PDF under figures/, tables as Markdown, LaTeX and CSV under tables/, and report.md
     showing them all with the provenance and the measurement method, and `profiles` (from
@@ -543,7 +564,8 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
     an earlier build in figures/ and tables/ are removed first. Returns report.md's path.
     Raises UsageError when the store holds no finished case of `suite`, or cases of several
     machines unless `allow_mixed_machines` (harness.machines), or of several versions of the
-    harness's code unless `allow_mixed_commits` (`require_one_commit`)."""
+    harness's code unless `allow_mixed_commits` (`require_one_commit`). `command`, the `adh
+    report` that asks, is quoted at the top with the run's (`regenerate_note`)."""
     data = load_suite_data(store, suite)
     require_one_machine(data.cases, f"suite {suite!r} in {store.path}", allow_mixed_machines)
     require_one_commit(data.ok, suite, store.path, allow_mixed_commits)
@@ -561,6 +583,7 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
     lines = [f"# Report: suite `{suite}`", "",
              f"{len(data.ok)} finished runs of {len(data.models)} models × {len(frameworks)} "
              f"frameworks ({', '.join(frameworks)}) on {_distinct(data.ok['dataset'])}.", "",
+             *regenerate_note(data.ok, suite, store.path, command),
              *_smoke_test_note(data),
              *setup_section(data.ok, data.models),
              *parity_section(parity(data) if parity else None, data.ok, suite),

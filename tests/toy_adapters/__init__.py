@@ -56,15 +56,17 @@ def build_distribution(root: Path, name: str = "toy_adh", version: str = "0.0",
     return root
 
 
-def write_roofs_cache(cache_dir: Path, threads=(1, 2)) -> Path:
+def write_roofs_cache(cache_dir: Path, threads=(1, 2),
+                      peaks: dict[int, float] | None = None) -> Path:
     """A cache of the machine's roofs with this machine's keys, so workers and the runner never
     measure them (a second or two each on a busy machine, where a contended measurement is not
-    cached)."""
+    cached); the GEMM peak at each thread count `peaks` names, else GEMM_PEAK."""
     from harness.measure import roofs
 
     cache_dir.mkdir(parents=True, exist_ok=True)
     entry = {"measured_at": "2026-01-01T00:00:00+00:00"}
-    cache = {**{roofs._gemm_key(t, roofs.GEMM_SIZE): {"value": GEMM_PEAK, **entry}
+    cache = {**{roofs._gemm_key(t, roofs.GEMM_SIZE): {"value": (peaks or {}).get(t, GEMM_PEAK),
+                                                       **entry}
                 for t in threads},
              **{roofs._triad_key(t, roofs.TRIAD_ELEMENTS): {"value": BANDWIDTH, **entry}
                 for t in threads}}

@@ -198,6 +198,10 @@ class Tinygrad(Framework):
         return {name: self._canonical(name, g) for name, g in zip(self.parameters, grads,
                                                                    strict=True)}
 
+    def facts(self) -> dict[str, str | int | float]:
+        """Its kernels run one after another on one thread, whatever `threads` says (above)."""
+        return {"threads used": 1} if self.threads > 1 else {}
+
     def weights(self) -> dict[str, np.ndarray]:
         return {name: self._canonical(name, t) for name, t in self.parameters.items()}
 
