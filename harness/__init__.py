@@ -3,6 +3,7 @@
 The error types are public here (see harness.errors); docs/plugin-contract.md is the contract an
 engine's adapter follows, and README's "Using the harness from Python" the library use.
 """
-from .errors import AdhError, DatasetError, LockBusy, StoreError, UsageError
+from .errors import AdhError, DatasetError, LockBusy, LockWaitStopped, StoreError, UsageError
 
-__all__ = ["AdhError", "DatasetError", "LockBusy", "StoreError", "UsageError"]
+__all__ = ["AdhError", "DatasetError", "LockBusy", "LockWaitStopped", "StoreError",
+           "UsageError"]

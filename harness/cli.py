@@ -455,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
         return commands[args.command](args)
     except AdhError as error:  # anything else is a bug, and shows its traceback
         print(f"adh: error: {error}", file=sys.stderr)
-        return 2
+        return error.status
 
 
 def _no_wait(parser: argparse.ArgumentParser) -> None:
@@ -505,6 +505,7 @@ def _run(args) -> int:
     import time
 
     from .measure import code_version
+    from .measure.lock import expect_end
     from .measure.roofs import calibrate
     from .plan import estimate_line, format_duration, format_plan, format_problems, make_plan
     from .records import FINISHED, CaseResult, Status
@@ -566,6 +567,8 @@ def _run(args) -> int:
             print(format_problems(plan), file=sys.stderr)
             return 2
         print(estimate_line(plan), file=sys.stderr)
+        rule = options.more_rounds  # rounds until narrow may go on to its time limit
+        expect_end(max(plan.estimate_s, 60 * rule.minutes if rule else 0))  # for any waiter
         if options.more_rounds:
             print(f"rounds: {options.rounds} (the estimate's), then more "
                   f"{options.more_rounds.describe()}", file=sys.stderr)
@@ -1043,6 +1046,7 @@ def _model_tables(cases, epochs, runs, what: str, allow_mixed_machines: bool = F
         first_call_memory,
         format_model_tables,
         host_steadiness,
+        machine_verdicts,
         own_level_shifts,
         reported_facts,
         schedule,
@@ -1056,8 +1060,12 @@ def _model_tables(cases, epochs, runs, what: str, allow_mixed_machines: bool = F
     # one host's steadiness: probes of several machines would call their difference unsteadiness
     shown = runs[runs["key"].isin(cases["key"])]
     steadiness = "" if len(machines) > 1 else host_steadiness(shown)
-    lines = [line for line in (schedule(shown), steadiness, own_level_shifts(shown),
-                               reported_facts(cases), first_call_memory(cases)) if line]
+    # whose verdicts these are: one machine's (several: machine_verdicts side by side)
+    machine = f"machine: {machines[0]} (these verdicts are this machine's)" \
+        if len(machines) == 1 else ""
+    lines = [line for line in (machine, schedule(shown), steadiness, own_level_shifts(shown),
+                               reported_facts(cases), first_call_memory(cases),
+                               machine_verdicts(cases, shown)) if line]
     return "\n\n".join([format_model_tables(summary), *lines])
 
 

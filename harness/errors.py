@@ -8,7 +8,10 @@ harness or in an adapter, and keeps its traceback.
 
 class AdhError(Exception):
     """A problem the user can fix; the message says what is wrong and how to fix it. `adh`
-    prints it as one line and exits with status 2. Any other exception is a bug: a traceback."""
+    prints it as one line and exits with `status` (2). Any other exception is a bug: a
+    traceback."""
+
+    status = 2
 
 
 class UsageError(AdhError):
@@ -28,3 +31,9 @@ class StoreError(AdhError):
 
 class LockBusy(AdhError):
     """Another process holds the measurement lock, and the caller asked not to wait."""
+
+
+class LockWaitStopped(AdhError):
+    """Stopped (Ctrl-C, SIGTERM) while waiting for the measurement lock; `adh` exits 130."""
+
+    status = 130

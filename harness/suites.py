@@ -151,6 +151,12 @@ def load_suite(name_or_path: str, overrides: dict[str, Any] | None = None) -> Su
     dataset = overrides.get("dataset")
     if dataset is not None and _is_path(dataset, raw):  # --dataset PATH: a file of your own
         file = Path(dataset).resolve()
+        if not file.exists():
+            from .data import dataset_names
+
+            raise UsageError(f"--dataset {dataset}: no file {file}; give the path of a .npz file "
+                             "(x_train, y_train, x_test, y_test) or of a folder of IDX files, or "
+                             f"a dataset's name ({', '.join(dataset_names())})")
         overrides["dataset"] = file.stem
         datasets[file.stem] = file
     with_files = {**raw, "datasets": datasets}  # a --dataset PATH is one of the suite's now

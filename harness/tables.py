@@ -170,6 +170,8 @@ def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFr
     summary["instructions_note"] = notes.groupby([ok["model"], ok["framework"]], sort=False).max()
     forced = ok.get("prov_forced", pd.Series(None, index=ok.index, dtype=object)).notna()
     summary["forced"] = forced.groupby([ok["model"], ok["framework"]], sort=False).any()
+    summary["reported"] = _notable_reports(ok).groupby([ok["model"], ok["framework"]],
+                                                        sort=False).any()
     summary["machine"] = case_machines(ok).groupby([ok["model"], ok["framework"]], sort=False).agg(
         lambda m: " + ".join(sorted(set(m))))
     summary = summary.reset_index()
@@ -296,14 +298,14 @@ def _rated(summary: pd.DataFrame) -> bool:
 
 def _rate_cell(row: pd.Series) -> str:
     """Achieved GFLOP/s (the spec's FLOPs per step over the median step), its share of the
-    machine's measured GEMM peak for the threads the framework used (`_roof`: "48 % of 1
-    thread's" where it used fewer than the case's), and the cores its processes used (a
+    machine's measured GEMM peak for the threads the framework used (`_roof`: "48 % of the
+    1-thread peak" where it used fewer than the case's), and the cores its processes used (a
     framework that trains on one of two threads' cores shows about 1.0)."""
     rate, share, cores = row.get("gflops"), row.get("peak_pct"), row.get("cores")
     if rate is None or pd.isna(rate):
         return "-"
     used, threads = row.get("threads_used"), row.get("threads")
-    of = (f" of {used:.0f} thread{'s' * (used != 1)}'" if pd.notna(used) and pd.notna(threads)
+    of = (f" of the {used:.0f}-thread peak" if pd.notna(used) and pd.notna(threads)
           and used < threads else "")
     parts = [] if share is None or pd.isna(share) else [f"{share:.0f} %{of}"]
     parts += [] if cores is None or pd.isna(cores) else [f"{cores:.1f} cores"]
@@ -377,7 +379,7 @@ def model_table_rows(summary: pd.DataFrame, reference: str = "torch"
                *(["Machine"] if mixed else [])]
     tables = [(str(model), [
         _unsupported_row(row, len(headers)) or
-        [row["framework"] + (" [forced]" if _forced(row) else ""),
+        [row["framework"] + _marks(row),
          _step_cell(row, "train", 1), mean_std(row, "warmup_s", 2),
          mean_std(row, "alloc_gib", 3),
          mean_std(row, "peak_mib", 1), mean_std(row, "test_pct", 2), _step_cell(row),
@@ -387,6 +389,8 @@ def model_table_rows(summary: pd.DataFrame, reference: str = "torch"
          *([str(row["machine"])] if mixed else [])]
         for _, row in rows.iterrows()]) for model, rows in summary.groupby("model", sort=False)]
     notes = [FORCED_NOTE] if any(_forced(row) for _, row in summary.iterrows()) else []
+    if "reported" in summary and summary["reported"].fillna(False).astype(bool).any():
+        notes.append(REPORTED_NOTE)
     if "ratio" in summary and (summary["framework"] == reference).any():
         notes += [HEADLINE_NOTE.format(reference=reference), *disagreements(summary, reference)]
     return headers, tables, notes
@@ -446,28 +450,69 @@ def reported_facts(cases: pd.DataFrame) -> str:
 
 
 def first_call_memory(cases: pd.DataFrame) -> str:
-    """The first step's own peak (where a framework that compiles lazily compiles), which Peak
-    (MiB) leaves out (harness.measure.memory.FirstCallApart), for the rows where it is above
-    the loop's peak; "" where none is."""
-    column = "prov_memory_first_call_peak_bytes"
-    if column not in cases or "peak_bytes" not in cases:
+    """The first step measured apart (where a framework that compiles lazily compiles), for the
+    rows where its own peak is above the loop's Peak (MiB), which leaves it out: that peak, and
+    how much of it was still live after the step (compiled code, buffers), which Peak counts;
+    "" where none is above."""
+    peak, kept = "prov_memory_first_call_peak_bytes", "prov_memory_first_call_kept_bytes"
+    if peak not in cases or "peak_bytes" not in cases:
         return ""
-    ok = cases[(cases["status"] == Status.OK) & cases[column].notna()]
-    above = ok[ok[column].astype(float) > ok["peak_bytes"].astype(float)]
+    ok = cases[(cases["status"] == Status.OK) & cases[peak].notna()]
+    above = ok[ok[peak].astype(float) > ok["peak_bytes"].astype(float)]
     found = []
     for framework, group in above.groupby("framework", sort=False):
-        peaks = group.groupby("model", sort=False)[column].median() / MIB
-        found.append(f"{framework} " + ", ".join(f"{mib:.1f} ({model})"
-                                                 for model, mib in peaks.items()))
+        medians = group.groupby("model", sort=False)[[peak, kept]].median() / MIB
+        found.append(f"{framework} " + ", ".join(
+            f"{row[peak]:.1f} MiB, {row[kept]:.1f} left live ({model})"
+            for model, row in medians.iterrows()))
     if not found:
         return ""
-    return ("the first step's own peak in MiB, above the loop's and left out of Peak (MiB), "
-            "which counts what it left live: " + "; ".join(found))
+    return ("the first step measured apart, its own peak above the loop's and left out of Peak "
+            "(MiB), which counts what it left live: " + "; ".join(found))
 
 
 def _plain(value: object) -> str:
     """A reported value as the tables print it: 1 for 1.0."""
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def machine_verdicts(cases: pd.DataFrame, runs: pd.DataFrame,
+                     reference: str = REFERENCE) -> str:
+    """The step-time verdicts of each machine side by side, where `cases` come from several
+    (a store merged from shards that ran on different kinds of machine): per model and
+    framework a column per machine, each ratio paired within that machine's runs alone, and
+    under the table each machine's roofs and host steadiness; "" for one machine. A verdict
+    that holds on one machine is that machine's."""
+    ok = cases[cases["status"] == Status.OK]
+    machines = case_machines(ok)
+    names = list(machines.value_counts().index)
+    if len(names) < 2:
+        return ""
+    verdicts: dict[tuple[str, str], dict[str, str]] = {}
+    lines = []
+    for i, machine in enumerate(names, 1):
+        keys = set(ok.loc[machines == machine, "key"])
+        mine = runs[runs["key"].isin(keys)]
+        for row in step_ratios(mine, reference).itertuples():
+            cell = ("reference" if row.framework == reference else
+                    format_ratio(row.ratio) if isinstance(row.ratio, Estimate) and row.ratio.n
+                    else "-")
+            verdicts.setdefault((row.model, row.framework), {})[machine] = cell
+        on = ok[machines == machine]
+        peak = on.get("gemm_peak_gflops", pd.Series(dtype=float)).dropna()
+        bandwidth = on.get("prov_memory_bandwidth_gbs", pd.Series(dtype=float)).dropna()
+        steadiness = host_steadiness(mine)
+        lines.append(f"machine {i}: {machine}; GEMM peak "
+                     + (f"{peak.astype(float).median():.0f} GFLOP/s" if len(peak) else "unknown")
+                     + ", memory bandwidth "
+                     + (f"{bandwidth.astype(float).median():.1f} GB/s" if len(bandwidth)
+                        else "unknown")
+                     + (f"; {steadiness}" if steadiness else ""))
+    headers = ["Model", "Framework", *(f"Step vs {reference}, machine {i}"
+                                       for i in range(1, len(names) + 1))]
+    rows = [[model, framework, *(cells.get(m, "-") for m in names)]
+            for (model, framework), cells in verdicts.items()]
+    return "\n\n".join([markdown_table(headers, rows), *lines])
 
 
 def own_level_shifts(runs: pd.DataFrame) -> str:
@@ -516,6 +561,31 @@ def schedule(runs: pd.DataFrame) -> str:
             f"ran alone ({alone})")
 
 
+def _notable_reports(cases: pd.DataFrame) -> pd.Series:
+    """Whether each case's framework reported something of its run (Framework.facts) other
+    than zeros: a graph break, a thread count it could not use, a setting it did not honour."""
+    columns = [c for c in cases.columns if c.startswith(REPORTED)]
+
+    def notable(value: object) -> bool:
+        if isinstance(value, str):
+            return bool(value)
+        return isinstance(value, (int, float)) and not math.isnan(value) and value != 0
+
+    return cases[columns].map(notable).any(axis=1) if columns else pd.Series(
+        False, index=cases.index)
+
+
+def _marks(row: pd.Series) -> str:
+    """The framework cell's marks: [forced], [reported]."""
+    return (" [forced]" if _forced(row) else "") + (
+        " [reported]" if pd.notna(row.get("reported")) and row.get("reported") else "")
+
+
+REPORTED_NOTE = ("[reported]: the framework said something of its own run that bears on the "
+                 "comparison (graph breaks, threads it could not use, a setting it did not "
+                 "honour): the line \"reported by the frameworks\" says what")
+
+
 def _forced(row: pd.Series) -> bool:
     """Whether any case of the row ran with --force (NaN on an n/a row)."""
     return bool(pd.notna(row.get("forced")) and row.get("forced"))
@@ -553,13 +623,14 @@ def _relative_cell(row: pd.Series, column: str, words: tuple[str, str] | None,
 
 
 def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str], list[list[str]]]:
-    """One model's rows of `model_summary` as the papers' table: training time, and the build
-    and warm-up time (compilation) apart, as mean ± std over seeds; the step time and its paired
-    ratio to the reference, each with its 95 % CI; the achieved GFLOP/s and % of the GEMM peak
-    where the cases recorded their FLOPs; the memory and accuracy as mean ± std, each
-    followed by its value against the reference when the model has a reference row. A metric no
-    row measured (no memory pass) is left out. A framework that does not support the model shows
-    "n/a (reason)"; a last column names each row's machine where they differ."""
+    """One model's rows of `model_summary` as the papers' table: the training time with its
+    95 % CI over processes, and the build and warm-up time (compilation) apart as mean ± std
+    over seeds; the step time and its paired ratio to the reference, each with its 95 % CI;
+    the achieved GFLOP/s and % of the GEMM peak where the cases recorded their FLOPs; the
+    memory and accuracy as mean ± std, each followed by its value against the reference when
+    the model has a reference row. A metric no row measured (no memory pass) is left out. A
+    framework that does not support the model shows "n/a (reason)"; a last column names each
+    row's machine where they differ."""
     relative = bool((rows["framework"] == reference).any())
     mixed = _mixed_machines(rows)
     columns = [c for c in PAPER_COLUMNS if rows[c[0]].notna().any()]
@@ -577,7 +648,8 @@ def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str]
         if unsupported:
             body.append(unsupported)
             continue
-        cells = [row["framework"], _step_cell(row, "train", 1), mean_std(row, "warmup_s", 2),
+        cells = [row["framework"] + _marks(row), _step_cell(row, "train", 1),
+                 mean_std(row, "warmup_s", 2),
                  _step_cell(row)]
         if relative:
             cells.append(_ratio_cell(row, reference))

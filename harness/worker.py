@@ -96,9 +96,11 @@ def prepare(case, data_dir: str | None):
 
 
 def train(framework, spec, case, x_train, y_train, targets, on_step,
-          on_epoch=None, gate=None) -> tuple[Status, str]:
+          on_epoch=None, gate=None, on_call=None) -> tuple[Status, str]:
     """The training loop both passes share. Returns (status, reason). `gate`, if given, is
-    called with the number of steps done before each call of the framework (`Turns.gate`)."""
+    called with the number of steps done before each call of the framework (`Turns.gate`);
+    `on_call` with the process's CPU time and the wall time of each call, read next to each
+    other around it (`StepRecorder.on_call`)."""
     import numpy as np
 
     from .batches import batch_indices
@@ -123,7 +125,10 @@ def train(framework, spec, case, x_train, y_train, targets, on_step,
                 np.take(targets, idx, axis=0, out=t_batch, mode="clip")
             if gate:
                 gate(done)
+            cpu, wall = time.process_time(), time.perf_counter()
             steps = framework.timed_train_steps(buffers[:len(chunk)])
+            if on_call:
+                on_call(time.process_time() - cpu, time.perf_counter() - wall)
             done += len(chunk)
             for batch, idx, (loss, outputs, elapsed) in zip(itertools.count(first), chunk, steps,
                                                             strict=False):
@@ -192,6 +197,7 @@ class StepRecorder:
         self.epoch_losses: list[float] = []  # of the epoch under way
         self.epoch_accs: list[float] = []
         self.last_progress = 0.0  # when the last progress line went out (perf_counter)
+        self.calls: list[tuple[float, float]] = []  # each call's CPU and wall time (one step)
 
     def on_step(self, epoch: int, batch: int, loss: float, outputs, labels, elapsed: float) -> None:
         acc = self.metrics.accuracy(self.spec, outputs, labels)
@@ -203,6 +209,19 @@ class StepRecorder:
         if now - self.last_progress > PROGRESS_INTERVAL_S:
             self.last_progress = now
             _progress(epoch=epoch, batch=batch + 1, batches=self.steps_per_epoch, loss=loss)
+
+    def on_call(self, cpu_s: float, wall_s: float) -> None:
+        self.calls.append((cpu_s, wall_s))
+
+    def cores_used(self, warmup: int) -> float | None:
+        """The cores the process used over its steps after the warm-up: their CPU time over
+        their wall time (the steps alone: no evaluation, no waiting for a turn, no compiling
+        in the warm-up); None where the calls were not one step each (the process door)."""
+        steady = self.calls[warmup:]
+        wall = sum(w for _, w in steady)
+        if len(self.calls) != len(self.step_times) or not wall:
+            return None
+        return sum(c for c, _ in steady) / wall
 
     def end_epoch(self, epoch: int, outputs, labels, eval_time_s: float) -> None:
         """Close `epoch`: its batches' means, and the test set's loss and accuracy from the
@@ -280,25 +299,26 @@ def time_pass(case, data_dir, turn_steps: int = 0) -> dict:
         if turns is None:
             meter.start()
         status, reason = train(framework, spec, case, x_train, y_train, targets, recorder.on_step,
-                               on_epoch, gate=turns.gate if turns else None)
+                               on_epoch, gate=turns.gate if turns else None,
+                               on_call=recorder.on_call)
         if turns is None:
             meter.stop()
         else:
             turns.end()
     loop_s = meter.wall_s  # the loop's own time: its turns, not the others'
     door = type(framework).timed_train_step is not Framework.timed_train_step
+    step_times = recorder.step_times
+    warmup = warmup_steps(step_times)
     if facts.value:
         if turns:
             facts.value.probe_s = turns.probe_s
-        if loop_s and not door:  # behind a door the engine's process does the work
-            facts.value.cores_used = meter.process_cpu_s / loop_s
+        if not door:  # behind a door the engine's process does the work
+            facts.value.cores_used = recorder.cores_used(warmup)
     if door:
         result["provenance"]["step_clock"] = "the framework's own (steps run in its process)"
     result["provenance"]["reported"] = reported_facts(framework)
     c = meter.value
     eval_time = sum(e["eval_time_s"] for e in recorder.epochs)
-    step_times = recorder.step_times
-    warmup = warmup_steps(step_times)
     for i, record in enumerate(recorder.epochs):  # each epoch's steps, the warm-up left out
         record["train_time_s"] = sum(step_times[max(i * steps, warmup):(i + 1) * steps])
     result.update(status=status, reason=reason, foreign_cpu_s=c.foreign_cpu_s if c else None,
@@ -335,28 +355,29 @@ def start_numeric_libraries() -> None:
 
 def memory_pass(case, data_dir) -> dict:
     """The training loop under memray, its first call (where a lazy compiler compiles) apart
-    from the rest (harness.measure.memory.FirstCallApart): the loop's numbers leave out the
-    first call's own high-water mark, which `first_call` reports."""
+    from the rest (harness.measure.memory.LoopMemory): the loop's numbers leave out the first
+    call's own allocations and high-water mark, which `first_call` reports."""
     from .frameworks import get_framework
-    from .measure.memory import track_first_call_apart
+    from .measure.memory import track_loop_memory
     from .weights import initial_weights
 
     spec, data, x_train, y_train, targets, _, _ = prepare(case, data_dir)
     framework = get_framework(case.framework)(spec, initial_weights(spec, case.seed, case.dtype),
                                               case.dtype, case.threads)
     start_numeric_libraries()
-    with track_first_call_apart() as memory:
+    with track_loop_memory() as memory:
         status, reason = train(framework, spec, case, x_train, y_train, targets,
                                on_step=lambda *args: None, gate=memory.gate)
-    first = memory.first.stats
-    first_call = {"peak_bytes": first.peak_bytes, "alloc_bytes": first.alloc_bytes,
-                  "kept_bytes": first.kept_bytes} if first else None
     # A framework in another process reports that process's memory, its first step included;
     # memray saw only the door.
-    stats = framework.memory_stats() or vars(memory.training())
-    stats = {k: stats[k] for k in ("alloc_bytes", "alloc_count", "peak_bytes", "peak_rss_bytes")}
-    return {"status": status, "reason": reason, **stats,
-            "first_call": None if framework.memory_stats() else first_call}
+    door = framework.memory_stats()
+    first = memory.first_call
+    stats = door or vars(memory.training)
+    return {"status": status, "reason": reason,
+            **{k: stats[k] for k in ("alloc_bytes", "alloc_count", "peak_bytes", "peak_rss_bytes")},
+            "first_call": None if door or first is None else {
+                "peak_bytes": first.peak_bytes, "alloc_bytes": first.alloc_bytes,
+                "kept_bytes": first.kept_bytes}}
 
 
 def instructions_pass(case, data_dir, callgrind_out: str, marks_library: str) -> dict:

@@ -101,7 +101,8 @@ class TorchCompileFramework(TorchFramework):
         breaks = Counter(counters["graph_break"]) - self._breaks_before
         facts: dict[str, str | int | float] = {"graph breaks": sum(breaks.values())}
         if breaks:
-            facts["ran eagerly"] = "; ".join(" ".join(reason.split())[:100] for reason in breaks)
+            facts["ran eagerly"] = "; ".join(  # Dynamo's reason, its first sentence
+                " ".join(reason.split()).split(" Explanation:")[0][:80] for reason in breaks)
         return facts
 
     def predict(self, x):

@@ -443,8 +443,16 @@ def test_measurements_run_one_at_a_time(toys, tmp_path):
         waiting = subprocess.Popen([ADH, "run", suite, "--store", store, "--no-progress"],
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = waiting.stderr.readline()
-        assert f"(pid {holder.pid}" in line and line.rstrip().endswith("waiting")
+        assert f"(pid {holder.pid}" in line and line.rstrip().endswith("waiting (Ctrl-C stops)")
         assert waiting.poll() is None  # still waiting: nothing measured while the holder runs
+        # one stopped while it waits (SIGTERM, as `timeout` sends) says so in one line
+        stopped = subprocess.Popen([ADH, "run", suite, "--store", store, "--no-progress"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert "waiting" in stopped.stderr.readline()
+        stopped.terminate()
+        _, err = stopped.communicate(timeout=30)
+        assert stopped.returncode == 130 and "Traceback" not in err, err
+        assert f"stopped while waiting for the measurement lock (pid {holder.pid}" in err
         holder.stdin.write("\n")
         holder.stdin.flush()
         holder.wait(timeout=10)

@@ -22,7 +22,7 @@ from harness.runner import RunOptions, case_keys
 from harness.shards import comparison, parse_shard, shard_suite, split
 from harness.store import ResultsStore
 from harness.suites import load_suite
-from harness.tables import format_model_tables, model_summary
+from harness.tables import format_model_tables, machine_verdicts, model_summary
 from test_runner import NEVER_FLAG
 from test_store import make_result
 from toy_adapters import activate, launches, write_suite
@@ -100,6 +100,28 @@ def test_tables_name_each_rows_machine_only_where_they_differ(tmp_path: Path) ->
     assert "Machine" not in format_model_tables(same)
     table = format_model_tables(mixed)
     assert "| Machine" in table and "AMD EPYC" in table and "Intel Xeon" in table
+
+
+def test_each_machines_verdicts_stand_side_by_side(tmp_path: Path) -> None:
+    """A store of two machines: each ratio pairs its own machine's runs (the engine twice
+    torch's time on one, half on the other), each machine with its roofs; none for one."""
+    def slowed(result: CaseResult, factor: float) -> CaseResult:
+        return dataclasses.replace(result, runs=[
+            dataclasses.replace(r, step_times_s=[t * factor for t in r.step_times_s])
+            for r in result.runs])
+
+    with ResultsStore(tmp_path / "s.sqlite") as store:
+        store.save(on(AMD, make_result(), "torch"))
+        store.save(on(AMD, slowed(make_result(), 2.0), "engine"))
+        one = machine_verdicts(store.cases(), store.runs())
+        store.save(on(INTEL, make_result(seed=1), "torch"))
+        store.save(on(INTEL, slowed(make_result(seed=1), 0.5), "engine"))
+        text = machine_verdicts(store.cases(), store.runs())
+    assert one == ""
+    (engine,) = [line for line in text.splitlines() if line.startswith("| mlp   | engine")]
+    assert "2.00x" in engine and "0.50x" in engine
+    assert re.search(r"machine [12]: AMD EPYC, 2 logical cores.*; GEMM peak", text)
+    assert re.search(r"machine [12]: Intel Xeon, 2 logical cores.*; GEMM peak", text)
 
 
 # --- merge -------------------------------------------------------------------------------------

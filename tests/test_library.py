@@ -103,4 +103,4 @@ def test_the_error_types_are_public():
     for name in harness.__all__:
         assert issubclass(getattr(harness, name), harness.AdhError)
     assert set(harness.__all__) == {"AdhError", "UsageError", "DatasetError", "StoreError",
-                                    "LockBusy"}
+                                    "LockBusy", "LockWaitStopped"}

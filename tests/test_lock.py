@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
-from harness.measure.lock import LockBusy, measurement_lock
+from harness.measure.lock import LockBusy, LockWaitStopped, expect_end, measurement_lock
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -23,7 +25,9 @@ import os, sys
 from pathlib import Path
 from harness.measure.lock import measurement_lock
 sys.argv = ["adh", "run", "quick"]  # what a waiter should see as the holder's command
+from harness.measure.lock import expect_end
 with measurement_lock(path=Path(sys.stdin.readline().strip())):
+    expect_end(600)  # its plan's estimate: ten minutes
     print("locked", os.getpid(), flush=True)
     sys.stdin.readline()  # hold until told to let go (or killed)
 """
@@ -72,9 +76,27 @@ def test_waiter_is_told_who_holds_it_and_gets_it_after_the_holder_exits(holder):
     with measurement_lock(path=path, on_wait=on_wait):
         assert proc.wait(timeout=5) == 0  # the holder let go and ended normally
         assert path.read_text().split()[0] == str(os.getpid())  # the new holder's pid
-    assert messages == [
-        f"another adh measurement is running (pid {proc.pid}: adh run quick); waiting"
-    ]
+    (message,) = messages
+    assert re.fullmatch(rf"another adh measurement is running \(pid {proc.pid}: adh run quick, "
+                        r"since \d\d:\d\d UTC \(0 min ago\), its plan ends about \d\d:\d\d UTC\); "
+                        r"waiting \(Ctrl-C stops\)",
+                        message), message
+
+
+def test_a_waiter_stopped_while_waiting_gets_one_line(holder):
+    """Ctrl-C while waiting: LockWaitStopped naming the holder and when its plan ends (adh
+    prints it and exits 130), not a KeyboardInterrupt from inside flock."""
+    proc, path = holder
+
+    def interrupt_soon(message: str) -> None:
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+    with pytest.raises(LockWaitStopped, match=rf"pid {proc.pid}: adh run quick, since .*, its "
+                                              r"plan ends about \d\d:\d\d UTC\); nothing"):
+        with measurement_lock(path=path, on_wait=interrupt_soon):
+            pytest.fail("entered a lock another process holds")
+    assert proc.poll() is None and LockWaitStopped.status == 130
+    expect_end(60)  # no lock held here: nothing to tell
 
 
 def test_no_wait_raises_at_once_naming_the_holder(holder):

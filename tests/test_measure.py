@@ -83,6 +83,34 @@ def test_memory_counts_calloc_realloc_and_mmap():
     assert 4 * MiB <= m.stats.peak_bytes <= 8 * MiB
 
 
+def test_a_loops_first_call_is_measured_apart():
+    """The first step's working memory (a compiler's) stays out of the loop's peak; what it
+    left live (buffers, compiled code) is in it, and later steps that free it lower it."""
+    kept = []
+    with memory.track_loop_memory() as loop:
+        for step in range(3):
+            loop.gate(step)
+            if step == 0:
+                kept.append(np.ones(MiB))  # 8 MiB the first step keeps
+                np.ones(4 * MiB)  # 32 MiB of working memory, freed within the step
+                kept.append(np.ones(MiB // 2))  # 4 MiB the second step frees
+            elif step == 1:
+                kept.pop()
+                np.ones(MiB // 4)  # 2 MiB a step
+            else:
+                np.ones(MiB // 4)
+    first, training = loop.first_call, loop.training
+    assert near(first.kept_bytes, 12 * MiB) and near(first.alloc_bytes, 44 * MiB)
+    assert 40 * MiB <= first.peak_bytes <= 46 * MiB
+    assert near(training.alloc_bytes, 4 * MiB)
+    assert 12 * MiB <= training.peak_bytes <= 15 * MiB  # kept, then a step's 2 MiB over 8 or 12
+    # one call only: no mark, the whole loop is the training
+    with memory.track_loop_memory() as single:
+        single.gate(0)
+        np.ones(MiB)
+    assert single.first_call is None and near(single.training.alloc_bytes, 8 * MiB)
+
+
 def test_memory_counting_matches_the_public_record_api(tmp_path):
     # track_memory counts with memray's compute_statistics; check it against a count over the
     # public FileReader records, allocations and deallocations told apart by AllocatorType.

@@ -165,6 +165,14 @@ def test_dataset_path_runs_a_builtin_suite_on_your_file(tmp_path):
     assert data.n_classes == 10 and data.source.endswith("digits.npz")
 
 
+def test_a_missing_dataset_file_is_one_line_and_exit_2(tmp_path, capsys):
+    """`adh run quick --dataset missing.npz --dry-run`: the file named, no traceback."""
+    missing = tmp_path / "missing.npz"
+    assert main(["run", "quick", "--models", "mlp", "--dataset", str(missing), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert f"--dataset {missing}: no file {missing}" in err and "Traceback" not in err
+
+
 PLUGIN = '''
 import numpy as np
 from harness.data import Dataset

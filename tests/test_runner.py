@@ -20,7 +20,7 @@ from harness.records import Case, CaseResult
 from harness.runner import RunOptions, WorkerError, run_case, run_suite
 from harness.store import ResultsStore
 from harness.suites import load_suite
-from harness.tables import model_summary, reported_facts
+from harness.tables import format_model_tables, model_summary, reported_facts
 from toy_adapters import (
     BANDWIDTH,
     GEMM_PEAK,
@@ -715,7 +715,9 @@ def test_reported_facts_and_the_roof_of_the_threads_used(toys, tmp_path, monkeyp
         cases, epochs, runs = store.cases(), store.epochs(), store.runs()
     assert result.provenance["reported"] == {"threads used": 1, "ran eagerly": "all"}
     assert result.provenance["gemm_peaks_gflops"] == {"1": 50.0, "2": 100.0}
-    (row,) = model_summary(cases, epochs, runs).itertuples()
+    summary = model_summary(cases, epochs, runs)
+    assert "| toy-ok [reported] |" in format_model_tables(summary)  # marked in its row
+    (row,) = summary.itertuples()
     assert (row.threads, row.threads_used, row.peak_gflops) == (2, 1, 50.0)
     assert row.peak_pct == pytest.approx(100 * row.gflops / 50.0)
     assert reported_facts(cases) == ("reported by the frameworks: toy-ok: ran eagerly all; "

@@ -107,25 +107,21 @@ class ContentionMeter:
 
     def __init__(self) -> None:
         self.wall_s = self.own_cpu_s = self.machine_busy_s = 0.0
-        # This process's CPU time over exactly the regions' wall time (the clock read next to
-        # the wall clock, the meter's own reading of /proc outside both): the cores it used.
-        self.process_cpu_s = 0.0
         self.known = True
         self.cores = os.cpu_count() or 1
-        self._begin: tuple[tuple[int, int] | None, float, float, float] | None = None
+        self._begin: tuple[tuple[int, int] | None, float, float] | None = None
 
     def start(self) -> None:
         busy, own = _machine_busy_ticks(), _own_cpu_s()
-        self._begin = (busy, own, time.perf_counter(), time.process_time())
+        self._begin = (busy, own, time.perf_counter())
 
     def stop(self) -> None:
         if self._begin is None:
             return
-        t1, cpu1 = time.perf_counter(), time.process_time()
-        busy0, own0, t0, cpu0 = self._begin
+        t1 = time.perf_counter()
+        busy0, own0, t0 = self._begin
         self._begin = None
         self.wall_s += t1 - t0
-        self.process_cpu_s += cpu1 - cpu0
         self.own_cpu_s += _own_cpu_s() - own0
         busy1 = _machine_busy_ticks()
         if busy0 is None or busy1 is None:

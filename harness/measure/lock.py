@@ -3,23 +3,28 @@
 Two measurements at once slow each other down, and both would record the slower numbers as real.
 The lock is an `fcntl.flock` on a file every user can open; the kernel drops it when the holder
 dies, however it dies, so a crashed or killed `adh` never leaves a stale lock. The holder writes
-its pid and command line into the file only so that a waiter can say whom it waits for: that
-text may be stale after a crash, but the flock is what counts.
+its pid, when it took the lock, when its plan expects to end (`expect_end`, once it knows) and
+its command line into the file only so that a waiter can say whom it waits for and about how
+long: that text may be stale after a crash, but the flock is what counts. A waiter stopped while
+it waits (Ctrl-C, or SIGTERM as `timeout` sends it) raises `LockWaitStopped`: one line.
 """
 from __future__ import annotations
 
 import fcntl
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
 from pathlib import Path
 
-from ..errors import LockBusy
+from ..errors import LockBusy, LockWaitStopped
 
 DEFAULT_LOCK_FILE = Path("/tmp/autodiff-harness-measure.lock")
 
 _depth = 0  # how deep this process is inside measurement_lock; only the outermost entry locks
+_held: tuple[int, float] | None = None  # the held lock's descriptor and when it was taken
 
 
 def lock_file() -> Path:
@@ -41,26 +46,67 @@ def _open(path: Path) -> int:
         return os.open(path, os.O_RDONLY)
 
 
+def _holder(text: str) -> str:
+    """Who holds the lock, from the text its holder wrote: "pid 123: adh run quick, since 09:12
+    UTC (4 min ago), its plan ends about 09:21 UTC"."""
+    fields = text.strip().split(" ", 3)
+    if not fields[0].isdigit():
+        return "pid unknown"
+    if len(fields) < 4 or not _is_time(fields[1]):  # a holder of an older version: pid command
+        return f"pid {fields[0]}: {' '.join(fields[1:])}".rstrip(": ")
+    pid, since, ends, command = fields
+    ago = max(0, round((time.time() - float(since)) / 60))
+    said = f"pid {pid}: {command}, since {_clock(float(since))} UTC ({ago} min ago)"
+    return said + (f", its plan ends about {_clock(float(ends))} UTC" if _is_time(ends) else "")
+
+
+def _is_time(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _clock(epoch_s: float) -> str:
+    return datetime.fromtimestamp(epoch_s, UTC).strftime("%H:%M")
+
+
+def _write_holder(fd: int, taken: float, ends: float | None) -> None:
+    command = " ".join([Path(arg).name for arg in sys.argv[:1]] + sys.argv[1:])
+    with suppress(OSError):  # opened read-only: waiters will not learn who holds it
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {taken:.0f} {'-' if ends is None else f'{ends:.0f}'} "
+                      f"{command[:120]}\n".encode(), 0)
+
+
+def expect_end(seconds: float) -> None:
+    """Tell waiters that this process's measurement should end in about `seconds` (its plan's
+    estimate); nothing where it holds no lock."""
+    if _held is not None:
+        _write_holder(_held[0], _held[1], time.time() + seconds)
+
+
 def _acquire(path: Path, wait: bool, on_wait: Callable[[str], None]) -> int:
     fd = _open(path)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            pid, _, command = os.pread(fd, 200, 0).decode(errors="replace").strip().partition(" ")
-            holder = f"pid {pid}: {command}" if pid.isdigit() else "pid unknown"
+            holder = _holder(os.pread(fd, 300, 0).decode(errors="replace"))
             if not wait:
                 raise LockBusy(f"another adh measurement is running ({holder}); wait for it to "
                                "finish, or leave out --no-wait to wait for it") from None
-            on_wait(f"another adh measurement is running ({holder}); waiting")
-            fcntl.flock(fd, fcntl.LOCK_EX)  # blocks in the kernel until the holder lets go
+            on_wait(f"another adh measurement is running ({holder}); waiting (Ctrl-C stops)")
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)  # blocks in the kernel until the holder lets go
+            except KeyboardInterrupt:
+                raise LockWaitStopped(f"stopped while waiting for the measurement lock ({holder})"
+                                      "; nothing was measured") from None
     except BaseException:
         os.close(fd)
         raise
-    command = " ".join([Path(arg).name for arg in sys.argv[:1]] + sys.argv[1:])
-    with suppress(OSError):  # opened read-only: waiters will not learn who holds it
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {command[:120]}\n".encode(), 0)
+    _write_holder(fd, time.time(), None)
     return fd
 
 
@@ -76,15 +122,18 @@ def measurement_lock(
     and block until it is free (`wait=True`), or raise `LockBusy` at once (`wait=False`). A
     nested entry in a process that already holds the lock does nothing (whatever its `path`).
     """
-    global _depth
+    global _depth, _held
     # A nested entry must not flock again: a second descriptor's flock would wait for the first.
     fd = _acquire(path or lock_file(), wait, on_wait) if _depth == 0 else None
+    if fd is not None:
+        _held = (fd, time.time())
     _depth += 1
     try:
         yield
     finally:
         _depth -= 1
         if fd is not None:
+            _held = None
             with suppress(OSError):
                 os.ftruncate(fd, 0)  # a clean exit leaves no holder text behind
             os.close(fd)  # closing the only descriptor releases the flock

@@ -23,12 +23,14 @@ from __future__ import annotations
 import resource
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import memray
+import numpy as np
+from memray import AllocatorType
 from memray._memray import compute_statistics
 
 
@@ -38,7 +40,7 @@ class MemoryStats:
     alloc_count: int  # number of allocations (frees not counted)
     peak_bytes: int  # peak live bytes inside the region (memray's high-water mark)
     peak_rss_bytes: int  # the process's peak RSS at the end of the region
-    kept_bytes: int | None = None  # allocated inside the region and live at its end, if asked
+    kept_bytes: int | None = None  # of a loop's first call: allocated in it, live at its end
 
 
 @dataclass
@@ -52,55 +54,93 @@ def peak_rss_bytes() -> int:
     return rss if sys.platform == "darwin" else rss * 1024  # macOS reports bytes, Linux KiB
 
 
+# The size of the one block `LoopMemory.gate` allocates and frees at once where the loop's first
+# call ends: the mark at which the capture's records are split (an odd size nothing else asks for).
+FIRST_CALL_MARK = 3_141_593
+
+
 @dataclass
-class FirstCallApart:
-    """The memory of a training loop's first call (its first step: where a framework that
-    compiles lazily compiles, and where one that keeps buffers makes them) and of the rest,
-    `track_first_call_apart` measures: `gate` ends the first region before the second call."""
+class LoopMemory:
+    """A training loop's memory with its first call apart (its first step: where a framework
+    that compiles lazily compiles, and where one that keeps buffers makes them), filled when
+    `track_loop_memory` exits: `first_call`, the bytes allocated and the peak up to the mark,
+    and `kept_bytes` what was still live there; `training`, the later calls' allocations and
+    the peak of live bytes over them, what the first call left live included (the steady loop's
+    footprint: a compiler's transient working memory is not in it, what it keeps is). Hand
+    `gate` to the loop, which calls it with the steps done before each call."""
 
-    first: MemoryResult
-    rest: MemoryResult | None = None
-    gate: Callable[[int], None] = lambda done: None
+    first_call: MemoryStats | None = None
+    training: MemoryStats | None = None
+    marked: bool = False
 
-    def training(self) -> MemoryStats | None:
-        """The loop's memory with the first call's own high-water mark left out: what the
-        later calls allocated, and as peak what the first call left live plus the later calls'
-        peak above it (the steady loop's footprint: a compiler's transient working memory is
-        not in it, what it keeps is). The first call's alone where there was no other."""
-        first, rest = self.first.stats, self.rest.stats if self.rest else None
-        if first is None or rest is None:
-            return first
-        return MemoryStats(alloc_bytes=rest.alloc_bytes, alloc_count=rest.alloc_count,
-                           peak_bytes=(first.kept_bytes or 0) + rest.peak_bytes,
-                           peak_rss_bytes=rest.peak_rss_bytes)
+    def gate(self, done: int) -> None:
+        if done and not self.marked:  # the first call is over
+            self.marked = True
+            np.empty(FIRST_CALL_MARK, dtype=np.uint8)  # allocated and freed at once: the mark
 
 
 @contextmanager
-def track_first_call_apart(workdir: Path | None = None) -> Iterator[FirstCallApart]:
-    """Measure a training loop in two regions, its first call and the rest (`FirstCallApart`):
-    hand the yielded `.gate` to the loop, which calls it with the steps done before each call."""
-    with ExitStack() as stack:
-        split = FirstCallApart(stack.enter_context(track_memory(workdir, keep=True)))
+def track_loop_memory(workdir: Path | None = None) -> Iterator[LoopMemory]:
+    """Measure a training loop's memory, its first call apart (`LoopMemory`), in one capture
+    whose records are replayed in order and split at the mark: exact, where two regions in turn
+    would not see the later steps free what the first one allocated. Where the loop made only
+    one call, `training` is the whole loop's."""
+    loop = LoopMemory()
+    with tempfile.TemporaryDirectory(prefix="adh-memray-", dir=workdir) as tmp:
+        capture = Path(tmp) / "region.bin"
+        with memray.Tracker(capture):
+            yield loop
+        rss = peak_rss_bytes()
+        if not loop.marked:
+            loop.training = _read_capture(capture, rss)
+            return
+        loop.first_call, loop.training = _replay_split(capture, rss)
 
-        def gate(done: int) -> None:
-            if done and split.rest is None:  # the first call is over
-                stack.close()  # ends the first region: one memray tracker at a time
-                split.rest = stack.enter_context(track_memory(workdir))
 
-        split.gate = gate
-        yield split
+def _replay_split(capture: Path, peak_rss: int) -> tuple[MemoryStats, MemoryStats]:
+    """The capture's records replayed in order (as compute_statistics does in C++: allocations
+    add their size, frees and munmaps take back what they free) and split at the mark."""
+    frees = {AllocatorType.FREE, AllocatorType.PYMALLOC_FREE}
+    sizes: dict[int, int] = {}  # the live blocks: address -> bytes
+    live = 0
+    sides = [[0, 0, 0], [0, 0, 0]]  # before and after the mark: bytes, count, peak
+    side = sides[0]
+    kept = 0
+    with memray.FileReader(capture) as reader:
+        for r in reader.get_allocation_records():
+            if r.allocator in frees:
+                live -= sizes.pop(r.address, 0)
+                continue
+            if r.allocator == AllocatorType.MUNMAP:  # may unmap the front of a mapping
+                held = sizes.pop(r.address, 0)
+                freed = min(r.size, held)
+                if held > freed:
+                    sizes[r.address + freed] = held - freed
+                live -= freed
+                continue
+            if side is sides[0] and r.size == FIRST_CALL_MARK \
+                    and r.allocator == AllocatorType.MALLOC:
+                side, kept = sides[1], live  # the mark: its own block is not counted
+                side[2] = live
+                continue
+            sizes[r.address] = r.size
+            live += r.size
+            side[0] += r.size
+            side[1] += 1
+            side[2] = max(side[2], live)
+    first, later = sides
+    return (MemoryStats(first[0], first[1], first[2], peak_rss, kept_bytes=kept),
+            MemoryStats(later[0], later[1], later[2], peak_rss))
 
 
 @contextmanager
-def track_memory(workdir: Path | None = None, keep: bool = False) -> Iterator[MemoryResult]:
+def track_memory(workdir: Path | None = None) -> Iterator[MemoryResult]:
     """Measure the allocations of the `with` block; the yielded result's `.stats` is set on exit.
 
     The capture file goes to a temporary directory under `workdir` (default: the system's temp
     directory) and is deleted afterwards; while the block runs it grows by a few bytes per
     allocation and free (memray compresses it when tracking stops). Only one memray tracker
-    can be active in a process, so regions cannot nest. With `keep`, the stats also count the
-    bytes allocated in the block and still live at its end (`kept_bytes`: a pass over the
-    capture in Python, for short regions).
+    can be active in a process, so regions cannot nest.
     """
     result = MemoryResult()
     with tempfile.TemporaryDirectory(prefix="adh-memray-", dir=workdir) as tmp:
@@ -108,10 +148,6 @@ def track_memory(workdir: Path | None = None, keep: bool = False) -> Iterator[Me
         with memray.Tracker(capture):
             yield result
         result.stats = _read_capture(capture, peak_rss_bytes())
-        if keep:
-            with memray.FileReader(capture) as reader:
-                result.stats.kept_bytes = sum(
-                    r.size for r in reader.get_leaked_allocation_records(merge_threads=True))
 
 
 def _read_capture(capture: Path, peak_rss: int) -> MemoryStats:

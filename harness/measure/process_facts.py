@@ -48,10 +48,11 @@ class ProcessFacts:
     heap_offset_kb: int | None = None  # the heap's start within its 2 MiB page
     steal_s: float | None = None  # the host's steal time over all CPUs during the region
     probe_s: float | None = None  # the drift probe timed in this process before the region
-    # The cores its training loop used: its threads' CPU time over the loop's wall time, its own
-    # turns only (the worker's contention meter); None behind the process door, whose engine
-    # runs in another process. A fairness fact: a framework asked for 2 threads that trains on
-    # one shows about 1.0.
+    # The cores its steps used after the warm-up: the process's CPU time over their wall time,
+    # both read around each step (harness.worker.StepRecorder.cores_used: no evaluation, no
+    # waiting for a turn, no compiling); None behind the process door, whose engine runs in
+    # another process. A fairness fact: a framework asked for 2 threads that trains on one
+    # shows about 1.0.
     cores_used: float | None = None
 
     def record(self) -> dict[str, Any]:

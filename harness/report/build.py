@@ -488,6 +488,17 @@ def _settings(cases: pd.DataFrame) -> str:
             f"{threads} threads, {dtype}")
 
 
+def _machines_section(data: frames.SuiteData) -> list[str]:
+    """Where the cases come from several machines (allowed with --allow-mixed-machines): each
+    machine's verdicts side by side, with its roofs and its host's steadiness."""
+    text = tables.machine_verdicts(data.ok, data.runs)
+    if not text:
+        return []
+    return ["## Verdicts per machine", "",
+            "These results come from more than one machine. Each ratio below pairs runs of one "
+            "machine only; a verdict that holds on one machine is that machine's.", "", text, ""]
+
+
 def _tables_section(data: frames.SuiteData, suite: str, table_dir: Path) -> list[str]:
     """Write every table as Markdown, LaTeX and CSV; the report's lines showing them."""
     lines = ["## Tables", ""]
@@ -593,6 +604,7 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
              *_unfinished_section(data.cases),
              *_unsupported_section(data.cases),
              *_unmeasured_section(suite, data.cases),
+             *_machines_section(data),
              *_tables_section(data, suite, table_dir),
              *studies_section(data),
              *_figures_section(data, figure_dir),
