@@ -39,19 +39,20 @@ def main() -> None:
     parser.add_argument("--apart", type=float, default=0.05,
                         help="a loss this far from the reference's, relative, has parted")
     args = parser.parse_args()
-    suite = load_suite(args.suite)
-    pin_threads(suite.threads)
-    data = load_dataset(suite.dataset)
-    base = get_model(args.model)
-    steps = suite.epochs * steps_per_epoch(len(data.x_train), base.batch_size)
-    print(f"{args.model} in float32 on {suite.dataset}, {steps} steps ({suite.epochs} epochs of "
-          f"suite {args.suite}), {suite.threads} threads; parted: a loss more than "
+    case = next(c for c in load_suite(args.suite).cases if c.model == args.model)
+    pin_threads(case.threads)
+    data = load_dataset(case.dataset)
+    base = get_model(args.model).with_settings(batch_size=case.batch_size or
+                                               get_model(args.model).batch_size)
+    steps = case.epochs * steps_per_epoch(len(data.x_train), base.batch_size)
+    print(f"{args.model} in float32 on {case.dataset}, {steps} steps ({case.epochs} epochs of "
+          f"suite {args.suite}), {case.threads} threads; parted: a loss more than "
           f"{args.apart:.0%} from {args.frameworks[0]}'s")
     for lr in args.lrs:
         spec = replace(base, lr=lr, momentum=base.momentum if args.momentum is None
                        else args.momentum)
-        case = ParityCase.prepare(spec, data, "float32", steps, threads=suite.threads)
-        runs = {name: run_framework(get_framework(name), case) for name in args.frameworks}
+        parity = ParityCase.prepare(spec, data, "float32", steps, threads=case.threads)
+        runs = {name: run_framework(get_framework(name), parity) for name in args.frameworks}
         reference = runs[args.frameworks[0]]
         labels = data.y_test[:len(reference.predictions)]
         print(f"\nlr {lr:g}, momentum {spec.momentum:g}")
