@@ -20,6 +20,7 @@ package versions (the case key): cases not finished and rounds not yet run.
 from __future__ import annotations
 
 import json
+import math
 import os
 import queue
 import signal
@@ -577,7 +578,7 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
     bar = tqdm(total=passes, desc=f"suite {suite.name}", unit="pass", position=0, disable=disable)
     current: list[CaseResult] = []
     units = _turn_groups(todo) if options.turn_steps else [[result] for result in todo]
-    unit_s: dict[tuple, float] = {}  # each unit's last round in seconds, by _settings_key
+    case_s: dict[tuple, float] = {}  # a case's share of its unit's last round, by _settings_key
     started, round_ = time.monotonic(), 0
     try:
         while True:
@@ -598,7 +599,7 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
                         measure_turns(current, round_, options, show, note)
                     else:
                         measure_round(current[0], round_, options, probes, show, note)
-                unit_s[_settings_key(unit[0])] = time.monotonic() - unit_started
+                case_s[_settings_key(unit[0])] = (time.monotonic() - unit_started) / len(current)
                 for result in current:
                     store.save(result)
                     bar.update(1)
@@ -615,7 +616,7 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
             if round_ < rounds:
                 continue
             units = wide_units(store, suite.name, units, options, round_,
-                               time.monotonic() - started, unit_s, note)
+                               time.monotonic() - started, case_s, note)
             if not units:
                 break
             rounds = round_ + 1
@@ -644,17 +645,20 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
 
 
 def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
-               options: RunOptions, rounds: int, elapsed_s: float, unit_s: dict[tuple, float],
+               options: RunOptions, rounds: int, elapsed_s: float, case_s: dict[tuple, float],
                note: Callable[[str], None] = lambda m: None) -> list[list[CaseResult]]:
     """What `options.more_rounds` runs another round of after `rounds`: of each unit of `units`
     (a model's frameworks taking turns, or one case), the cases whose step ratio against torch
     (harness.tables.step_ratios, over the store's runs of these cases) reaches further than the
     rule's `within`, with torch's case of their settings (a ratio needs both sides in the
-    round); while fewer than its `most` rounds have run and another round of them, at their
-    units' last pace (`unit_s`, by `_settings_key`), ends within its `minutes` of the run
-    (`elapsed_s` so far); none when the run stops. A ratio that is narrow takes no more rounds,
-    so that the time left goes to those that are not (as asv repeats only the benchmark whose
-    samples are still too few). Says why it goes on and why it stops."""
+    round); while fewer than its `most` rounds have run and another round, at its cases' last
+    pace (`case_s`, a case's share of its unit's last round, by `_settings_key`), ends within
+    its `minutes` of the run (`elapsed_s` so far); none when the run stops. A ratio that is
+    narrow takes no more rounds, so that the time left goes to those that are not (as asv
+    repeats only the benchmark whose samples are still too few); where the time left does not
+    hold a round of every wide ratio, they go in the order of the suite's frameworks (its first,
+    the contestant, before the rest), the widest first within a framework, as many as fit. Says
+    why it goes on and why it stops."""
     rule = options.more_rounds
     if rule is None:
         return []
@@ -665,8 +669,8 @@ def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
     runs = store.runs(suite)
     ratios = step_ratios(runs[runs["key"].isin(keys)])
     ratios = ratios[(ratios["framework"] != REFERENCE) & (ratios["pairs"] > 0)]
-    wide = {(row.model, row.framework) for row in ratios.itertuples()
-            if not half_width(row.ratio) <= rule.within}  # NaN (no interval) is wide
+    reach = {(row.model, row.framework): half_width(row.ratio) for row in ratios.itertuples()}
+    wide = {k: w for k, w in reach.items() if not w <= rule.within}  # NaN (no interval): wide
     if not wide:
         return []
     names = sorted(f"{model} {framework}" for model, framework in wide)
@@ -675,22 +679,43 @@ def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
     if rounds >= rule.most:
         note(f"{what} after {rounds} rounds, the most until_within takes")
         return []
-    wide_models = {model for model, _ in wide}
-    going = []
-    for unit in units:
-        kept = [r for r in unit if r.status == Status.OK
-                and ((r.case.model, r.case.framework) in wide
-                     or (r.case.framework == REFERENCE and r.case.model in wide_models))]
-        # torch's case with the wide ones it takes turns with, or alone in its own unit
-        if kept and (len(unit) == 1 or any(r.case.framework != REFERENCE for r in kept)):
-            going.append(kept)
-    next_s = sum(unit_s.get(_settings_key(unit[0]), 0.0) for unit in going)
-    if rule.minutes and elapsed_s + next_s > 60 * rule.minutes:
+    order = list(dict.fromkeys(r.case.framework for unit in units for r in unit))
+    chosen: set[tuple[str, str]] = set()
+    going: list[list[CaseResult]] = []
+    def priority(ratio: tuple[str, str]) -> tuple[int, float]:
+        return order.index(ratio[1]), -(math.inf if math.isnan(wide[ratio]) else wide[ratio])
+
+    for ratio in sorted(wide, key=priority):
+        trial = _round_of(units, chosen | {ratio})
+        next_s = sum(case_s.get(_settings_key(unit[0]), 0.0) * len(unit) for unit in trial)
+        if not rule.minutes or elapsed_s + next_s <= 60 * rule.minutes:
+            chosen, going = chosen | {ratio}, trial
+    if not going:
         note(f"{what} after {rounds} rounds: another would not end within {rule.minutes:g} "
              "minutes")
         return []
+    waiting = len(wide) - len(chosen)
     note(f"{what}: round {rounds + 1} of " + ", ".join(
-        f"{unit[0].case.model} {'+'.join(r.case.framework for r in unit)}" for unit in going))
+        f"{unit[0].case.model} {'+'.join(r.case.framework for r in unit)}" for unit in going)
+        + (f" ({waiting} more would not end within {rule.minutes:g} minutes)" if waiting else ""))
+    return going
+
+
+def _round_of(units: list[list[CaseResult]], ratios: set[tuple[str, str]]
+              ) -> list[list[CaseResult]]:
+    """Of each unit, the cases a round of `ratios` (model, framework) needs: theirs and torch's
+    of the same model (a ratio needs both sides in the round)."""
+    from .tables import REFERENCE
+
+    models = {model for model, _ in ratios}
+    going = []
+    for unit in units:
+        kept = [r for r in unit if r.status == Status.OK
+                and ((r.case.model, r.case.framework) in ratios
+                     or (r.case.framework == REFERENCE and r.case.model in models))]
+        # torch's case with the wide ones it takes turns with, or alone in its own unit
+        if kept and (len(unit) == 1 or any(r.case.framework != REFERENCE for r in kept)):
+            going.append(kept)
     return going
 
 

@@ -1,4 +1,5 @@
-"""Estimates with a 95 % confidence interval, for step times and their ratios.
+"""Estimates with a 95 % interval: step times with a confidence interval, their ratios with the
+interval a rerun's ratio falls in.
 
 The unit of measurement is the process: processes of the same code differ by more than the
 steps within one process do (thread placement, the allocator's state, the host), so a case's
@@ -14,6 +15,13 @@ its ratio is of their turns, turn by turn (`round_ratio`). Its interval:
 - below 6 values, where order statistics cannot reach 95 %, Student's t-interval of the mean of
   the logarithms, taken back to the ratio scale (times and ratios are positive and their spread
   is multiplicative). For up to 6 values the median always lies inside it.
+
+A ratio between two frameworks (or two commits) is the verdict a reader acts on and checks by
+running the same command again, so its interval is a 95 % prediction interval (PI) for that
+rerun (`ratio_estimate`): the rerun's median scatters as much as this run's, so the difference
+of the two scatters by √2 times one, and the interval is √2 times as wide as the median's
+confidence interval (in logarithms, centred on the median). A confidence interval of the ratio
+would hold the next run's estimate only about 83 % of the time.
 """
 from __future__ import annotations
 
@@ -25,6 +33,7 @@ import numpy as np
 from scipy import stats
 
 CONFIDENCE = 0.95
+RERUN = math.sqrt(2)  # a rerun's estimate scatters as much as this one: their difference √2 x
 ORDER_STATISTICS_FROM = 6  # values; fewer cannot give a distribution-free 95 % interval of a median
 
 
@@ -73,14 +82,25 @@ def _t_interval(x: np.ndarray, confidence: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
+def ratio_estimate(ratios: Sequence[float], confidence: float = CONFIDENCE) -> Estimate:
+    """The median of positive per-pair `ratios` with the 95 % interval a rerun's median falls
+    in (see the module's doc): `estimate`'s interval, its two sides' mean reach in logarithms
+    times √2, either side of the median."""
+    e = estimate(ratios, confidence)
+    if not e.has_interval:
+        return e
+    reach = RERUN * math.log(e.high / e.low) / 2
+    return Estimate(e.value, e.value * math.exp(-reach), e.value * math.exp(reach), e.n)
+
+
 def paired_ratio(numerators: Sequence[float], denominators: Sequence[float],
                  confidence: float = CONFIDENCE) -> Estimate:
     """The ratio of two sides measured in pairs (round by round): one ratio per pair, then
-    their `estimate`. Pairs with a missing side are dropped."""
+    their `ratio_estimate`. Pairs with a missing side are dropped."""
     ratios = [a / b for a, b in zip(numerators, denominators, strict=True)
               if a is not None and b is not None
               and math.isfinite(a) and math.isfinite(b) and b > 0]
-    return estimate(ratios, confidence)
+    return ratio_estimate(ratios, confidence)
 
 
 def round_ratio(median: float, reference: float, turns: Sequence[float | None] = (),
@@ -99,7 +119,8 @@ def round_ratio(median: float, reference: float, turns: Sequence[float | None] =
 def unpaired_ratio(numerators: Sequence[float], denominators: Sequence[float],
                    confidence: float = CONFIDENCE) -> Estimate:
     """The ratio of the geometric means of two independent samples (no pairing, e.g. two stores
-    measured on different days), with Welch's t-interval of the difference of their log means."""
+    measured on different days), with the interval a rerun's ratio falls in: Welch's t-interval
+    of the difference of their log means, √2 times as wide (as `ratio_estimate`'s)."""
     a, b = (np.log(np.asarray(v, dtype=float)) for v in (numerators, denominators))
     if not len(a) or not len(b):
         return Estimate(math.nan, math.nan, math.nan, 0)
@@ -109,7 +130,10 @@ def unpaired_ratio(numerators: Sequence[float], denominators: Sequence[float],
     if a.std() == 0 and b.std() == 0:
         return Estimate(value, value, value, min(len(a), len(b)))
     ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(confidence)
-    return Estimate(value, math.exp(ci.low), math.exp(ci.high), min(len(a), len(b)))
+    reach = RERUN * (ci.high - ci.low) / 2
+    log_value = a.mean() - b.mean()
+    return Estimate(value, math.exp(log_value - reach), math.exp(log_value + reach),
+                    min(len(a), len(b)))
 
 
 def mean_difference(differences: Sequence[float], confidence: float = CONFIDENCE) -> Estimate:
@@ -149,10 +173,11 @@ def cv(values: Sequence[float]) -> float:
 def ratio_half_width(n: int, spread: float, confidence: float = CONFIDENCE) -> float:
     """The typical relative half-width of the interval `paired_ratio` gives over `n` pairs, if
     each process's time scattered independently with log standard deviation `spread` (e.g. the
-    host's, drift.probe_spread): a ratio of two such processes scatters by √2 x spread, and the
-    interval is `estimate`'s, Student's t below 6 values, order statistics from 6 (taken at
-    their expected normal scores, Blom's approximation). A rough guide: pairing cancels noise
-    that both processes of a pair share, and processes may differ by more than the host."""
+    host's, drift.probe_spread): a ratio of two such processes scatters by √2 x spread, the
+    median's interval is `estimate`'s, Student's t below 6 values, order statistics from 6
+    (taken at their expected normal scores, Blom's approximation), and a rerun's interval √2
+    times that. A rough guide: pairing cancels noise that both processes of a pair share, and
+    processes may differ by more than the host."""
     scatter = math.sqrt(2) * spread
     if n < ORDER_STATISTICS_FROM:
         half = stats.t.ppf(0.5 + confidence / 2, n - 1) / math.sqrt(n)
@@ -162,7 +187,7 @@ def ratio_half_width(n: int, spread: float, confidence: float = CONFIDENCE) -> f
         low, high = (stats.norm.ppf((rank + 1 - 0.375) / (n + 0.25))
                      for rank in (ranks.low, ranks.high))
         half = (high - low) / 2
-    return math.expm1(half * scatter)
+    return math.expm1(RERUN * half * scatter)
 
 
 def rounds_for(spread: float, half_width: float = 0.05, confidence: float = CONFIDENCE,
@@ -177,11 +202,11 @@ def rounds_for(spread: float, half_width: float = 0.05, confidence: float = CONF
 
 
 def format_processes_needed(spread: float, half_width: float = 0.05) -> str:
-    """'about 56 paired processes (rounds x seeds) give a ratio a 95% CI of ±5 % at this spread'
+    """'about 56 paired processes (rounds x seeds) give a ratio a 95% PI of ±5 % at this spread'
     (`rounds_for`), for the lines that report a host's steadiness."""
     n = rounds_for(spread, half_width)
     return (f"{f'about {n}' if n else 'more than 1000'} paired processes (rounds x seeds) give a "
-            f"ratio a 95% CI of ±{half_width:.0%} at this spread")
+            f"ratio a 95% PI of ±{half_width:.0%} at this spread")
 
 
 def half_width(e: Estimate) -> float:
@@ -193,12 +218,12 @@ def half_width(e: Estimate) -> float:
 
 
 def processes_to_narrow(e: Estimate, target: float = 0.10) -> int | None:
-    """About how many paired processes in all would bring the interval of the ratio `e` within
-    ±`target`, at the scatter its own interval shows (its log half-width over Student's t, times
-    √n); None where unknown or more than 1000."""
+    """About how many paired processes in all would bring the interval of the ratio `e` (a
+    `ratio_estimate`) within ±`target`, at the scatter its own interval shows (its log
+    half-width over √2 and Student's t, times √n); None where unknown or more than 1000."""
     if not e.has_interval or e.low <= 0 or e.high <= e.low:
         return None
-    scatter = math.log(e.high / e.low) / 2 / stats.t.ppf(0.5 + CONFIDENCE / 2, e.n - 1) \
+    scatter = math.log(e.high / e.low) / 2 / RERUN / stats.t.ppf(0.5 + CONFIDENCE / 2, e.n - 1) \
         * math.sqrt(e.n)
     return rounds_for(scatter / math.sqrt(2), target)  # rounds_for takes one process's spread
 
@@ -207,19 +232,20 @@ UNDECIDED_BEYOND = 0.25  # an interval that reaches further from its ratio decid
 
 
 def format_ratio(e: Estimate, words: tuple[str, str] = ("slower", "faster")) -> str:
-    """'0.62x (95% CI 0.58-0.66) faster'; '≈ 1.01x (95% CI 0.97-1.05)' when the interval holds 1;
-    'undecided: 0.73x (95% CI 0.40-1.90; about 40 paired processes for ±10%)' when it holds 1
-    and reaches further than ±25 % (too wide to call it no difference); '0.62x (one round, no
-    CI)' without an interval. words = (above 1, below 1)."""
+    """'0.62x (95% PI 0.58-0.66) faster' (PI: where a rerun's ratio falls, `ratio_estimate`);
+    '≈ 1.01x (95% PI 0.97-1.05)' when the interval holds 1; 'undecided: 0.73x (95% PI
+    0.40-1.90; about 40 paired processes for ±10%)' when it holds 1 and reaches further than
+    ±25 % (too wide to call it no difference); '0.62x (one round, no PI)' without an interval.
+    words = (above 1, below 1)."""
     if not math.isfinite(e.value):
         return "-"
     if not e.has_interval:
-        return f"{e.value:.2f}x (one round, no CI)"
-    ratio = f"{e.value:.2f}x (95% CI {e.low:.2f}-{e.high:.2f})"
+        return f"{e.value:.2f}x (one round, no PI)"
+    ratio = f"{e.value:.2f}x (95% PI {e.low:.2f}-{e.high:.2f})"
     if not e.excludes(1.0) and half_width(e) > UNDECIDED_BEYOND:
         n = processes_to_narrow(e)
         more = f"about {n}" if n else "more than 1000"
-        return (f"undecided: {e.value:.2f}x (95% CI {e.low:.2f}-{e.high:.2f}; {more} paired "
+        return (f"undecided: {e.value:.2f}x (95% PI {e.low:.2f}-{e.high:.2f}; {more} paired "
                 f"processes for ±10%)")
     if not e.excludes(1.0):
         return f"≈ {ratio}"

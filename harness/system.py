@@ -30,7 +30,7 @@ BUSY_WARNING = DEFAULT_POLICY.contention_threshold  # the runner's, for a conten
 STEAL_WARNING = 0.05
 STEADINESS_S = 2.0  # how long the reference workload is timed, back to back
 # A host is steady enough when a ratio measured in the paper suite's 6 paired processes (2 rounds
-# x 3 seeds) could typically reach a 95 % CI of ±5 % at the host's own spread (up to about 2.7 %).
+# x 3 seeds) could typically reach a 95 % PI of ±5 % at the host's own spread (up to about 1.9 %).
 STEADY_PROCESSES = 6
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                     "OMP_WAIT_POLICY", "OMP_PROC_BIND", "OMP_PLACES", "GOMP_SPINCOUNT")
@@ -121,7 +121,8 @@ def turbo_fact(no_turbo: str | None, boost: str | None) -> Fact:
 
 def steadiness_fact(probes: list[float]) -> Fact:
     """How much identical work (the drift probe, timed back to back) varies on this host, and
-    how many paired processes a ratio's 95 % CI of ±5 % would take at that spread."""
+    how many paired processes a ratio's 95 % PI (a rerun's interval) of ±5 % would take at that
+    spread."""
     from .stats import format_processes_needed, ratio_half_width  # numpy, scipy: not at import
 
     spread = probe_spread(probes)

@@ -17,6 +17,7 @@ from .stats import (
     format_ratio,
     format_value,
     mean_difference,
+    ratio_estimate,
     round_ratio,
 )
 from .store import SETTINGS_COLUMNS, from_json
@@ -105,7 +106,7 @@ def step_ratios(runs: pd.DataFrame, reference: str = "torch") -> pd.DataFrame:
         ratios = [round_ratio(p.median_s, p.median_s_ref, from_json(p.turn_medians_s) or (),
                               from_json(p.turn_medians_s_ref) or ()) for p in pairs.itertuples()]
         out.append({"model": model, "framework": framework, "pairs": len(pairs),
-                    "flagged_pairs": int(flagged.sum()), "ratio": estimate(ratios)})
+                    "flagged_pairs": int(flagged.sum()), "ratio": ratio_estimate(ratios)})
     return pd.DataFrame(out, columns=["model", "framework", "ratio", "pairs", "flagged_pairs"])
 
 
@@ -224,14 +225,15 @@ def accuracy_differences(cases: pd.DataFrame, reference: str = "torch") -> pd.Da
 
 def flat_estimates(summary: pd.DataFrame) -> pd.DataFrame:
     """`summary` with each `stats.Estimate` column spread into numbers (for CSV): `step` into
-    step_ms, step_ci_low_ms and step_ci_high_ms; `ratio` into ratio, ratio_ci_low, ratio_ci_high;
-    `test_pct_diff` likewise."""
+    step_ms, step_ci_low_ms and step_ci_high_ms; `ratio` into ratio, ratio_pi_low, ratio_pi_high
+    (a rerun's interval: stats.ratio_estimate); `test_pct_diff` likewise, with _ci_."""
     out = summary.copy()
-    for column, name, scale in (("step", "step_ms", 1000), ("ratio", "ratio", 1),
-                                ("test_pct_diff", "test_pct_diff", 1)):
+    for column, name, scale, kind in (("step", "step_ms", 1000, "ci"), ("ratio", "ratio", 1, "pi"),
+                                      ("test_pct_diff", "test_pct_diff", 1, "ci")):
         if column in out:
             values = out.pop(column)
-            for part, suffix in (("value", ""), ("low", "_ci_low"), ("high", "_ci_high")):
+            for part, suffix in (("value", ""), ("low", f"_{kind}_low"),
+                                 ("high", f"_{kind}_high")):
                 out[name.replace("_ms", "") + suffix + ("_ms" if scale != 1 else "")] = [
                     scale * getattr(e, part) if isinstance(e, Estimate) else float("nan")
                     for e in values]
@@ -261,9 +263,11 @@ def _step_cell(row: pd.Series, column: str = "step", scale: float = 1000) -> str
 
 HEADLINE_NOTE = ("Step vs {reference} is the verdict: each framework's step over {reference}'s in "
                  "the same round (turn by turn where they took turns), the median of those "
-                 "ratios with its 95 % CI. Training (s) and Step (ms) are each framework's own "
-                 "medians over its processes, with theirs: their quotient need not equal the "
-                 "verdict")
+                 "ratios with its 95 % PI: the interval a rerun of the same command puts its "
+                 "ratio in 95 times in 100 (√2 times as wide as a confidence interval of the "
+                 "ratio, which holds a rerun's about 83 times in 100). Training (s) and Step (ms) "
+                 "are each framework's own medians over its processes, with theirs: their "
+                 "quotient need not equal the verdict")
 
 
 def disagreements(summary: pd.DataFrame, reference: str = "torch") -> list[str]:
@@ -399,12 +403,13 @@ def model_table_rows(summary: pd.DataFrame, reference: str = "torch"
 def format_model_tables(summary: pd.DataFrame, reference: str = "torch") -> str:
     """One table per model: Framework, training time and step time each with its 95 % CI,
     Build + warm-up (s), Allocations (GiB), Peak (MiB), Test accuracy (%), the paired step-time
-    ratio to the reference framework with its 95 % CI (the verdict), the achieved GFLOP/s and
-    its share of the GEMM peak where the cases recorded their FLOPs, instructions per step where
-    counted (adh run --count-instructions), and the processes and seeds behind them; "n/a
-    (reason)" for a framework that does not support the model; notes on the verdict and where
-    the medians' quotient departs from it. Where the rows come from more than one machine
-    (pooled on purpose: harness.machines), a last column names each row's."""
+    ratio to the reference framework with its 95 % PI (the verdict; where a rerun's falls), the
+    achieved GFLOP/s and its share of the GEMM peak where the cases recorded their FLOPs,
+    instructions per step where counted (adh run --count-instructions), and the processes and
+    seeds behind them; "n/a (reason)" for a framework that does not support the model; notes
+    on the verdict and where the medians' quotient departs from it. Where the rows come from
+    more than one machine (pooled on purpose: harness.machines), a last column names each
+    row's."""
     headers, tables, notes = model_table_rows(summary, reference)
     return "\n\n".join([*(f"{model}\n{markdown_table(headers, rows)}" for model, rows in tables),
                         *notes])
@@ -413,7 +418,7 @@ def format_model_tables(summary: pd.DataFrame, reference: str = "torch") -> str:
 def host_steadiness(runs: pd.DataFrame) -> str:
     """How steady the host was while `runs` were measured: the spread of the drift probes (the
     same reference workload, timed around every timing pass) and the paired processes a ratio's
-    95 % CI of ±5 % would take at it; "" with fewer than two probes."""
+    95 % PI of ±5 % would take at it; "" with fewer than two probes."""
     probes = [p for column in ("probe_before_s", "probe_after_s") if column in runs
               for p in runs[column].dropna()]
     spread = probe_spread(probes)
@@ -625,8 +630,8 @@ def _relative_cell(row: pd.Series, column: str, words: tuple[str, str] | None,
 def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str], list[list[str]]]:
     """One model's rows of `model_summary` as the papers' table: the training time with its
     95 % CI over processes, and the build and warm-up time (compilation) apart as mean ± std
-    over seeds; the step time and its paired ratio to the reference, each with its 95 % CI;
-    the achieved GFLOP/s and % of the GEMM peak where the cases recorded their FLOPs; the
+    over seeds; the step time with its 95 % CI and its paired ratio to the reference with its
+    95 % PI; the achieved GFLOP/s and % of the GEMM peak where the cases recorded their FLOPs; the
     memory and accuracy as mean ± std, each followed by its value against the reference when
     the model has a reference row. A metric no row measured (no memory pass) is left out. A
     framework that does not support the model shows "n/a (reason)"; a last column names each

@@ -2,14 +2,16 @@
 
 Runs `adh run SUITE` RUNS times, one after the other, each into a store of its own (kept in --out),
 then prints, per model, the engine's step-time ratio to the reference framework in each run with
-its 95 % CI, and what a reader of one run would assume of the next: how far apart the runs' ratios
-are (the largest over the smallest), the widest interval (±, relative), and the coverage: how
-often a run's ratio fell inside the previous run's interval. For a well-calibrated 95 % interval
-of the same width every time that happens about 83 % of the time (the next estimate scatters as
-much as the last: Cumming and Maillardet 2006); far less means intervals narrower than what
-differs between runs. Then the spread between processes (coefficient of variation of the process
-medians) per model and framework, each run's schedule (harness.tables.schedule), the host's
-steadiness (harness.tables.host_steadiness) and its wall time.
+its 95 % PI (the interval a rerun's ratio falls in: harness.stats.ratio_estimate), and what a
+reader of one run would assume of the next: how far apart the runs' ratios are (the largest over
+the smallest), the widest interval (±, relative), and the coverage: how often a run's ratio fell
+inside the previous run's interval, about 95 % of the time for a well-calibrated prediction
+interval (a confidence interval of the ratio would hold it about 83 % of the time, as the next
+estimate scatters as much as the last: Cumming and Maillardet 2006); far less means that
+something differs between runs that one run's rounds do not see. Then the spread between
+processes (coefficient of variation of the process medians) per model and framework, each run's
+schedule (harness.tables.schedule), the host's steadiness (harness.tables.host_steadiness) and
+its wall time.
 
     python scripts/bench_reproduce.py [--suite quick] [--runs 4] [--out DIR] [adh run options]
     python scripts/bench_reproduce.py --stores RUN1.sqlite RUN2.sqlite ...
@@ -72,14 +74,14 @@ def runs_table(stores: list[Path], engine: str, reference: str, within: float,
         rows.append([model, *(f"{e.value:.2f}x ({e.low:.2f}-{e.high:.2f})" for e in series),
                      f"{apart:.0%}", f"±{wide:.0%}", f"{inside} of {len(series) - 1}",
                      "yes" if ok else "no"])
-    headers = ["Model", *(f"run {i + 1}: {engine}/{reference} (95% CI)"
+    headers = ["Model", *(f"run {i + 1}: {engine}/{reference} (95% PI)"
                           for i in range(len(stores))),
-               "Apart (largest / smallest)", "Widest interval", "Inside the previous run's CI",
+               "Apart (largest / smallest)", "Widest interval", "Inside the previous run's PI",
                f"All within ±{widest:.0%}, {within:.0%} apart, each inside the last"]
     checks = len(models) * (len(stores) - 1)
     coverage = (f"\n\ncoverage: {inside_total} of {checks} ratios fell inside the previous run's "
-                f"95% interval ({inside_total / checks:.0%}; about 83% for a well-calibrated "
-                f"interval)\n{met} of {len(models)} models met the bar") if checks else ""
+                f"95% PI ({inside_total / checks:.0%}; about 95% for a well-calibrated "
+                f"one)\n{met} of {len(models)} models met the bar") if checks else ""
     return markdown_table(headers, rows) + coverage
 
 

@@ -194,7 +194,7 @@ def test_papers_table_against_torch(store: ResultsStore) -> None:
     assert by_fw["engine-static"][3] == (f"{1000 * step.value:.2f} "
                                          f"(95% CI {1000 * step.low:.2f}-{1000 * step.high:.2f})")
     assert by_fw["engine-static"][4] == (f"{ratio.value:.2f}x "
-                                         f"(95% CI {ratio.low:.2f}-{ratio.high:.2f}) slower")
+                                         f"(95% PI {ratio.low:.2f}-{ratio.high:.2f}) slower")
     assert by_fw["acme-grad"][4].endswith("slower") and by_fw["torch"][4] == "reference"
     assert by_fw["engine-static"][6] == "2.00× less"
     assert by_fw["engine-static"][8] == "4.00× more"
@@ -282,7 +282,7 @@ def test_model_tables_give_every_ratio_its_interval(store: ResultsStore) -> None
     ratio_cells = [line.split("|")[8] for line in text.splitlines()
                    if line.startswith("| engine-static")]
     assert len(ratio_cells) == 2
-    assert all("(95% CI " in c and c.strip().endswith("slower") for c in ratio_cells)
+    assert all("(95% PI " in c and c.strip().endswith("slower") for c in ratio_cells)
 
 
 def test_an_accuracy_difference_is_judged_against_the_seeds_spread() -> None:
@@ -308,13 +308,13 @@ def test_an_accuracy_difference_is_judged_against_the_seeds_spread() -> None:
 def test_a_ratio_whose_interval_holds_1_is_no_difference() -> None:
     from harness.stats import Estimate, estimate, format_ratio, paired_ratio
 
-    assert format_ratio(Estimate(0.62, 0.58, 0.66, 3)) == "0.62x (95% CI 0.58-0.66) faster"
-    assert format_ratio(Estimate(1.3, 1.1, 1.5, 3)) == "1.30x (95% CI 1.10-1.50) slower"
-    assert format_ratio(Estimate(0.9, 0.7, 1.1, 3)) == "≈ 0.90x (95% CI 0.70-1.10)"
-    assert format_ratio(Estimate(0.9, math.nan, math.nan, 1)) == "0.90x (one round, no CI)"
+    assert format_ratio(Estimate(0.62, 0.58, 0.66, 3)) == "0.62x (95% PI 0.58-0.66) faster"
+    assert format_ratio(Estimate(1.3, 1.1, 1.5, 3)) == "1.30x (95% PI 1.10-1.50) slower"
+    assert format_ratio(Estimate(0.9, 0.7, 1.1, 3)) == "≈ 0.90x (95% PI 0.70-1.10)"
+    assert format_ratio(Estimate(0.9, math.nan, math.nan, 1)) == "0.90x (one round, no PI)"
     # too wide to call it no difference: undecided, with the processes that would narrow it
     wide = Estimate(0.73, 0.40, 1.90, 3)
-    assert format_ratio(wide).startswith("undecided: 0.73x (95% CI 0.40-1.90; about ")
+    assert format_ratio(wide).startswith("undecided: 0.73x (95% PI 0.40-1.90; about ")
     assert format_ratio(wide).endswith(" paired processes for ±10%)")
     from harness.stats import processes_to_narrow
     narrower = processes_to_narrow(wide)
@@ -477,7 +477,7 @@ def test_plain_report(store: ResultsStore, tmp_path: Path) -> None:
     csv = pd.read_csv(tmp_path / "out" / "tables" / "model_cnn.csv")
     row = csv.set_index("framework").loc["engine-static"]
     assert row["ratio"] == pytest.approx(2.0, rel=0.03)
-    assert row["ratio_ci_low"] < row["ratio"] < row["ratio_ci_high"]
+    assert row["ratio_pi_low"] < row["ratio"] < row["ratio_pi_high"]
     assert row["step_ci_low_ms"] < row["step_ms"] < row["step_ci_high_ms"]
     text = report.read_text()
     for fig in figs:
@@ -639,10 +639,10 @@ def test_the_method_and_the_tables_say_how_steady_the_host_was(tmp_path: Path) -
         shaky = method_section(load_suite_data(store, "shaky"))
         runs = store.runs("shaky")
         assert tables.host_steadiness(store.runs("unprobed")) == ""
-    # 8 probes (2 seeds x 2 rounds x before, after): robust CV 13.5 %, about 101 paired processes
+    # 8 probes (2 seeds x 2 rounds x before, after): robust CV 13.5 %, about 190 paired processes
     line = ("host steadiness: identical work (the drift probe, timed 8 times around the timing "
-            "passes) varied by 13.5% (robust CV); about 101 paired processes (rounds x seeds) give "
-            "a ratio a 95% CI of ±5% at this spread")
+            "passes) varied by 13.5% (robust CV); about 190 paired processes (rounds x seeds) give "
+            "a ratio a 95% PI of ±5% at this spread")
     assert tables.host_steadiness(runs) == line
     assert "Host steadiness: identical work (the drift probe, timed 8 times" in shaky
     assert "(if each process's time scattered independently as the host's did: a rough guide)." \
@@ -666,7 +666,7 @@ def test_bench_reproduce_compares_consecutive_runs(tmp_path: Path) -> None:
     (row,) = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| mlp ")
               and "x (" in line]
     assert [c.strip() for c in row][3:] == ["1%", "±2%", "1 of 1", "yes"]
-    assert "coverage: 1 of 1 ratios fell inside the previous run's 95% interval" in out
+    assert "coverage: 1 of 1 ratios fell inside the previous run's 95% PI" in out
     assert "1 of 1 models met the bar" in out
     out = run([sys.executable, str(script), "--stores", *map(str, stores)]).stdout
     assert "coverage: 1 of 2 ratios" in out and "0 of 1 models met the bar" in out

@@ -571,6 +571,48 @@ def test_more_rounds_go_on_until_the_ratios_are_narrow(tmp_path, monkeypatch):
     assert "after 6 rounds: another would not end within 1e-05 minutes" in notes
 
 
+def test_when_time_is_short_the_contestants_ratios_get_the_round(monkeypatch):
+    """Where the time left does not hold a round of every wide ratio, the suite's first framework
+    (the contestant) goes first, the widest first, as many as fit; the rest wait."""
+    import pandas as pd
+
+    from harness import tables
+    from harness.stats import Estimate
+    from harness.suites import MoreRounds
+
+    frameworks = ["engine-static", "jax", "torch"]
+    units = [[CaseResult(Case(suite="s", model=model, framework=fw, dataset="mnist-10k"),
+                         key=f"{model}-{fw}", status="ok") for fw in frameworks]
+             for model in ("cnn", "lstm")]
+    reach = {("cnn", "engine-static"): 0.12, ("lstm", "engine-static"): 0.20,
+             ("cnn", "jax"): 0.40, ("lstm", "jax"): 0.05}  # lstm jax is narrow
+    monkeypatch.setattr(tables, "step_ratios", lambda runs, reference="torch": pd.DataFrame(
+        [{"model": m, "framework": fw, "pairs": 6, "flagged_pairs": 0,
+          "ratio": Estimate(1.0, 1 / (1 + w), 1 + w, 6)} for (m, fw), w in reach.items()]))
+    store = type("Store", (), {"runs": lambda self, suite: pd.DataFrame(
+        {"key": [r.key for unit in units for r in unit]})})()
+    pace = {runner._settings_key(unit[0]): 10.0 for unit in units}  # 10 s a case
+
+    def going(seconds_left: float) -> tuple[list[list[str]], list[str]]:
+        notes: list[str] = []
+        options = RunOptions(more_rounds=MoreRounds(within=0.10, most=30, minutes=1.0))
+        out = runner.wide_units(store, "s", units, options, 6, 60 - seconds_left, pace,
+                                notes.append)
+        return [[f"{r.case.model} {r.case.framework}" for r in unit] for unit in out], notes
+
+    everything, _ = going(60)  # time for all three wide ratios: 5 cases, 50 s
+    assert everything == [["cnn engine-static", "cnn jax", "cnn torch"],
+                          ["lstm engine-static", "lstm torch"]]
+    # 40 s: the contestant's two ratios (4 cases); cnn jax, the widest of all, waits
+    contestant, notes = going(40)
+    assert contestant == [["cnn engine-static", "cnn torch"], ["lstm engine-static", "lstm torch"]]
+    assert notes[-1].endswith("(1 more would not end within 1 minutes)")
+    widest, _ = going(25)  # 20 s: one ratio, the contestant's widest (lstm)
+    assert widest == [["lstm engine-static", "lstm torch"]]
+    none, notes = going(15)
+    assert none == [] and "another would not end within 1 minutes" in notes[-1]
+
+
 def test_a_drifted_pass_is_retried_then_flagged(monkeypatch):
     case = Case(suite="s", model="mlp", framework="engine-static", dataset="mnist-10k")
     # the probe the runner times before and after each pass: round 2 on a host 60 % slower

@@ -54,6 +54,6 @@ def _change(row: ComparisonRow) -> str:
         return "-"
     if row.metric == "test_acc":
         return f"{row.change:+.2f} pp"
-    interval = "" if row.ci_low is None else f" (95% CI {row.ci_low:.3f}-{row.ci_high:.3f})"
+    interval = "" if row.ci_low is None else f" (95% PI {row.ci_low:.3f}-{row.ci_high:.3f})"
     digits = 4 if row.metric == "instructions_per_step" else 3  # its tolerance is 1 %
     return f"{row.change:.{digits}f}x{interval}"

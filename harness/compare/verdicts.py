@@ -73,7 +73,8 @@ class Thresholds:
 @dataclass
 class ComparisonRow:
     """One metric of one matched case. `change` is NEW/BASE, except for test_acc: NEW - BASE in
-    percentage points. For step time, `ci_low` / `ci_high` bound the change's 95 % interval,
+    percentage points. For step time, `ci_low` / `ci_high` bound the change's 95 % interval
+    (the interval a rerun's change falls in: harness.stats.ratio_estimate),
     `p_value` is Mann-Whitney U's (unpaired), `n_base` / `n_new` count the samples compared
     (rounds when paired, blocks otherwise) and `spread_*` is IQR / median."""
 

@@ -166,7 +166,8 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
         headers[-1] = count
         out.append(Table(f"{model}: {measured} (mean ± std over {count.lower()}, the std left "
                          f"out where it rounds to zero at the digits shown; step time and its "
-                         f"ratio to {REFERENCE}: median over processes, 95% CI)",
+                         f"ratio to {REFERENCE}: median over processes, 95% CI; the ratio's "
+                         f"95% PI: where a rerun's falls)",
                          f"model_{model}", headers, body, tables.flat_estimates(rows)))
     if data.has_folds:
         accuracy = tables.accuracy_summary(data.ok, data.epochs)

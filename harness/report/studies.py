@@ -99,8 +99,8 @@ def _ours(summary: pd.DataFrame, framework: str | None, column: str) -> object:
 def study_table(study: Study, summary: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """The study's rows beside ours: the published time, allocations and test accuracy each
     with its ratio to PyTorch, and our framework in that role with its ratio to torch (the step
-    time's paired ratio and 95 % CI, bytes allocated, test accuracy); `summary` is
-    tables.model_summary of the study's model."""
+    time's paired ratio and the 95 % interval a rerun's falls in, bytes allocated, test
+    accuracy); `summary` is tables.model_summary of the study's model."""
     headers = ["Contestant", "Time (s)", "Time vs PyTorch", "Ours", "Ours: step vs torch",
                "Allocations (GiB)", "Allocations vs PyTorch", "Ours: allocations vs torch",
                "Test accuracy (%)", "Ours: test accuracy (%)"]
