@@ -21,7 +21,7 @@ from typing import Callable, Iterator
 from .cluster import ClusterOptions, failed_task
 from .compare import ComparisonRow, ResultSet, Thresholds, compare
 from .errors import UsageError
-from .measure import code_version
+from .measure.provenance import code_version
 from .records import CaseResult, Status
 from .runner import Probes, RunOptions, case_keys, measure_round, rotated
 from .suites import Suite

@@ -40,8 +40,8 @@ from .data import Dataset, load_dataset
 from .errors import AdhError, UsageError
 from .frameworks import get_framework
 from .frameworks.base import Framework, unsupported_dtype
+from .markdown import markdown_table
 from .specs import DTYPES, MODELS, ModelSpec, get_model
-from .tables import markdown_table
 from .weights import check_weights, initial_weights
 
 ENGINES = ("engine-static", "engine-dynamic")

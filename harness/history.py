@@ -29,10 +29,11 @@ import pandas as pd
 from .compare import Thresholds
 from .errors import UsageError
 from .machines import case_machines, joined_machines
+from .markdown import markdown_table
 from .measure.provenance import REPO_DIR, git_output
 from .records import Status
 from .store import SETTINGS_COLUMNS, ResultsStore
-from .tables import final_test_accuracy, markdown_table
+from .tables import final_test_accuracy
 
 REGRESSION_THRESHOLD = 0.05  # relative; asv's default `regressions_thresholds`
 MIN_POINTS = 3  # commits a series needs before a step can be fitted

@@ -320,7 +320,7 @@ def format_profile(rows: list[ProfileRow], step_s: float, profiled_s: float,
                    peak_gflops: float | None) -> str:
     """The profile as a Markdown table, with a closing line comparing the sum of the rows with
     the step measured without the profiler."""
-    from .tables import markdown_table
+    from .markdown import markdown_table
 
     def number(value: float | None, fmt: str) -> str:
         return "-" if value is None or not math.isfinite(value) else format(value, fmt)
@@ -390,10 +390,11 @@ def profile_case(case: Case, data_dir: str | None = None, steps: int = 50,
     from .worker import prepare
 
     try:
-        spec, _, x_train, _, targets, _, _ = prepare(case, data_dir)
+        prepared = prepare(case, data_dir)
     except ValueError as error:  # adh run's plan says this before running; here, the same
         raise UsageError(f"dataset {case.dataset!r} does not fit model {case.model!r} "
                          f"({error}); pick another with --dataset") from None
+    spec, x_train, targets = prepared.spec, prepared.x_train, prepared.targets
     framework = get_framework(case.framework)(
         spec, initial_weights(spec, case.seed, case.dtype), case.dtype, case.threads)
     order = (idx for epoch in itertools.count(1)
@@ -425,7 +426,7 @@ def write_profile(path: Path, profile: Profile, peak_gflops: float | None,
                   bandwidth_gbs: float | None) -> None:
     """`profile`'s table as JSON at `path`, with its case's settings, the machine and its roofs
     (what the report needs to print it and place its ops under the roofs)."""
-    from .measure import code_version, cpu_model
+    from .measure.provenance import code_version, cpu_model
 
     case = profile.case
     record = {"model": case.model, "framework": case.framework, "dataset": case.dataset,

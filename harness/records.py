@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # numpy and scipy load only when asked: a worker pins its threads first
     from .stats import Estimate
 
+DEFAULT_STORE = "results/adh.sqlite"  # where results are kept unless told (--store)
+
 
 class Status(StrEnum):
     """How a case ended. Stored as its value, a plain string in SQLite and CSV, and equal to it:

@@ -33,9 +33,18 @@ import numpy as np
 import pandas as pd
 
 from .errors import StoreError
-from .records import FINISHED, BatchRecord, Case, CaseResult, EpochRecord, RunRecord, Status
+from .records import (
+    DEFAULT_STORE,
+    FINISHED,
+    BatchRecord,
+    Case,
+    CaseResult,
+    EpochRecord,
+    RunRecord,
+    Status,
+)
 
-DEFAULT_PATH = Path("results/adh.sqlite")
+DEFAULT_PATH = Path(DEFAULT_STORE)
 SCHEMA_VERSION = 4  # 2: runs, several timing passes per case; 3: instructions per step;
 # 4: turns and process facts of each run
 

@@ -7,6 +7,7 @@ import math
 import pandas as pd
 
 from .machines import case_machines
+from .markdown import markdown_table
 from .measure.drift import OWN_SHIFT, probe_spread
 from .records import Status
 from .stats import (
@@ -25,17 +26,6 @@ from .store import SETTINGS_COLUMNS, from_json
 GIB, MIB = 2 ** 30, 2 ** 20
 REFERENCE = "torch"  # the framework every ratio is against, unless a caller names another
 REPORTED = "prov_reported_"  # the facts a framework reported of its run (Framework.facts)
-
-
-def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
-    """A Markdown table with aligned columns (readable in a terminal too)."""
-    widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows, strict=True)]
-
-    def line(cells: list[str]) -> str:
-        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
-
-    rule = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    return "\n".join([line(headers), rule, *map(line, rows)])
 
 
 def final_test_accuracy(epochs: pd.DataFrame) -> pd.Series:

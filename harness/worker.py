@@ -17,6 +17,7 @@ import math
 import sys
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,9 +76,24 @@ def case_split(case: Case, data: Dataset) -> tuple[np.ndarray, ...]:
     return x_train, y_train, x_test, y_test
 
 
-def prepare(case, data_dir: str | None):
-    """The spec with the case's settings, and train/test arrays shaped for the model. The plan
-    (harness.plan) has checked that they fit; this raises ValueError where they do not."""
+@dataclass(frozen=True)
+class PreparedCase:
+    """A case ready to train: the spec with its settings, its dataset, and the train and test
+    arrays shaped for the model (`targets`: the training labels as the model's loss takes
+    them)."""
+
+    spec: ModelSpec
+    data: Dataset
+    x_train: np.ndarray
+    y_train: np.ndarray
+    targets: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+
+
+def prepare(case: Case, data_dir: str | None) -> PreparedCase:
+    """`case` ready to train. The plan (harness.plan) has checked that its data fit; this raises
+    ValueError where they do not."""
     import numpy as np
 
     from .data import load_dataset
@@ -92,7 +108,8 @@ def prepare(case, data_dir: str | None):
                          f"{spec.batch_size}; raise train_limit or lower batch_size")
     shape = (-1,) + spec.input_shape
     x_train, x_test = x_train.reshape(shape), x_test.reshape(shape)
-    return spec, data, x_train, y_train, targets(spec, y_train, x_train.dtype), x_test, y_test
+    return PreparedCase(spec, data, x_train, y_train, targets(spec, y_train, x_train.dtype),
+                        x_test, y_test)
 
 
 def train(framework, spec, case, x_train, y_train, targets, on_step,
@@ -249,18 +266,18 @@ def time_pass(case, data_dir, turn_steps: int = 0) -> dict:
     from .flops import train_step_flops
     from .frameworks import framework_origin, get_framework
     from .frameworks.base import Framework, reported_facts, why_unsupported
-    from .measure import gemm_peak_gflops, provenance
     from .measure.contention import ContentionMeter
     from .measure.drift import probe
     from .measure.environment import recorded_environment
     from .measure.process_facts import watch_process
-    from .measure.provenance import onednn_version
-    from .measure.roofs import cached_bandwidth_gbs, cached_gemm_peak_gflops
+    from .measure.provenance import onednn_version, provenance
+    from .measure.roofs import cached_bandwidth_gbs, cached_gemm_peak_gflops, gemm_peak_gflops
     from .measure.warmup import warmup_steps
     from .system import provenance_facts
     from .weights import initial_weights
 
-    spec, data, x_train, y_train, targets, x_test, y_test = prepare(case, data_dir)
+    prepared = prepare(case, data_dir)
+    spec, data, x_train = prepared.spec, prepared.data, prepared.x_train
     adapter = get_framework(case.framework)
     origin = provenance(case.threads, case.dtype, data.name, data.checksum, case.seed)
     record = {**origin, "framework": framework_origin(case.framework).record(),
@@ -290,8 +307,8 @@ def time_pass(case, data_dir, turn_steps: int = 0) -> dict:
 
     def on_epoch(epoch):
         start = time.perf_counter()
-        outputs = framework.predict_all(x_test)
-        recorder.end_epoch(epoch, outputs, y_test, time.perf_counter() - start)
+        outputs = framework.predict_all(prepared.x_test)
+        recorder.end_epoch(epoch, outputs, prepared.y_test, time.perf_counter() - start)
 
     # The host's pace as this process sees it, just before training (at its first turn when it
     # takes turns): does a slow process run slow identical work too?
@@ -300,7 +317,8 @@ def time_pass(case, data_dir, turn_steps: int = 0) -> dict:
     with watch_process(None if turns else probe()) as facts:
         if turns is None:
             meter.start()
-        status, reason = train(framework, spec, case, x_train, y_train, targets, recorder.on_step,
+        status, reason = train(framework, spec, case, x_train, prepared.y_train, prepared.targets,
+                               recorder.on_step,
                                on_epoch, gate=turns.gate if turns else None,
                                on_call=recorder.on_call)
         if turns is None:
@@ -363,12 +381,14 @@ def memory_pass(case, data_dir) -> dict:
     from .measure.memory import track_loop_memory
     from .weights import initial_weights
 
-    spec, data, x_train, y_train, targets, _, _ = prepare(case, data_dir)
+    prepared = prepare(case, data_dir)
+    spec = prepared.spec
     framework = get_framework(case.framework)(spec, initial_weights(spec, case.seed, case.dtype),
                                               case.dtype, case.threads)
     start_numeric_libraries()
     with track_loop_memory() as memory:
-        status, reason = train(framework, spec, case, x_train, y_train, targets,
+        status, reason = train(framework, spec, case, prepared.x_train, prepared.y_train,
+                               prepared.targets,
                                on_step=lambda *args: None, gate=memory.gate)
     # A framework in another process reports that process's memory, its first step included;
     # memray saw only the door.
@@ -402,7 +422,8 @@ def instructions_pass(case, data_dir, callgrind_out: str, marks_library: str) ->
     if adapter.uncountable:  # decided before any data is loaded under valgrind
         return {"status": Status.OK, "instructions_per_step": None,
                 "instructions_note": adapter.uncountable}
-    spec, _, x_train, _, targets, _, _ = prepare(case, data_dir)
+    prepared = prepare(case, data_dir)
+    spec, x_train, targets = prepared.spec, prepared.x_train, prepared.targets
     framework = adapter(spec, initial_weights(spec, case.seed, case.dtype), case.dtype, 1)
     epochs = itertools.count(1)
     indices = itertools.chain.from_iterable(

@@ -57,7 +57,8 @@ def one_round(model: str, pairs: int, block_steps: int, threads: int) -> tuple[f
 
     case = Case(suite="bench", model=model, framework="engine-static", dataset="mnist-10k",
                 epochs=1, threads=threads)
-    spec, _, x_train, _, targets, _, _ = prepare(case, None)
+    prepared = prepare(case, None)
+    spec, x_train, targets = prepared.spec, prepared.x_train, prepared.targets
     weights = initial_weights(spec, case.seed)
     here = get_framework("engine-static")(spec, weights, case.dtype, threads)
     door = get_framework("engine-static@process")(spec, weights, case.dtype, threads)
@@ -88,9 +89,9 @@ def main() -> int:
 
     import numpy as np
 
+    from harness.markdown import markdown_table
     from harness.measure.environment import measured_environment
     from harness.stats import format_ratio, paired_ratio
-    from harness.tables import markdown_table
 
     rows = []
     for model in args.models:

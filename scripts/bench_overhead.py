@@ -40,9 +40,9 @@ import numpy as np  # noqa: E402
 
 from harness.batches import batch_indices, steps_per_epoch  # noqa: E402
 from harness.frameworks import get_framework  # noqa: E402
+from harness.markdown import markdown_table  # noqa: E402
 from harness.records import Case  # noqa: E402
 from harness.stats import format_ratio, paired_ratio  # noqa: E402
-from harness.tables import markdown_table  # noqa: E402
 from harness.weights import initial_weights  # noqa: E402
 from harness.worker import StepRecorder, prepare, train  # noqa: E402
 
@@ -52,7 +52,9 @@ class Loops:
 
     def __init__(self, case: Case) -> None:
         self.case = case
-        self.spec, _, self.x_train, self.y_train, self.targets, _, _ = prepare(case, None)
+        prepared = prepare(case, None)
+        self.spec, self.x_train = prepared.spec, prepared.x_train
+        self.y_train, self.targets = prepared.y_train, prepared.targets
         self.framework = get_framework(case.framework)(
             self.spec, initial_weights(self.spec, case.seed, case.dtype), case.dtype,
             case.threads)

@@ -30,9 +30,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from harness.markdown import markdown_table
 from harness.stats import Estimate, cv, half_width
 from harness.store import ResultsStore
-from harness.tables import host_steadiness, markdown_table, schedule, step_ratios
+from harness.tables import host_steadiness, schedule, step_ratios
 
 
 def run_suite(suite: str, store: Path, extra: list[str]) -> float:

@@ -67,7 +67,7 @@ def test_help_answers():
 
 def test_every_help_prints_percent_signs_as_such():
     """argparse formats an option's help with %, a description not: "%%" there is printed."""
-    from harness.cli import _parser
+    from harness.cli import parser as _parser
 
     parser = _parser()
     (commands,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -81,6 +81,7 @@ def test_no_command_is_a_usage_error(capsys):
     assert exit_.value.code == 2
 
 
+@pytest.mark.slow
 def test_list_shows_models_frameworks_datasets_and_suites(toys, capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
@@ -170,14 +171,14 @@ def test_every_error_the_user_can_fix_is_one_line_and_a_bug_is_not_caught(monkey
     def fails(args):
         raise error("what is wrong; the fix")
 
-    monkeypatch.setattr("harness.cli._list", fails)
+    monkeypatch.setattr("harness.commands.list.run", fails)
     assert main(["list"]) == 2
     assert capsys.readouterr().err == "adh: error: what is wrong; the fix\n"
 
     def bug(args):
         raise KeyError("a bug")
 
-    monkeypatch.setattr("harness.cli._list", bug)
+    monkeypatch.setattr("harness.commands.list.run", bug)
     with pytest.raises(KeyError):
         main(["list"])
 
@@ -204,6 +205,7 @@ def finished_store(toy_dist, tmp_path_factory):
     return result, tmp / "store.sqlite"
 
 
+@pytest.mark.slow
 def test_run_end_to_end(finished_store):
     result, store_path = finished_store
     assert result.returncode == 0, result.stderr
@@ -229,6 +231,7 @@ def test_run_end_to_end(finished_store):
     assert ok["started_at"] == ok["prov_started_at"] and ok["started_at"] <= ok["stored_at"]
 
 
+@pytest.mark.slow
 def test_results_shows_the_stored_tables(finished_store, capsys):
     _, store_path = finished_store
     assert main(["results", "--store", str(store_path)]) == 0
@@ -240,6 +243,7 @@ def test_results_shows_the_stored_tables(finished_store, capsys):
     assert "no results for suite 'nope'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_results_export_writes_csv(finished_store, tmp_path, capsys):
     _, store_path = finished_store
     out_dir = tmp_path / "export"
@@ -257,6 +261,7 @@ def test_results_export_writes_csv(finished_store, tmp_path, capsys):
     assert len(pd.read_csv(out_dir / "epochs.csv")) == 1
 
 
+@pytest.mark.slow
 def test_run_with_only_failures_reports_them_without_a_traceback(toys, tmp_path, capsys):
     suite = write_suite(tmp_path, "allfail", ["toy-error"])
     result = adh("run", str(suite), "--store", str(tmp_path / "store.sqlite"), "--no-progress")
@@ -270,6 +275,7 @@ def test_run_with_only_failures_reports_them_without_a_traceback(toys, tmp_path,
     assert "no finished case to tabulate (failed)" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_case_the_framework_does_not_support_is_na_and_no_failure(toys, tmp_path, capsys):
     suite = write_suite(tmp_path, "partial", ["toy-dense"], models=["mlp", "cnn"])
     argv = ["run", str(suite), "--store", str(tmp_path / "store.sqlite"), "--no-progress"]
@@ -297,6 +303,7 @@ def _default_sigint():
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.slow
 def test_ctrl_c_then_resume(toys, tmp_path):
     """Ctrl-C while a case hangs: exit status 130, the finished case stored, the one in flight
     stored as interrupted; --resume finishes the rest without re-running the finished case."""
@@ -352,6 +359,7 @@ def test_ctrl_c_then_resume(toys, tmp_path):
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                     reason="adh check compares against torch")
+@pytest.mark.slow
 def test_check_passes_and_prints_the_table():
     result = adh("check", "--models", "mlp", "circles-tanh", "--steps", "5", "--test-limit", "200",
                  "--threads", "1")
@@ -368,6 +376,7 @@ def test_check_passes_and_prints_the_table():
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                     reason="adh check compares against torch")
+@pytest.mark.slow
 def test_check_any_registered_framework(toys):
     result = adh("check", "--frameworks", "toy-limited", "toy-late-outputs", "--models", "mlp",
                  "rnn", "--dtype", "float64", "--steps", "3", "--test-limit", "100",
@@ -399,6 +408,7 @@ def test_check_help_explains_frameworks_and_refusals(capsys):
         assert words in out
 
 
+@pytest.mark.slow
 def test_report_and_compare_commands_read_the_store(tmp_path, capsys):
     from test_report import fill_plain
 
@@ -425,6 +435,7 @@ def test_report_and_compare_commands_read_the_store(tmp_path, capsys):
 
 # --- one measurement at a time, and the machine under it -----------------------------------------
 
+@pytest.mark.slow
 def test_measurements_run_one_at_a_time(toys, tmp_path):
     """A second measuring command waits for the first (saying whom for); with --no-wait, exits 2."""
     holder = subprocess.Popen(
@@ -465,6 +476,7 @@ def test_measurements_run_one_at_a_time(toys, tmp_path):
             holder.kill()
 
 
+@pytest.mark.slow
 def test_rounds_flag_and_intervals_in_the_closing_table(toys, tmp_path):
     suite = str(write_suite(tmp_path, "two", ["toy-ok"]))
     store = str(tmp_path / "store.sqlite")
@@ -486,6 +498,7 @@ def test_rounds_flag_and_intervals_in_the_closing_table(toys, tmp_path):
     assert bad.returncode == 2 and "at least 1" in bad.stderr
 
 
+@pytest.mark.slow
 def test_system_says_what_the_measurement_depends_on():
     out = adh("system")
     assert out.returncode in (0, 1) and "Traceback" not in out.stderr
@@ -500,6 +513,7 @@ def test_system_says_what_the_measurement_depends_on():
     assert out.returncode == int(warnings > 0)
 
 
+@pytest.mark.slow
 def test_the_paper_suite_runs_on_mnist_idx_files_and_its_report_says_so(tmp_path, capsys):
     """`adh run paper --dataset mnist --data-dir DIR`: the papers' protocol on the studies' own
     dataset, from the four IDX files a user gives (here tiny random ones)."""

@@ -15,7 +15,8 @@ from harness.cli import main
 from harness.cluster import ClusterOptions, dry_run, parse_time, time_limit_min
 from harness.errors import UsageError
 from harness.machines import case_machines, require_one_machine
-from harness.measure import provenance, roofs
+from harness.measure import roofs
+from harness.measure.provenance import provenance
 from harness.merge import merge_stores
 from harness.records import CaseResult, RunRecord, Status
 from harness.runner import RunOptions, case_keys
@@ -194,6 +195,7 @@ def test_dry_run_writes_an_exclusive_job_array(tmp_path: Path) -> None:
     assert "submitit.core._submit" in script and str(cluster.folder.resolve()) in script
 
 
+@pytest.mark.slow
 def test_cli_dry_run_prints_where_the_script_is(tmp_path: Path, capsys) -> None:
     store = tmp_path / "r.sqlite"
     assert main(["run", "quick", "--executor", "slurm", "--dry-run", "--store", str(store),
@@ -213,6 +215,7 @@ def toys(toy_dist, tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "POLICY", NEVER_FLAG)
 
 
+@pytest.mark.slow
 def test_local_executor_runs_each_case_as_a_task_and_stores_it_here(toys, tmp_path: Path,
                                                                     capsys, monkeypatch) -> None:
     path = write_suite(tmp_path, "tiny", ["toy-ok", "engine-static"], seeds=[0, 1], rounds=2)

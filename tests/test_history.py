@@ -16,7 +16,8 @@ import yaml
 
 from harness.baselines import read_baselines, set_baseline
 from harness.ci_exports import BMF_MEASURES, bmf, github_benchmark
-from harness.cli import _parser, main
+from harness.cli import main
+from harness.cli import parser as _parser
 from harness.history import METRICS, Point, build_history, change_points, format_history
 from harness.measure.provenance import machine_fingerprint
 from harness.records import Case, CaseResult, EpochRecord, RunRecord, Status

@@ -19,6 +19,7 @@ pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 @parametrize_with_checks(["jax"])
+@pytest.mark.slow
 def test_jax_passes_the_kit(check):
     check()
 
@@ -97,7 +98,7 @@ def test_memray_sees_the_buffers_xla_allocates_for_a_step():
     # where memray, and so the memory pass, sees it: not only the small allocations around it.
     import jax
 
-    from harness.measure import track_memory
+    from harness.measure.memory import track_memory
 
     spec = get_model("cnn")
     model = get_framework("jax")(spec, initial_weights(spec, 0, "float32"), "float32", 1)

@@ -15,21 +15,19 @@ import memray
 import numpy as np
 import pytest
 
-from harness.measure import (
-    code_version,
-    contention,
-    gemm_peak_gflops,
-    git_state,
-    keep_awake,
-    memory,
-    provenance,
-    roofs,
-    track_memory,
-    watch_contention,
-)
+from harness.measure import contention, keep_awake, memory, roofs
+from harness.measure.contention import watch_contention
+from harness.measure.memory import track_memory
 from harness.measure.policy import FlagPolicy
 from harness.measure.process_facts import stat_fields
-from harness.measure.provenance import LIBRARIES, onednn_version
+from harness.measure.provenance import (
+    LIBRARIES,
+    code_version,
+    git_state,
+    onednn_version,
+    provenance,
+)
+from harness.measure.roofs import gemm_peak_gflops
 
 MiB = 1 << 20
 REPO = Path(__file__).resolve().parents[1]
@@ -167,6 +165,7 @@ def test_contention_idle_region_is_quiet():
     assert c.foreign_cpu_s < 0.05 and not c.contended()
 
 
+@pytest.mark.slow
 def test_contention_sees_a_busy_foreign_process():
     # Not a child of this process (a child's CPU is its parent's own): an orphaned grandchild.
     code = "import time\nt = time.perf_counter()\nwhile time.perf_counter() - t < 1.3: pass"
@@ -179,6 +178,7 @@ def test_contention_sees_a_busy_foreign_process():
     assert c.contended() and c.foreign_fraction > 0.2
 
 
+@pytest.mark.slow
 def test_contention_counts_a_running_grandchild_as_its_own():
     """A worker's engine behind the process door is the worker's child, and the runner's
     grandchild: its CPU time is the runner's own while frameworks take turns."""
@@ -357,7 +357,9 @@ def test_import_leaves_numpy_and_torch_alone():
     # primitives (other than the GEMM measurement itself) must not load them.
     code = (
         "import sys\n"
-        "from harness.measure import provenance, track_memory, watch_contention\n"
+        "from harness.measure.contention import watch_contention\n"
+        "from harness.measure.memory import track_memory\n"
+        "from harness.measure.provenance import provenance\n"
         "provenance(2, 'float32', 'd', 'c', 0)\n"
         "with watch_contention(), track_memory(): pass\n"
         "print(sorted({'numpy', 'torch'} & set(sys.modules)))\n"
@@ -403,6 +405,7 @@ def test_drift_probe_and_its_judgement() -> None:
     assert math.isnan(probe_spread([0.01]))
 
 
+@pytest.mark.slow
 def test_rounds_for_a_ratio_interval_at_a_spread() -> None:
     from harness.stats import ratio_half_width, rounds_for
 
@@ -421,6 +424,7 @@ def test_rounds_for_a_ratio_interval_at_a_spread() -> None:
     assert rounds_for(float("nan")) is None and rounds_for(1.0) is None  # more than 1000
 
 
+@pytest.mark.slow
 def test_a_ratio_interval_holds_a_rerun_at_about_the_nominal_rate() -> None:
     """Two runs of the same command, each a median over its rounds: the second's estimate falls
     inside the first's 95 % PI (stats.ratio_estimate) about 95 times in 100, where the median's

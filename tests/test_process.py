@@ -156,7 +156,7 @@ def test_a_door_with_several_steps_a_message_trains_as_the_engine_in_process():
 def test_memory_is_the_childs(child, monkeypatch):
     scripted = child("steps")
     monkeypatch.setattr(frameworks, "get_framework", lambda name: scripted)
-    monkeypatch.setattr(worker, "prepare", lambda case, data_dir: (
+    monkeypatch.setattr(worker, "prepare", lambda case, data_dir: worker.PreparedCase(
         get_model("mlp"), None, np.zeros((300, 784), np.float32), np.zeros(300, np.int64),
         np.zeros(300, np.int64), None, None))
     case = Case("s", "mlp", scripted.name, "mnist-10k", epochs=2, threads=1)
@@ -194,6 +194,7 @@ def test_a_suite_accepts_a_served_framework(tmp_path):
     assert load_suite(str(path)).cases[0].framework == "engine-static@process"
 
 
+@pytest.mark.slow
 def test_the_engine_through_the_door_passes_the_kit():
     (result,) = check_framework("engine-static@process", ["circles-tanh"], ["float64"], steps=5,
                                 test_limit=200)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
-from ..tables import MIB, markdown_table
+from ..markdown import markdown_table
+from ..tables import MIB
 from .verdicts import VERDICTS, ComparisonRow, exit_code
 
 _LABELS = {"step_time_s": "step time", "alloc_bytes": "allocated", "alloc_count": "allocations",

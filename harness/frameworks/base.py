@@ -107,7 +107,7 @@ class Framework(ABC):
     def memory_stats(self) -> dict[str, int | None] | None:
         """The memory of the train_steps so far, for a framework that measures it where memray,
         in the harness's process, cannot see (another process): `alloc_bytes`, `alloc_count`,
-        `peak_bytes`, `peak_rss_bytes` as harness.measure.MemoryStats defines them, each None
+        `peak_bytes`, `peak_rss_bytes` as harness.measure.memory.MemoryStats defines them, each None
         when unknown. None, the default: the harness measures the training loop with memray."""
         return None
 

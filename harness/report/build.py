@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from .. import tables
 from ..errors import UsageError
 from ..machines import case_machines, require_one_machine
+from ..markdown import markdown_table
 from ..measure import warmup as warmup_rule
 from ..measure.policy import FlagPolicy
 from ..measure.provenance import LIBRARIES
@@ -355,7 +356,7 @@ def method_section(data: frames.SuiteData) -> str:
                  ", ".join(w for w in ("contended", "drift") if r[w]),
                  "-" if pd.isna(r["foreign_cpu_s"]) else f"{r['foreign_cpu_s']:.2f}"]
                 for _, r in flagged.iterrows()]
-        out += "\n\n" + tables.markdown_table(["Model", "Framework", "Seed", "Round", "Flag",
+        out += "\n\n" + markdown_table(["Model", "Framework", "Seed", "Round", "Flag",
                                                  "Foreign CPU (s)"], rows)
     return out
 
@@ -373,7 +374,7 @@ def _unfinished_section(cases: pd.DataFrame) -> list[str]:
     rows = [[r["model"], r["framework"], str(r["seed"]), r["status"], _cell(r["reason"])[:100]]
             for _, r in bad.iterrows()]
     return ["## Runs left out", "", "These runs did not finish and are in no figure or table:", "",
-            tables.markdown_table(["Model", "Framework", "Seed", "Status", "Reason"], rows), ""]
+            markdown_table(["Model", "Framework", "Seed", "Status", "Reason"], rows), ""]
 
 
 def _unsupported_section(cases: pd.DataFrame) -> list[str]:
@@ -386,7 +387,7 @@ def _unsupported_section(cases: pd.DataFrame) -> list[str]:
             for (model, framework, reason), n in groups.items()]
     return ["## Not supported", "", "These cases were not run: their framework does not support "
             "them (n/a in the tables, in no figure). This is no failure.", "",
-            tables.markdown_table(["Model", "Framework", "Reason", "Cases"], rows), ""]
+            markdown_table(["Model", "Framework", "Reason", "Cases"], rows), ""]
 
 
 def _unmeasured_section(suite: str, cases: pd.DataFrame) -> list[str]:
@@ -505,7 +506,7 @@ def _tables_section(data: frames.SuiteData, suite: str, table_dir: Path) -> list
     lines = ["## Tables", ""]
     settings = _settings(data.ok)
     for table in plan_tables(data):
-        markdown = tables.markdown_table(table.headers, table.rows)
+        markdown = markdown_table(table.headers, table.rows)
         (table_dir / f"{table.stem}.md").write_text(markdown + "\n")
         (table_dir / f"{table.stem}.tex").write_text(tables.latex_table(
             table.headers, table.rows, caption=f"{table.title}. Setting: {settings}.",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import tables
+from ..markdown import markdown_table
 from . import frames
 
 
@@ -87,4 +88,4 @@ def rate_search_section(grid: pd.DataFrame, data: frames.SuiteData) -> list[str]
             f"The first repetition thus both chose the rate and is part of what is reported: a "
             f"small optimistic bias of selection, which a selection seed of its own would avoid. "
             f"{total} runs in all; those at the rates not chosen appear only here.", "",
-            tables.markdown_table(headers, rows), ""]
+            markdown_table(headers, rows), ""]

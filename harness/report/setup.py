@@ -12,6 +12,7 @@ import pandas as pd
 from .. import tables
 from ..data import DATASETS
 from ..errors import UsageError
+from ..markdown import markdown_table
 from ..specs import ModelSpec, get_model, scaled
 
 NUMBERS = (int, float, np.integer, np.floating)
@@ -119,7 +120,7 @@ def setup_section(cases: pd.DataFrame, models: list[str]) -> list[str]:
     """The Setup section: the table (a row per model of `models`, in that order), the datasets
     and why this one."""
     headers, rows = setup_table(cases, models)
-    lines = ["## Setup", "", tables.markdown_table(headers, rows), ""]
+    lines = ["## Setup", "", markdown_table(headers, rows), ""]
     for dataset in dict.fromkeys(cases["dataset"]):
         what = DATASETS.get(str(dataset), "a dataset a package registers or a file provides")
         lines.append(f"- {dataset}: {what}. {DATASET_NOTES.get(str(dataset), '')}".rstrip())

@@ -12,6 +12,7 @@ import pandas as pd
 
 from .. import tables
 from ..data import circles
+from ..markdown import markdown_table
 from ..stats import Estimate, format_ratio
 from . import frames
 
@@ -200,7 +201,7 @@ def studies_section(data: frames.SuiteData) -> list[str]:
         if rows:
             first = data.ok.iloc[0]
             lines += ["### Python circles study, Table I", "",
-                      tables.markdown_table(headers, rows), "",
+                      markdown_table(headers, rows), "",
                       f"{CIRCLES_PROTOCOL}; ours (engine-static): {first['optimizer']} at "
                       f"{_rates(data)}, batch {first['batch_size']}, {first['epochs']} epochs, "
                       f"{data.ok['seed'].nunique()} x {int(first['extra_folds'])}-fold "
@@ -212,7 +213,7 @@ def studies_section(data: frames.SuiteData) -> list[str]:
                 continue
             headers, rows = study_table(study, summary[summary["model"] == study.model])
             lines += [f"### {study.title}, beside our {study.model}", "",
-                      tables.markdown_table(headers, rows), "",
+                      markdown_table(headers, rows), "",
                       f"Protocol differences: the study: {study.protocol}; "
                       f"{_our_protocol(data, study.model)}. {study.measures}.", ""]
     if not lines:

@@ -1,0 +1,73 @@
+"""`adh check`: prove that frameworks compute what torch computes, and keep the contract."""
+from __future__ import annotations
+
+import argparse
+
+from .common import measuring
+from .common_args import add_data_dir, add_no_wait, add_threads, positive_int
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    check = sub.add_parser(
+        "check", help="prove a framework computes what torch computes, and keeps the contract",
+        description="Check frameworks against torch, the reference, per model and dtype:\n"
+                    "- parameters: weights and gradients by the names, shapes and dtype of the "
+                    "spec;\n"
+                    "- outputs before update: train_step returns the outputs from before its "
+                    "update,\n  and their loss;\n"
+                    "- parity: gradients on one batch, then STEPS training steps from the same "
+                    "weights\n  on the same batches: loss at every step, final weights, test "
+                    "predictions;\n"
+                    "- determinism: a second run is bit-identical.\n"
+                    "The conformance kit (harness.testing) runs the same checks. A model a "
+                    "framework\ndeclares unsupported shows as 'n/a (reason)', a dtype it lacks "
+                    "as 'no float64';\nneither is a failure. Exit status 1 on any failure, each "
+                    "explained below the table.",
+        epilog="examples:\n  adh check                             the engine's two modes\n"
+               "  adh check --frameworks my-engine      a plugin (see adh list)\n"
+               "  adh check --dtype float64 --models mlp rnn\n"
+               "  adh check --suite my-suite.toml       the models a suite file declares",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    check.add_argument("--frameworks", nargs="+", metavar="F",
+                       help="registered frameworks to check (default: engine-static "
+                            "engine-dynamic)")
+    check.add_argument("--models", nargs="+", metavar="M", help="only these models (default: all)")
+    check.add_argument("--suite", metavar="FILE",
+                       help="check the models of this suite (built-in name or TOML file, its "
+                            "own declared models included) on its dataset, with its frameworks "
+                            "unless --frameworks says otherwise")
+    check.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    check.add_argument("--steps", type=positive_int, default=50,
+                       help="training steps compared (default: %(default)s)")
+    check.add_argument("--seed", type=int, default=0)
+    add_threads(check, 2)
+    check.add_argument("--test-limit", type=int, metavar="N",
+                       help="compare predictions on N test examples only")
+    add_data_dir(check, ", for models on them")
+    add_no_wait(check)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..check import (
+        ENGINES,
+        check_frameworks,
+        format_failures,
+        format_table,
+        suite_checks,
+        summary,
+    )
+
+    frameworks, models, files = args.frameworks, args.models, None
+    if args.suite:
+        frameworks, models, files = suite_checks(args.suite, args.frameworks, args.models)
+    with measuring(args):
+        results = check_frameworks(frameworks or ENGINES, models, [args.dtype],
+                                   args.steps, seed=args.seed, threads=args.threads,
+                                   test_limit=args.test_limit, data_dir=args.data_dir,
+                                   data_files=files)
+    print(format_table(results))
+    failed = [r for r in results if not r.passed]
+    if failed:
+        print("\n" + format_failures(failed))
+    print(f"\n{summary(results)}")
+    return 1 if failed else 0
