@@ -116,7 +116,7 @@ def make_plan(suite: Suite, store_path: str | Path, options: RunOptions,
               force: bool = False) -> Plan:
     """The plan of running `suite` with `options` (its rounds, passes, --resume) into the store
     at `store_path`; `force` lets the forceable problems run."""
-    from .frameworks import missing_packages, registration, served_base
+    from .frameworks import not_installed
     from .frameworks.probe import probe
 
     problems: list[tuple[str, str, bool]] = []  # (case name, message, forceable)
@@ -134,8 +134,10 @@ def make_plan(suite: Suite, store_path: str | Path, options: RunOptions,
                in zip(suite.cases, keys, _case_names(suite.cases), strict=True)]
     todo = [p for p in planned if not p.skipped]
     free = _free_memory_bytes()  # before the datasets are loaded here: they are not the run's
-    missing = {name: missing_packages(name) for name in {p.case.framework for p in todo}}
-    asked = [p for p in todo if not missing[p.case.framework]]
+    absent = {name: not_installed(name) for name in {p.case.framework for p in todo}}
+    for p in todo:
+        p.unsupported = absent[p.case.framework]  # n/a, with the command that installs it
+    asked = [p for p in todo if not p.unsupported]
     support = probe([p.case for p in asked])
     for p, reason in zip(asked, support.unsupported, strict=True):
         p.unsupported = reason
@@ -144,10 +146,6 @@ def make_plan(suite: Suite, store_path: str | Path, options: RunOptions,
     cpus = len(usable_cpus())
     for p in todo:
         case = p.case
-        if missing[case.framework]:
-            base = registration(served_base(case.framework) or case.framework)
-            problems.append((p.name, f"{base.described()} {missing[case.framework]}", False))
-            continue
         if case.framework in support.broken:
             problems.append((p.name, support.broken[case.framework], False))
             continue

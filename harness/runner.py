@@ -86,10 +86,12 @@ class SuiteOutcome:
 def case_keys(cases: list[Case], code_version: str) -> list[str]:
     """The key of each case (`records.Case.key`): the harness's `code_version` and the origin
     of its framework's package (`harness.frameworks.origin.Origin.key`), looked up once per
-    framework; UsageError for a framework name that is unknown or registered twice."""
-    from .frameworks import framework_origin
+    framework ("not installed" for one of this project's plugins that is not); UsageError for a
+    framework name that is unknown or registered twice."""
+    from .frameworks import framework_origin, known_framework, shipped
 
-    origins = {name: framework_origin(name).key for name in {case.framework for case in cases}}
+    origins = {name: framework_origin(name).key if known_framework(name) or not shipped(name)
+               else "not installed" for name in {case.framework for case in cases}}
     return [case.key(code_version, origins[case.framework]) for case in cases]
 
 
@@ -544,13 +546,20 @@ def pending_cases(suite: Suite, store: ResultsStore,
                   options: RunOptions) -> tuple[list[CaseResult], list[CaseResult]]:
     """(the cases of `suite` to measure, those --resume skips as stored). Without --resume every
     case starts afresh; with it, a stored case that succeeded but lacks rounds goes on from its
-    stored runs, and a finished one is skipped."""
+    stored runs, and a finished one is skipped. A case whose framework is not installed
+    (frameworks.not_installed) is n/a at once, with the command that installs it."""
+    from .frameworks import not_installed
+
     todo: dict[str, CaseResult] = {}  # by key: a case listed twice runs once
     skipped = []
+    absent = {name: not_installed(name) for name in {case.framework for case in suite.cases}}
     for case, key in zip(suite.cases, case_keys(suite.cases, options.code_version), strict=True):
         stored = store.find(key) if options.resume else None
         if stored is not None and resume_skips(stored.status, len(stored.runs), options.rounds):
             skipped.append(stored)
+        elif absent[case.framework]:
+            todo[key] = CaseResult(case=case, key=key, status=Status.UNSUPPORTED,
+                                   reason=absent[case.framework])
         else:
             todo[key] = stored if stored is not None and stored.status == Status.OK else \
                 CaseResult(case=case, key=key, status=Status.OK)
@@ -567,6 +576,12 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
 
     outcome = SuiteOutcome()
     todo, outcome.skipped = pending_cases(suite, store, options)
+    order = {id(result): i for i, result in enumerate(todo)}  # the suite's
+    for result in [r for r in todo if r.status == Status.UNSUPPORTED]:  # nothing to measure
+        store.save(result)
+        outcome.results.append(result)
+        on_case_done(result)
+        todo.remove(result)
     rounds = options.rounds  # more under options.more_rounds
     passes = sum(rounds - len(r.runs) for r in todo)
     disable = True if not options.progress else None  # None: bars only on a terminal
@@ -639,7 +654,6 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
         if result.status == Status.OK and id(result) not in told:
             outcome.results.append(result)
             on_case_done(result)
-    order = {id(result): i for i, result in enumerate(todo)}
     outcome.results.sort(key=lambda result: order[id(result)])  # the suite's order
     return outcome
 

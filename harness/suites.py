@@ -347,14 +347,15 @@ def _validate(where: str, key: str, value: Any, raw: dict[str, Any]) -> None:
         raise UsageError(f"{where}: unknown dtype {value!r}; choose from: {', '.join(DTYPES)}")
     if key in ("models", "frameworks", "dataset"):
         from .data import dataset_names
-        from .frameworks import available, known_framework
+        from .frameworks import available, known_framework, shipped
 
         own = {"models": raw.get("models"), "dataset": raw.get("datasets")}.get(key)
         declared = list(own) if isinstance(own, dict) else []  # [models.NAME], [datasets.NAME]
         known = {"models": model_names, "frameworks": lambda: list(available()),
                  "dataset": dataset_names}[key]() + declared
         for name in values:
-            if name not in known and not (key == "frameworks" and known_framework(name)):
+            if name not in known and not (key == "frameworks" and (known_framework(name)
+                                                                   or shipped(name))):
                 what = {"models": "model", "frameworks": "framework", "dataset": "dataset"}[key]
                 raise UsageError(f"{where}: unknown {what} {name!r}; "
                                  f"choose from: {', '.join(known)}")

@@ -45,6 +45,7 @@ def problems(lines: list[str]) -> list[str]:
     return [line[4:] for line in lines if line.startswith("  - ")]
 
 
+@pytest.mark.slow
 def test_a_dry_run_lists_every_case_with_its_estimate_and_runs_nothing(tmp_path, capsys,
                                                                        two_cpus):
     store = tmp_path / "s.sqlite"
@@ -86,6 +87,7 @@ def test_the_three_reported_mistakes_are_refused_before_anything_runs(tmp_path, 
         f"--store {results}`\n")
 
 
+@pytest.mark.slow
 def test_problems_of_many_cases_come_at_once_grouped(tmp_path, capsys, two_cpus):
     suite = write_suite(tmp_path, "bad", ["engine-static", "engine-dynamic", "torch"],
                         threads=8, batch_size=1000, train_limit=500, models=["mlp", "cnn"])
@@ -183,9 +185,10 @@ def test_a_framework_not_installed_or_broken_is_a_problem_and_na_is_not(
                         models=["mlp", "cnn"])
     code, lines = dry_run(capsys, str(suite), "--store", str(tmp_path / "s.sqlite"))
     assert code == 2
+    # a framework without its packages is no problem: its cases are n/a, with the install command
+    jax = {line.split()[0]: line.split(maxsplit=1)[1] for line in lines if "/jax/" in line}
+    assert jax["mlp/jax/mnist-10k/seed0"] == "n/a (needs jax, not installed: pip install 'x')"
     assert problems(lines) == [
-        "mlp/jax/mnist-10k/seed0 and 1 more case: framework 'jax' (built in) needs jax, not "
-        "installed: pip install 'x'",
         "mlp/toy-raises/mnist-10k/seed0 and 1 more case: framework 'toy-raises' from package "
         "'toy_broken 1.2' cannot be imported: RuntimeError: boom at import (raised while "
         "importing 'toy_raises': a bug in toy_broken 1.2)",
@@ -229,6 +232,7 @@ def test_a_store_that_cannot_be_created_is_a_problem(tmp_path, capsys, where, tw
     assert not store.exists()
 
 
+@pytest.mark.slow
 def test_force_runs_and_the_records_and_tables_say_what_was_forced(tmp_path, capsys, toys,
                                                                    monkeypatch):
     monkeypatch.setattr(plan_module, "usable_cpus", lambda: {0})
@@ -250,6 +254,7 @@ def test_force_runs_and_the_records_and_tables_say_what_was_forced(tmp_path, cap
         "batch_size 200 > 150 training examples: batches of 150"]
 
 
+@pytest.mark.slow
 def test_the_estimate_comes_from_history_scaled_to_the_epochs(tmp_path, capsys, toys, two_cpus):
     suite = write_suite(tmp_path, "hist", ["toy-ok"], memory=True)
     store = tmp_path / "s.sqlite"
@@ -284,6 +289,33 @@ def test_a_look_at_a_store_changes_nothing(tmp_path, capsys, two_cpus):
     assert main(["report", str(empty)]) == 2
     assert "is a results store, not a suite" in capsys.readouterr().err
     assert empty.stat().st_size == 0 and sorted(os.listdir(tmp_path)) == ["empty.sqlite"]
+
+
+def test_a_suite_that_names_a_plugin_not_installed_runs_the_rest(tmp_path, capsys, monkeypatch,
+                                                                   two_cpus):
+    """The built-in suites name this project's plugins (tinygrad, autograd): where they are not
+    installed, the suite loads, their cases are n/a with the command that installs them, and
+    the rest runs; a name nobody ships is still a typo."""
+    from harness import frameworks
+
+    installed = frameworks.registrations()
+    monkeypatch.setattr(frameworks, "registrations", lambda: {
+        name: found for name, found in installed.items() if name not in ("tinygrad", "autograd")})
+    argv = ["paper", "--dataset", "mnist-10k", "--models", "mlp", "--seeds", "1",
+            "--frameworks", "engine-static", "tinygrad", "autograd", "--store",
+            str(tmp_path / "s.sqlite")]
+    code, lines = dry_run(capsys, *argv)
+    cases = {line.split()[0]: line.split(maxsplit=1)[1] for line in lines if "/mnist-10k/" in line}
+    assert problems(lines) == [] and code == 0
+    assert cases["mlp/tinygrad/mnist-10k/seed0"] == (
+        "n/a (not installed: pip install -e plugins/tinygrad (its kernels compile with clang: "
+        "apt-get install clang))")
+    assert cases["mlp/autograd/mnist-10k/seed0"] == (
+        "n/a (not installed: pip install -e plugins/autograd)")
+    assert cases["mlp/engine-static/mnist-10k/seed0"].startswith("run")
+    typo = ["run", "paper", "--frameworks", "tinygrd", "--store", str(tmp_path / "s.sqlite"),
+            "--dry-run"]
+    assert main(typo) == 2 and "unknown framework 'tinygrd'" in capsys.readouterr().err
 
 
 @pytest.fixture

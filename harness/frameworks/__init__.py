@@ -47,6 +47,14 @@ class Extra:
 EXTRAS = {"torch": Extra("torch", ("torch",)), "torch-compile": Extra("torch", ("torch",)),
           "jax": Extra("jax", ("jax", "flax", "optax"))}
 
+# This project's own plugin packages (plugins/), which its built-in suites name: where one is not
+# installed, a suite still loads, and its cases are n/a with the command that installs it.
+PLUGINS = {"autograd": "pip install -e plugins/autograd",
+           "tinygrad": "pip install -e plugins/tinygrad (its kernels compile with clang: apt-get "
+                       "install clang)",
+           "c-dense": "pip install -e plugins/c-dense",
+           "numpy-mlp": "pip install -e plugins/template"}
+
 
 class FrameworkError(UsageError):
     """A registered framework that cannot be used. The message names it and its package, and
@@ -187,6 +195,23 @@ def missing_packages(name: str) -> str | None:
     if not missing:
         return None
     return f"needs {', '.join(missing)}, not installed: {extra.hint}"
+
+
+def shipped(name: str) -> bool:
+    """Whether `name` (or the framework that "name@process" serves) is one of this project's
+    plugins (PLUGINS), installed or not."""
+    return (served_base(name) or name) in PLUGINS
+
+
+def not_installed(name: str) -> str | None:
+    """Why framework `name` cannot run here for want of an installed package, with the command
+    that installs it, in one line: one of this project's plugins (PLUGINS) that is not
+    installed, or a built-in framework without its optional packages (`missing_packages`); None
+    otherwise. Its cases are n/a: the rest of a suite runs."""
+    base = served_base(name) or name
+    if base in PLUGINS and base not in registrations():
+        return f"not installed: {PLUGINS[base]}"
+    return missing_packages(name)
 
 
 def get_framework(name: str) -> type[Framework]:
