@@ -1,7 +1,7 @@
 """autodiff-harness: the same models, weights and batches for every AD engine, measured alike.
 
 The error types are public here (see harness.errors); docs/plugin-contract.md is the contract an
-engine's adapter follows, and README's "Using the harness from Python" the library use.
+engine's adapter follows, and docs/python.md the library use.
 """
 from .errors import AdhError, DatasetError, LockBusy, LockWaitStopped, StoreError, UsageError
 

@@ -1,5 +1,6 @@
 """The harness used from Python: after numpy is imported (a script, a notebook), the thread
-count still takes effect, README's example runs as printed, and the error types are public."""
+count still takes effect, docs/python.md's example runs as printed, and the error types are
+public."""
 from __future__ import annotations
 
 import importlib.util
@@ -17,7 +18,7 @@ import harness
 from harness.specs import MODELS
 from harness.threads import THREAD_VARIABLES, pin_threads
 
-README = Path(__file__).parents[1] / "README.md"
+PYTHON_DOC = Path(__file__).parents[1] / "docs" / "python.md"
 
 
 def python(code: str) -> subprocess.CompletedProcess:
@@ -50,9 +51,8 @@ def test_pin_affinity_keeps_the_process_on_as_many_cpus_as_threads():
     assert result.stdout == "True\n1\n"
 
 
-def test_the_readme_example_runs_after_numpy():
-    section = README.read_text().split("## Using the harness from Python\n", 1)[1]
-    code = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+def test_the_documented_example_runs_after_numpy():
+    code = re.search(r"```python\n(.*?)```", PYTHON_DOC.read_text(), re.DOTALL)
     assert code and code.group(1).startswith("import numpy as np\n")
     result = python(code.group(1))
     assert result.returncode == 0, result.stderr
@@ -64,6 +64,7 @@ def test_the_readme_example_runs_after_numpy():
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                     reason="adh check compares against torch")
+@pytest.mark.slow
 def test_adh_check_in_process_after_numpy(tmp_path):
     """What failed before with 'pin_threads must run before numpy is imported'."""
     result = python("import sys\nimport numpy\nfrom harness.cli import main\n"
@@ -104,3 +105,17 @@ def test_the_error_types_are_public():
         assert issubclass(getattr(harness, name), harness.AdhError)
     assert set(harness.__all__) == {"AdhError", "UsageError", "DatasetError", "StoreError",
                                     "LockBusy", "LockWaitStopped"}
+
+
+@pytest.mark.slow
+def test_the_conformance_kit_and_the_framework_contract_load_neither_pandas_nor_memray():
+    """A plugin author's tests import the kit and the contract: they stay light (numpy only),
+    the results' tables (pandas) and the memory pass (memray) load where they are used."""
+    result = python("import sys\n"
+                    "import harness.frameworks, harness.frameworks.base, harness.testing\n"
+                    "print(sorted({'pandas', 'memray'} & set(sys.modules)))\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+    # the check that can fail: the results' tables do load pandas
+    tables = python("import sys\nimport harness.tables\nprint('pandas' in sys.modules)\n")
+    assert tables.stdout.strip() == "True", tables.stderr

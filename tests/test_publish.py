@@ -32,6 +32,7 @@ def site(repo, tmp_path: Path) -> tuple[Path, list[str]]:  # noqa: F811
     return out / "index.html", shas
 
 
+@pytest.mark.slow
 def test_the_page_holds_tables_regressions_figures_and_provenance(site) -> None:
     page, shas = site
     text = page.read_text()
@@ -50,6 +51,7 @@ def _browser() -> str | None:
                                                "google-chrome"))), None)
 
 
+@pytest.mark.slow
 def test_chromium_shows_the_page_from_file(site, tmp_path: Path) -> None:
     if _browser() is None:
         message = "needs chromium (apt-get install chromium; .ci/run installs it)"
@@ -65,7 +67,7 @@ def test_chromium_shows_the_page_from_file(site, tmp_path: Path) -> None:
     body = re.search(r"<body([^>]*)>", dom).group(1)
     assert 'data-figures="2"' in body and 'data-figures-shown="2"' in body
     assert "Performance history" in dom and f"{shas[2]}..{shas[3]}" in dom
-    # a screenshot renders (the README's comes from the same command)
+    # a screenshot renders (docs/regressions.md's comes from the same command)
     shot = tmp_path / "shot.png"
     subprocess.run([_browser(), "--headless", "--no-sandbox", "--disable-gpu",
                     f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,900",
@@ -74,6 +76,7 @@ def test_chromium_shows_the_page_from_file(site, tmp_path: Path) -> None:
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_an_out_folder_that_cannot_be_made_is_one_line(site, tmp_path: Path, capsys) -> None:
     (tmp_path / "file").write_text("")
     assert main(["publish", "ci", "--store", str(tmp_path / "h.sqlite"),
