@@ -3,16 +3,19 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint pytest regression baseline history
+.PHONY: run test fast lint pytest regression baseline history
 
 # The plugins under plugins/ too, as a user installs a third-party plugin: `make pytest` runs
 # their conformance tests. plugins/tinygrad compiles its CPU kernels with clang (apt-get install
-# clang; .ci/run installs it).
+# clang; .ci/run installs it). setuptools' warning about editable installs, once per package, is
+# silenced: it says nothing about this project.
 PLUGINS := plugins/template plugins/c-dense plugins/autograd plugins/tinygrad
 $(BIN)/.installed: pyproject.toml constraints.txt $(addsuffix /pyproject.toml,$(PLUGINS))
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,jax]' $(addprefix -e ,$(PLUGINS))
+	@echo "installing autodiff-harness and its plugins into $(VENV) (a few minutes the first time)"
+	PYTHONWARNINGS="ignore:Editable installation" \
+		$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,jax]' $(addprefix -e ,$(PLUGINS))
 	touch $@
 
 run: $(BIN)/.installed
@@ -28,6 +31,11 @@ lint: $(BIN)/.installed
 
 pytest: $(BIN)/.installed
 	$(BIN)/python -m pytest -q
+
+# The loop to run while working: every module's tests but the slow ones (end-to-end runs, the
+# plugins' conformance kits, measurements), about two minutes on 2 cores.
+fast: $(BIN)/.installed
+	$(BIN)/python -m pytest -q -m "not slow"
 
 # The `ci` suite measured at this machine's baseline commit (adh baseline: its entry in
 # benchmarks/ci-baselines.toml, else the parent commit) and in the working tree, side by side,

@@ -101,6 +101,7 @@ def test_clear_slow_down_and_speed_up() -> None:
     assert exit_code([slower]) == 1 and exit_code([faster]) == 0
 
 
+@pytest.mark.slow
 def test_identical_distributions_raise_no_false_alarm() -> None:
     rows = time_rows_over_seeds()
     assert len(rows) == 200 and rows[7].variant == "seed=7"
@@ -110,6 +111,7 @@ def test_identical_distributions_raise_no_false_alarm() -> None:
     assert sum(r.verdict in ("regressed", "improved") for r in rows) / 200 <= 0.025
 
 
+@pytest.mark.slow
 def test_autocorrelated_steps_are_tested_in_blocks() -> None:
     # Consecutive steps correlate (lag-1 0.4-0.6 measured); counted as independent samples,
     # these identical distributions differ "significantly" in 15 % of pairs at alpha 0.01. Block

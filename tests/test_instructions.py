@@ -110,6 +110,7 @@ def test_a_results_store_of_version_2_gains_the_columns(tmp_path):
 
 
 @needs_valgrind
+@pytest.mark.slow
 def test_real_counts_of_an_engine_case_agree_between_processes():
     options = RunOptions(progress=False)
     counts = [run_worker(CASE, "instructions", options)["instructions_per_step"]
@@ -119,6 +120,7 @@ def test_real_counts_of_an_engine_case_agree_between_processes():
 
 
 @needs_valgrind
+@pytest.mark.slow
 def test_a_framework_in_another_process_is_not_measurable():
     counted = run_worker(replace(CASE, framework="engine-static@process"), "instructions",
                          RunOptions(progress=False))

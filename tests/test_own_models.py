@@ -71,6 +71,7 @@ def test_a_changed_declaration_is_a_new_case(own_suite):
     assert len(before & after) == 2  # the built-in cnn's cases only
 
 
+@pytest.mark.slow
 def test_adh_runs_and_reports_the_documented_suite(own_suite, tmp_path, capsys):
     store = tmp_path / "store.sqlite"
     assert main(["run", str(own_suite), "--frameworks", "engine-static", "--rounds", "1",

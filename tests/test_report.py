@@ -449,6 +449,7 @@ def test_plans_follow_the_data(store: ResultsStore) -> None:
     assert numbers("circles") == ["4", "8"]  # no memory pass; one figure 8 for all frameworks
 
 
+@pytest.mark.slow
 def test_a_two_epoch_suite_is_a_smoke_test_without_two_point_lines(store: ResultsStore,
                                                                     tmp_path: Path) -> None:
     with ResultsStore(tmp_path / "adh.sqlite") as smoke:
@@ -465,6 +466,7 @@ def test_a_two_epoch_suite_is_a_smoke_test_without_two_point_lines(store: Result
 
 # --- the report -------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_plain_report(store: ResultsStore, tmp_path: Path) -> None:
     report = build_report(store, "plain", tmp_path / "out")
     assert report == tmp_path / "out" / "report.md"
@@ -495,6 +497,7 @@ def test_plain_report(store: ResultsStore, tmp_path: Path) -> None:
     assert "Where the time goes" not in text and "roofline.png" not in figs  # no profiles given
 
 
+@pytest.mark.slow
 def test_a_report_of_part_of_a_built_in_suite_names_the_models_not_measured(
         tmp_path: Path) -> None:
     with ResultsStore(tmp_path / "adh.sqlite") as s:
@@ -508,6 +511,7 @@ def test_a_report_of_part_of_a_built_in_suite_names_the_models_not_measured(
     assert "## Not measured" not in plain
 
 
+@pytest.mark.slow
 def test_a_report_with_profiles_shows_their_tables_and_the_roofline(store: ResultsStore,
                                                                     tmp_path: Path) -> None:
     rows = [ProfileRow("Conv2d", "backward", 2, 0.004, 0.4, 8e7, 2.5e6),
@@ -540,6 +544,7 @@ def unsupported_result(suite: str, model: str, framework: str, seed: int,
     return result
 
 
+@pytest.mark.slow
 def test_a_report_refuses_cases_of_two_commits(tmp_path: Path) -> None:
     """A report's numbers come from one version of the harness's code: cases measured at two
     commits are refused, naming both and the run that fixes it, unless allowed."""
@@ -556,6 +561,7 @@ def test_a_report_refuses_cases_of_two_commits(tmp_path: Path) -> None:
     assert "- Code: commit abc1234 (1 runs), def5678+dirty.0a1b (1 runs)" in report.read_text()
 
 
+@pytest.mark.slow
 def test_a_report_says_at_its_top_how_to_regenerate_it(store: ResultsStore,
                                                       tmp_path: Path) -> None:
     """The commit, the `adh run` its cases recorded and the `adh report` that built it, at the
@@ -574,6 +580,7 @@ def test_a_report_says_at_its_top_how_to_regenerate_it(store: ResultsStore,
                            "then `adh report quick --store adh.sqlite`.")
 
 
+@pytest.mark.slow
 def test_an_unsupported_case_is_na_in_the_tables_and_in_no_figure(tmp_path: Path) -> None:
     with ResultsStore(tmp_path / "adh.sqlite") as store:
         fill_plain(store, "partial")
@@ -649,6 +656,7 @@ def test_the_method_and_the_tables_say_how_steady_the_host_was(tmp_path: Path) -
         in shaky
 
 
+@pytest.mark.slow
 def test_bench_reproduce_compares_consecutive_runs(tmp_path: Path) -> None:
     """scripts/bench_reproduce.py --stores: per model, the engine's ratio to torch in each run in
     order, how far apart, and whether each fell inside the previous run's interval; runs 1 %
@@ -675,6 +683,7 @@ def test_bench_reproduce_compares_consecutive_runs(tmp_path: Path) -> None:
     assert "host steadiness: identical work" in out
 
 
+@pytest.mark.slow
 def test_rebuild_removes_stale_files(store: ResultsStore, tmp_path: Path) -> None:
     (tmp_path / "figures").mkdir()
     (tmp_path / "figures" / "fig9_old.png").write_bytes(b"")
@@ -724,6 +733,7 @@ def test_latex_tables_fit_the_page() -> None:
     assert r"\caption{cap. mnist, 5 epochs}" in wide
 
 
+@pytest.mark.slow
 def test_the_report_opens_with_its_setup_and_parity(store: ResultsStore, tmp_path: Path) -> None:
     from harness.check import TOLERANCES, CheckResult, Parity
     from harness.report.parity import ParityCheck
@@ -781,6 +791,7 @@ def test_check_suite_runs_adh_check_on_the_suites_frameworks(tmp_path: Path) -> 
     assert not no_data.results and "mnist" in no_data.problem
 
 
+@pytest.mark.slow
 def test_the_published_studies_beside_ours(store: ResultsStore, tmp_path: Path) -> None:
     from harness.report.studies import JULIA_CNN, study_table
 
@@ -806,6 +817,7 @@ def test_the_published_studies_beside_ours(store: ResultsStore, tmp_path: Path) 
     assert "Beside the published" not in build_report(store, "scaling", tmp_path / "s").read_text()
 
 
+@pytest.mark.slow
 def test_a_learning_rate_search_keeps_each_models_best_rate(tmp_path: Path) -> None:
     """Two rates per model in 2 x 5-fold cross-validation: the report keeps, per model, the rate
     whose first repetition's folds held out best, among the rates whose folds all finished, and
@@ -855,6 +867,7 @@ def test_a_learning_rate_search_keeps_each_models_best_rate(tmp_path: Path) -> N
     assert "| circles-tanh | mine      | no mse |" in text.split("## Not supported")[1]
 
 
+@pytest.mark.slow
 def test_the_report_shows_how_the_engine_differentiates(store: ResultsStore,
                                                         tmp_path: Path) -> None:
     text = build_report(store, "plain", tmp_path / "out").read_text()

@@ -83,6 +83,7 @@ def test_toy_adapters_are_found_through_entry_points(toys):
 
 # --- outcomes: every failure is recorded and the suite goes on ---------------------------------
 
+@pytest.mark.slow
 def test_every_case_is_run_and_recorded(toy_run):
     outcome, store_path, _, done = toy_run
     assert not outcome.interrupted
@@ -96,6 +97,7 @@ def test_every_case_is_run_and_recorded(toy_run):
         "toy-error": "failed"}
 
 
+@pytest.mark.slow
 def test_crash_records_the_signal(toy_run):
     crash = by_framework(toy_run[0].results)["toy-crash"]
     assert crash.status == "crashed"
@@ -103,12 +105,14 @@ def test_crash_records_the_signal(toy_run):
     assert crash.alloc_bytes is None  # no memory pass after a crash
 
 
+@pytest.mark.slow
 def test_hang_is_stopped_at_the_timeout(toy_run):
     hang = by_framework(toy_run[0].results)["toy-hang"]
     assert hang.status == "timeout"
     assert "ran past 3 s" in hang.reason
 
 
+@pytest.mark.slow
 def test_nan_loss_is_diverged_without_memory_pass(toy_run):
     outcome, _, markers, _ = toy_run
     nan = by_framework(outcome.results)["toy-nan"]
@@ -120,6 +124,7 @@ def test_nan_loss_is_diverged_without_memory_pass(toy_run):
     assert len(nan.batches) == 2 and nan.provenance["seed"] == 0
 
 
+@pytest.mark.slow
 def test_exception_is_failed_with_its_message(toy_run):
     error = by_framework(toy_run[0].results)["toy-error"]
     assert error.status == "failed"
@@ -128,11 +133,13 @@ def test_exception_is_failed_with_its_message(toy_run):
     assert "Traceback" in error.reason  # the worker's traceback follows the message
 
 
+@pytest.mark.slow
 def test_ok_case_runs_a_timing_and_a_memory_pass(toy_run):
     _, _, markers, _ = toy_run
     assert launches(markers, "toy-ok") == 2
 
 
+@pytest.mark.slow
 def test_workers_run_with_the_case_thread_count(toy_run):
     _, _, markers, _ = toy_run
     seen = [json.loads(p.read_text()) for p in markers.glob("toy-ok.*.init")]
@@ -141,6 +148,7 @@ def test_workers_run_with_the_case_thread_count(toy_run):
 
 # --- provenance and records of a finished case -------------------------------------------------
 
+@pytest.mark.slow
 def test_ok_case_record_round_trips_through_the_store(toy_run):
     outcome, store_path, _, _ = toy_run
     ok = by_framework(outcome.results)["toy-ok"]
@@ -159,6 +167,7 @@ def test_ok_case_record_round_trips_through_the_store(toy_run):
         assert getattr(stored, name) == pytest.approx(getattr(ok, name)), name
 
 
+@pytest.mark.slow
 def test_ok_case_provenance(toy_run):
     ok = by_framework(toy_run[0].results)["toy-ok"]
     p = ok.provenance
@@ -177,6 +186,7 @@ def test_ok_case_provenance(toy_run):
     assert datetime.fromisoformat(p["started_at"]).tzinfo is not None
 
 
+@pytest.mark.slow
 def test_ok_case_timing_and_series(toy_run):
     ok = by_framework(toy_run[0].results)["toy-ok"]
     assert ok.case.train_limit == 500 and ok.case.batch_size == 100
@@ -209,6 +219,7 @@ def test_ok_case_timing_and_series(toy_run):
     assert ok.flagged is False
 
 
+@pytest.mark.slow
 def test_ok_case_memory_fields(toy_run):
     """The loop's memory, its first step apart: the later steps' allocations, and as peak what
     the first step left live plus the later steps' peak above it."""
@@ -235,6 +246,7 @@ def count_workers(monkeypatch) -> list[tuple[str, str]]:
     return calls
 
 
+@pytest.mark.slow
 def test_resume_skips_finished_and_reruns_the_rest(toys, tmp_path, monkeypatch):
     path = write_suite(tmp_path, "resume", ["toy-ok", "toy-error", "toy-nan", "toy-crash"])
     suite = load_suite(str(path))
@@ -267,6 +279,7 @@ def test_resume_skips_finished_and_reruns_the_rest(toys, tmp_path, monkeypatch):
         assert len(store.cases()) == 8
 
 
+@pytest.mark.slow
 def test_without_resume_everything_runs_again(toys, tmp_path, monkeypatch):
     suite = load_suite(str(write_suite(tmp_path, "again", ["toy-ok"])))
     calls = count_workers(monkeypatch)
@@ -452,6 +465,7 @@ def test_a_failing_progress_callback_does_not_stall_the_worker(toys, tmp_path, m
 
 # --- rounds: interleaved, rotated, resumable; the drift probe ------------------------------------
 
+@pytest.mark.slow
 def test_rounds_interleave_cases_and_rotate_the_order(toys, tmp_path, monkeypatch):
     suite = load_suite(str(write_suite(tmp_path, "rounds", ["toy-ok", "toy-nan", "toy-error"],
                                        models=["mlp"], seeds=[0, 1])))
@@ -521,6 +535,7 @@ def test_resume_runs_only_the_missing_rounds(toys, tmp_path, monkeypatch):
         assert calls == ["toy-hang", "toy-ok"] and not more.skipped
 
 
+@pytest.mark.slow
 def test_more_rounds_go_on_until_the_ratios_are_narrow(tmp_path, monkeypatch):
     """until_within: after `rounds`, another round of the cases whose ratio against torch is
     wider than asked, with torch's, up to max_rounds; a narrow ratio stops at `rounds`."""
@@ -666,6 +681,7 @@ def test_a_framework_that_slows_down_keeps_its_slow_steps(monkeypatch, tmp_path)
     assert "engine-static on mlp: its steps shifted level by more than 30% within 3 of 3" in line
 
 
+@pytest.mark.slow
 def test_workers_run_with_the_measurement_environment(toy_run):
     _, _, markers, _ = toy_run
     ok = by_framework(toy_run[0].results)["toy-ok"]
@@ -700,6 +716,7 @@ def test_an_older_worker_gets_the_measured_warm_up_too(monkeypatch):
     assert run.step_times_s == [0.01] * 60 and run.train_time_s == pytest.approx(0.6)
 
 
+@pytest.mark.slow
 def test_frameworks_take_turns_of_the_given_steps(toys, tmp_path, monkeypatch):
     """With turns of 2 steps the two toys' 5 steps interleave 2 by 2, each turn's median is
     stored, and the process facts come with each run."""
@@ -729,6 +746,7 @@ def test_frameworks_take_turns_of_the_given_steps(toys, tmp_path, monkeypatch):
         assert result.provenance["schedule"]["turn_steps"] == 2
 
 
+@pytest.mark.slow
 def test_a_framework_on_one_thread_uses_one_core(toys, tmp_path, monkeypatch):
     """The cores a framework used are measured, not assumed: a toy whose steps compute on one
     core for 20 ms, taking turns with another, used about one core over its own turns (its CPU
@@ -766,6 +784,7 @@ def test_reported_facts_and_the_roof_of_the_threads_used(toys, tmp_path, monkeyp
                                      "threads used 1")
 
 
+@pytest.mark.slow
 def test_a_failing_framework_leaves_the_others_their_turns(toys, tmp_path):
     """In turns, a worker that hangs is stopped at its own timeout and recorded as timeout, one
     killed mid-training as crashed, one that fails as failed; the others finish their turns."""

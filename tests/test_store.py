@@ -192,6 +192,7 @@ def test_failed_save_stores_nothing(store: ResultsStore) -> None:
     assert len(store.cases()) == 3
 
 
+@pytest.mark.slow
 def test_reopen_and_many_batches(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
     with ResultsStore(path) as s:

@@ -117,6 +117,7 @@ def test_without_torch_the_kit_says_so_in_one_line(monkeypatch):
     assert str(failed.value) == line
 
 
+@pytest.mark.slow
 def test_a_plugin_package_checks_itself_in_three_lines(toy_dist, tmp_path, monkeypatch):
     """The module docstring's usage, by registered names, in a pytest of its own."""
     activate(monkeypatch, *toy_dist)

@@ -36,17 +36,20 @@ def compiled_throughout():
 # (relu is in mlp and cnn) and cost some 10 s of compilation each, which kept the whole kit over
 # three minutes. `adh check --dtype float64 --frameworks torch-compile` checks them all.
 @parametrize_with_checks(["torch-compile"], dtypes=["float32"])
+@pytest.mark.slow
 def test_conformance(check, compiled_throughout):
     check()
 
 
 @parametrize_with_checks(["torch-compile"], models=["cnn", "mlp", "rnn", "lstm", "circles-tanh"],
                          dtypes=["float64"])
+@pytest.mark.slow
 def test_conformance_float64(check, compiled_throughout):
     check()
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.slow
 def test_compiles_in_the_first_steps_only(dtype):
     from references.torch_compile import INDUCTOR_CACHE_DIR
 
@@ -67,6 +70,7 @@ def test_compiles_in_the_first_steps_only(dtype):
             framework.predict(rng.random((examples,) + spec.input_shape).astype(dtype))
 
 
+@pytest.mark.slow
 def test_graph_breaks_are_reported():
     """Dynamo breaks the RNN model's graph at nn.RNN, which then runs eagerly: the framework
     says so (Framework.facts), for the tables to show beside its row."""

@@ -10,5 +10,6 @@ pytest.importorskip("adh_autograd",
 
 
 @parametrize_with_checks(["autograd"])
+@pytest.mark.slow
 def test_conformance(check):
     check()

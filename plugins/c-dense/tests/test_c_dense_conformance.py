@@ -10,5 +10,6 @@ pytest.importorskip("c_dense",
 
 
 @parametrize_with_checks(["c-dense"])
+@pytest.mark.slow
 def test_conformance(check):
     check()

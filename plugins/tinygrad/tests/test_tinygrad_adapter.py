@@ -15,6 +15,7 @@ from adh_tinygrad.model import Dense, MaxPool  # noqa: E402
 from tinygrad import Tensor  # noqa: E402
 
 
+@pytest.mark.slow
 def test_max_pool_gives_a_tie_to_its_first_element_in_row_major_order():
     # Two 2x2 windows of zeros (tied four ways), one tied in its bottom row, one without a
     # tie, and a ragged last row and column (5 x 5), which get no gradient.
@@ -42,6 +43,7 @@ def test_relu_passes_no_gradient_at_zero():
     np.testing.assert_array_equal(grad.numpy(), [[0, 0, 1]])
 
 
+@pytest.mark.slow
 def test_a_batch_of_another_size_gets_its_own_jit():
     spec = MLP.with_settings(batch_size=8)
     model = Tinygrad(spec, initial_weights(spec, 0, "float32"), "float32", threads=1)

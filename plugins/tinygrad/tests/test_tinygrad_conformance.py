@@ -17,11 +17,13 @@ pytest.importorskip("adh_tinygrad",
 
 @parametrize_with_checks(["tinygrad"], models=[name for name in MODELS if name != "lstm"],
                          dtypes=["float32"])
+@pytest.mark.slow
 def test_conformance(check):
     check()
 
 
 @parametrize_with_checks(["tinygrad"], models=["cnn", "mlp", "rnn", "circles-tanh"],
                          dtypes=["float64"])
+@pytest.mark.slow
 def test_conformance_float64(check):
     check()
