@@ -8,14 +8,15 @@ BIN := $(VENV)/bin
 # The plugins under plugins/ too, as a user installs a third-party plugin: `make pytest` runs
 # their conformance tests. plugins/tinygrad compiles its CPU kernels with clang (apt-get install
 # clang; .ci/run installs it). setuptools' warning about editable installs, once per package, is
-# silenced: it says nothing about this project.
+# silenced: it says nothing about this project; pip prints errors only (-qq), not the warnings of
+# a machine's own pip configuration (such as local index folders it lacks).
 PLUGINS := plugins/template plugins/c-dense plugins/autograd plugins/tinygrad
 $(BIN)/.installed: pyproject.toml constraints.txt $(addsuffix /pyproject.toml,$(PLUGINS))
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -qq --upgrade pip
 	@echo "installing autodiff-harness and its plugins into $(VENV) (a few minutes the first time)"
 	PYTHONWARNINGS="ignore:Editable installation" \
-		$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,jax]' $(addprefix -e ,$(PLUGINS))
+		$(BIN)/python -m pip install -qq -c constraints.txt -e '.[test,jax]' $(addprefix -e ,$(PLUGINS))
 	touch $@
 
 run: $(BIN)/.installed
