@@ -38,7 +38,7 @@ from . import metrics
 from .batches import batch_indices
 from .data import Dataset, load_dataset
 from .errors import AdhError, UsageError
-from .frameworks import get_framework
+from .frameworks import get_framework, not_installed
 from .frameworks.base import Framework, unsupported_dtype
 from .markdown import markdown_table
 from .specs import DTYPES, MODELS, ModelSpec, get_model
@@ -345,7 +345,7 @@ def check_frameworks(frameworks: Iterable[str | type[Framework]],
     the outside in: model, dtype, framework. A model trains on its spec's dataset, read from
     `data_files[dataset]` where that names a file. The reference runs once per model and dtype,
     only if some framework is checked there; if it cannot be loaded, raise UsageError saying so
-    in one line."""
+    in one line. A registered name that is not installed (frameworks.not_installed) is n/a."""
     if steps < 1:
         raise UsageError(f"steps must be at least 1, not {steps}")
     dtypes = list(dtypes)
@@ -354,7 +354,10 @@ def check_frameworks(frameworks: Iterable[str | type[Framework]],
         raise UsageError(f"unknown dtype {', '.join(unknown)}; choose from: {', '.join(DTYPES)}")
     specs = [model if isinstance(model, ModelSpec) else get_model(model)
              for model in (MODELS if models is None else models)]
-    named = [_named(framework) for framework in frameworks]
+    frameworks = list(frameworks)
+    # one that is not installed is n/a, with the command that installs it; the rest are checked
+    absent = {f: not_installed(f) for f in frameworks if isinstance(f, str)}
+    named = [(f, None) if isinstance(f, str) and absent[f] else _named(f) for f in frameworks]
     try:
         reference_cls = get_framework(reference)
     except UsageError as error:
@@ -364,8 +367,9 @@ def check_frameworks(frameworks: Iterable[str | type[Framework]],
         for dtype in dtypes:
             prepared: tuple[ParityCase, Run] | None = None  # made for the first framework checked
             for name, cls in named:
-                refusal = not_applicable(cls, spec, dtype)
-                if refusal:
+                refusal = f"n/a ({absent[name]})" if cls is None else \
+                    not_applicable(cls, spec, dtype)
+                if cls is None or refusal:
                     results.append(CheckResult(spec.name, name, dtype, not_applicable=refusal))
                     continue
                 if prepared is None:

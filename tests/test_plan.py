@@ -318,6 +318,17 @@ def test_a_suite_that_names_a_plugin_not_installed_runs_the_rest(tmp_path, capsy
     assert main(typo) == 2 and "unknown framework 'tinygrd'" in capsys.readouterr().err
 
 
+def test_a_check_of_a_plugin_not_installed_is_na_with_the_install_command(monkeypatch, capsys):
+    from harness import frameworks
+
+    installed = frameworks.registrations()
+    monkeypatch.setattr(frameworks, "registrations", lambda: {
+        name: found for name, found in installed.items() if name != "autograd"})
+    assert main(["check", "--frameworks", "autograd", "--models", "mlp", "--steps", "1"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "| autograd" in line)
+    assert row.rstrip(" |").endswith("n/a (not installed: pip install -e plugins/autograd)")
+
+
 @pytest.fixture
 def stored(tmp_path) -> Path:
     """An empty results store."""
