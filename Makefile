@@ -28,6 +28,7 @@ test: lint pytest regression
 # ruff and mypy as pyproject.toml configures them (pre-commit runs the same).
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/mypy
 
 pytest: $(BIN)/.installed

@@ -14,8 +14,8 @@ import signal
 import sys
 from types import ModuleType
 
-from .errors import AdhError
-from .threads import pin_threads
+from harness.errors import AdhError
+from harness.measure.threads import pin_threads
 
 # in the order `adh --help` lists them
 COMMANDS = ("run", "check", "list", "report", "compare", "system", "profile", "spec", "results",

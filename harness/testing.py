@@ -14,7 +14,7 @@ Outside pytest, `check_framework("my-engine")` runs the same checks and raises A
 listing every failure; `adh check --frameworks my-engine` runs them from the command line.
 
 Each check starts the framework from the harness's initial weights and feeds it the harness's
-batches (harness/check.py has the details and the tolerances):
+batches (harness/run/check.py has the details and the tolerances):
 - parameters: weights and gradients are numpy arrays of the requested dtype, by the names and
   shapes of `spec.parameters()`; a new framework's weights are the initial weights;
 - outputs before update: `train_step` returns the outputs `predict` gives before the step, and
@@ -41,10 +41,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .check import DTYPES, CheckResult, check_frameworks, format_failures, framework_name
-from .errors import AdhError
-from .frameworks.base import Framework
-from .specs import MODELS
+from harness.contract.frameworks.base import Framework
+from harness.contract.specs import MODELS
+from harness.errors import AdhError
+from harness.run.check import DTYPES, CheckResult, check_frameworks, format_failures, framework_name
 
 if TYPE_CHECKING:
     import pytest
@@ -63,7 +63,7 @@ def check_framework(framework: str | type[Framework], models: Iterable[str] | No
     test examples only (fewer steps and examples make a faster, weaker check); threads: for
     torch and for the framework's constructor; data_dir: IDX files, for models on mnist or
     fashion-mnist. Returns one CheckResult per model and dtype, those not applicable included
-    (`harness.check.format_table` prints them); raises AssertionError with one line per failed
+    (`harness.run.check.format_table` prints them); raises AssertionError with one line per failed
     check if any failed, and UsageError for an unknown name or a missing torch.
     """
     __tracebackhide__ = True  # pytest shows the message, not the kit's frames

@@ -8,7 +8,8 @@ at every call to split and merge its state (the cost the nnx docs advise avoidin
 `nnx.split` and a plain `jax.jit`, which is linen's model again); in a benchmark of steps that
 take a fraction of a millisecond that walk would be measured as JAX's cost.
 
-Layouts, from the canonical ones (harness.specs.Parameter): linen's `Dense` kernel is (in, out),
+Layouts, from the canonical ones (harness.contract.specs.Parameter): linen's `Dense` kernel is (in,
+out),
 the canonical layout. linen's `Conv` works channels-last: kernel (k, k, in, out) and inputs
 (N, H, W, C), so conv weights are transposed from (out, in, k, k) when loaded and back when
 reported, and the model transposes its (N, C, H, W) input to channels-last at its first conv or
@@ -38,7 +39,7 @@ Threads: XLA's CPU client runs each computation on an intra-op thread pool (thre
 tf_XLAEigen) that it sizes, when the client starts, from the CPUs the process may run on (its
 affinity mask); it reads neither OMP_NUM_THREADS nor any thread-count setting, so `threads` is
 not used here. The harness pins each measured process's affinity to the case's thread count
-(harness.threads.pin_affinity), and that governs XLA's threads; this adapter leaves affinity
+(harness.measure.threads.pin_affinity), and that governs XLA's threads; this adapter leaves affinity
 alone. No flag of this jaxlib bounds
 the pool: `xla_cpu_multi_thread_eigen=false`, the one that sounds like it, was measured to leave
 a one-thread case's steps spread evenly over both pool threads of a 2-CPU process (per-thread
@@ -66,10 +67,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from harness.flops import train_step_flops
-from harness.frameworks.base import Framework
-from harness.profile import XLA_STEP_EVENT, whole_steps, xla_ops, xla_profiled_steps
-from harness.specs import Layer, ModelSpec
+from harness.contract.flops import train_step_flops
+from harness.contract.frameworks.base import Framework
+from harness.contract.profiling import XLA_STEP_EVENT, whole_steps, xla_ops, xla_profiled_steps
+from harness.contract.specs import Layer, ModelSpec
 
 ACTIVATIONS: dict[str | None, Callable[[jax.Array], jax.Array] | None] = {
     None: None, "relu": nn.relu, "tanh": nn.tanh, "sigmoid": nn.sigmoid}
@@ -295,8 +296,8 @@ class JaxFramework(Framework):
     def profile_steps(self, batches):
         """Each step under jax.profiler, its calls the compiled step's instructions as the
         trace timed them, each named by the JAX op it computes, forward, backward or update
-        (harness.profile.xla_ops: XLA fuses ops, so a row can hold several). Where the trace
-        holds none of them (a jaxlib that records no per-instruction events), each step is one
+        (harness.contract.profiling.xla_ops: XLA fuses ops, so a row can hold several). Where the
+        trace holds none of them (a jaxlib that records no per-instruction events), each step is one
         call with XLA's counts of the whole step (step_cost)."""
         with tempfile.TemporaryDirectory() as folder:
             with jax.profiler.trace(folder, create_perfetto_trace=True):

@@ -1,6 +1,6 @@
 """The PyTorch reference: each spec as a torch.nn model, with the harness's weights.
 
-Layout conversions from the canonical layout (harness.specs.Parameter): torch stores 2-D
+Layout conversions from the canonical layout (harness.contract.specs.Parameter): torch stores 2-D
 weights (out, in), so Dense, RNN and LSTM weights are transposed; Conv weights are (O, C, k, k)
 in both. torch's nn.RNN and nn.LSTM have two biases (input and hidden) where the spec has one:
 bias_ih takes the spec's bias and bias_hh is held at zero and frozen, so the computation and the
@@ -18,10 +18,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from harness.frameworks.base import Framework
-from harness.profile import TORCH_STEP_EVENT, torch_profiled_steps
-from harness.specs import Layer, ModelSpec
-from harness.threads import pin_torch_threads
+from harness.contract.frameworks.base import Framework
+from harness.contract.profiling import TORCH_STEP_EVENT, torch_profiled_steps
+from harness.contract.specs import Layer, ModelSpec
+from harness.measure.threads import pin_torch_threads
 
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid}
 
@@ -171,10 +171,10 @@ class TorchFramework(Framework):
 
     def profile_steps(self, batches):
         """The steps under torch.profiler (CPU): each op called directly by the step is a call
-        (harness.profile.torch_profiled_steps says how they are named). torch's FLOP counts
-        come from one more step, before them and counted only: counting doubled the profiler's
-        cost in the step (measured on the CNN: rows summing to 110-113 % of the plain step
-        instead of 100-106 %); the bytes each call reads come from that step too (they need its
+        (harness.contract.profiling.torch_profiled_steps says how they are named). torch's FLOP
+        counts come from one more step, before them and counted only: counting doubled the
+        profiler's cost in the step (measured on the CNN: rows summing to 110-113 % of the plain
+        step instead of 100-106 %); the bytes each call reads come from that step too (they need its
         shapes). Each step makes the same calls in the same order, so a call takes the FLOPs and
         bytes of its place in that step."""
         if self._counted_by_call is None:  # counted once per model

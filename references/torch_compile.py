@@ -15,7 +15,7 @@ What is not compiled, and why:
   graph), and computes something else for Adam: traced, Adam's step count is a float32 tensor,
   so its bias corrections are taken in float32 (1 - 0.999 ** t loses five digits to
   cancellation), a relative change of about 1e-5 in the update that float64 parity
-  (harness/check.py) rejects: it is not the contract's formula;
+  (harness/run/check.py) rejects: it is not the contract's formula;
 - nn.RNN: Dynamo does not trace RNN modules (unless torch._dynamo.config.allow_rnn, an
   experimental switch, is set), so the graph breaks there and the recurrence runs eagerly as in
   TorchFramework; on the RNN model the dense layer and the loss are compiled. That is what a

@@ -25,8 +25,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harness.abtest import worktree  # noqa: E402  (the repository's harness, not an install)
-from harness.store import ResultsStore  # noqa: E402
+from harness.results.store import ResultsStore  # noqa: E402
+from harness.run.abtest import worktree  # noqa: E402  (the repository's harness, not an install)
 
 
 def first_parent_commits(since: str | None, count: int, every: int) -> list[str]:

@@ -1,7 +1,8 @@
 """What does the process door cost a step? (issue: within 2 %, since the child times its steps)
 
 For each model, the project's engine in a process and the same engine through the door
-(`engine-static@process`: harness/frameworks/serve.py in a child of that process), built from
+(`engine-static@process`: harness/contract/frameworks/serve.py in a child of that process), built
+from
 the same weights and fed the same batches, alternate block by block, so that the host's drift
 falls on both alike: BLOCK steps in-process (timed around train_step, as the worker times them),
 then BLOCK steps through the door (timed by the child on its own clock), PAIRS times.
@@ -11,7 +12,7 @@ process to the next (where its arrays land in memory), more than the door's cost
 runs ROUNDS fresh process pairs, each under the measured environment (threads and allocator
 policy, as `adh run` sets them for every worker and every door child), and each round gives one
 ratio of medians (door / in-process); the table gives their median with its 95 % interval
-(harness.stats.paired_ratio, as `adh run` pairs rounds).
+(harness.measure.stats.paired_ratio, as `adh run` pairs rounds).
 
     python scripts/bench_door.py [--models cnn mlp rnn] [--rounds 10] [--pairs 5] [--block 50]
                                  [--threads 2]
@@ -49,11 +50,10 @@ def one_round(model: str, pairs: int, block_steps: int, threads: int) -> tuple[f
     """In this process: the median in-process and door step times of `model` (seconds)."""
     import numpy as np
 
-    from harness.batches import batch_indices
-    from harness.frameworks import get_framework
-    from harness.records import Case
-    from harness.weights import initial_weights
-    from harness.worker import prepare
+    from harness.contract.batches import batch_indices
+    from harness.contract.cases import Case, prepare
+    from harness.contract.frameworks import get_framework
+    from harness.contract.weights import initial_weights
 
     case = Case(suite="bench", model=model, framework="engine-static", dataset="mnist-10k",
                 epochs=1, threads=threads)
@@ -89,9 +89,9 @@ def main() -> int:
 
     import numpy as np
 
-    from harness.markdown import markdown_table
     from harness.measure.environment import measured_environment
-    from harness.stats import format_ratio, paired_ratio
+    from harness.measure.stats import format_ratio, paired_ratio
+    from harness.results.markdown import markdown_table
 
     rows = []
     for model in args.models:

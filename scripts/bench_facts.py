@@ -20,8 +20,8 @@ import sys
 import pandas as pd
 from scipy import stats
 
-from harness.markdown import markdown_table
-from harness.store import ResultsStore, from_json
+from harness.results.markdown import markdown_table
+from harness.results.store import ResultsStore, from_json
 
 FACTS = ("probe_s", "run_delay_s", "migrations", "minor_faults", "major_faults",
          "voluntary_switches", "involuntary_switches", "huge_pages_kb", "heap_offset_kb",

@@ -19,11 +19,11 @@ import time
 import numpy as np
 from scipy import stats
 
-from harness.markdown import markdown_table
 from harness.measure.provenance import code_version
-from harness.runner import RunOptions, WorkerError, run_worker
-from harness.store import ResultsStore
-from harness.suites import load_suite
+from harness.results.markdown import markdown_table
+from harness.results.store import ResultsStore
+from harness.run.runner import RunOptions, WorkerError, run_worker
+from harness.run.suites import load_suite
 
 
 def repeat(suite_name: str, runs: int) -> None:

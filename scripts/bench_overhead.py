@@ -4,12 +4,13 @@ For each model and framework, one framework instance in one process, with the ca
 count and allocator policy, trains epoch after epoch (the same batches each time), alternately:
 - bare: the training loop a user would write — gather the batch, train_step — with a clock
   read around each train_step and nothing else;
-- harness: the worker's training loop (harness.worker.train) with the timing pass's recorder
-  (harness.worker.StepRecorder), which also records every loss and accuracy and reports
+- harness: the worker's training loop (harness.run.worker.train) with the timing pass's recorder
+  (harness.run.worker.StepRecorder), which also records every loss and accuracy and reports
   progress: everything the timing pass runs between two steps. What it runs once, before the
   first step and after the last (provenance, the contention watch's readings), is in no step.
 Two comparisons, each a ratio paired by round (one bare and one harness epoch, next to each
-other, which runs first alternating) with its 95 % CI (harness.stats.paired_ratio): the median
+other, which runs first alternating) with its 95 % CI (harness.measure.stats.paired_ratio): the
+median
 step time the harness records against the bare loop's (what the bookkeeping does to the measured
 number), and the wall time per step of the whole loop against the bare loop's (what it costs the
 user in time). Epochs, not processes, are paired because on a shared host a step's pace drifts
@@ -38,13 +39,13 @@ if any(os.environ.get(name) != value for name, value in MEASURED.items()):
 
 import numpy as np  # noqa: E402
 
-from harness.batches import batch_indices, steps_per_epoch  # noqa: E402
-from harness.frameworks import get_framework  # noqa: E402
-from harness.markdown import markdown_table  # noqa: E402
-from harness.records import Case  # noqa: E402
-from harness.stats import format_ratio, paired_ratio  # noqa: E402
-from harness.weights import initial_weights  # noqa: E402
-from harness.worker import StepRecorder, prepare, train  # noqa: E402
+from harness.contract.batches import batch_indices, steps_per_epoch  # noqa: E402
+from harness.contract.cases import Case, prepare  # noqa: E402
+from harness.contract.frameworks import get_framework  # noqa: E402
+from harness.contract.weights import initial_weights  # noqa: E402
+from harness.measure.stats import format_ratio, paired_ratio  # noqa: E402
+from harness.results.markdown import markdown_table  # noqa: E402
+from harness.run.worker import StepRecorder, train  # noqa: E402
 
 
 class Loops:

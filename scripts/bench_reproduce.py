@@ -2,7 +2,8 @@
 
 Runs `adh run SUITE` RUNS times, one after the other, each into a store of its own (kept in --out),
 then prints, per model, the engine's step-time ratio to the reference framework in each run with
-its 95 % PI (the interval a rerun's ratio falls in: harness.stats.ratio_estimate), and what a
+its 95 % PI (the interval a rerun's ratio falls in: harness.measure.stats.ratio_estimate), and what
+a
 reader of one run would assume of the next: how far apart the runs' ratios are (the largest over
 the smallest), the widest interval (±, relative), and the coverage: how often a run's ratio fell
 inside the previous run's interval, about 95 % of the time for a well-calibrated prediction
@@ -10,7 +11,8 @@ interval (a confidence interval of the ratio would hold it about 83 % of the tim
 estimate scatters as much as the last: Cumming and Maillardet 2006); far less means that
 something differs between runs that one run's rounds do not see. Then the spread between
 processes (coefficient of variation of the process medians) per model and framework, each run's
-schedule (harness.tables.schedule), the host's steadiness (harness.tables.host_steadiness) and
+schedule (harness.results.tables.schedule), the host's steadiness
+(harness.results.tables.host_steadiness) and
 its wall time.
 
     python scripts/bench_reproduce.py [--suite quick] [--runs 4] [--out DIR] [adh run options]
@@ -30,10 +32,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from harness.markdown import markdown_table
-from harness.stats import Estimate, cv, half_width
-from harness.store import ResultsStore
-from harness.tables import host_steadiness, schedule, step_ratios
+from harness.measure.stats import Estimate, cv, half_width
+from harness.results.markdown import markdown_table
+from harness.results.store import ResultsStore
+from harness.results.tables import host_steadiness, schedule, step_ratios
 
 
 def run_suite(suite: str, store: Path, extra: list[str]) -> float:

@@ -24,12 +24,13 @@ import statistics
 import sys
 from collections import defaultdict
 
-from harness.markdown import markdown_table
+from harness.contract.cases import Case
 from harness.measure.drift import level_shift, probe
 from harness.measure.environment import ALLOCATOR_POLICY
-from harness.records import Case, Status
-from harness.runner import RunOptions, WorkerError, rotated, run_worker
-from harness.stats import cv
+from harness.measure.stats import cv
+from harness.results.markdown import markdown_table
+from harness.results.records import Status
+from harness.run.runner import RunOptions, WorkerError, rotated, run_worker
 
 NO_ALLOCATOR_POLICY = {name: None for name in ALLOCATOR_POLICY}
 # name: (variables over the measurement policy (None: unset), launcher, what it tests)

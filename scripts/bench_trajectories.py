@@ -1,7 +1,7 @@
 """Do the frameworks' float32 training trajectories stay comparable over a suite's steps?
 
 Trains a model in float32 in each framework from the same weights on the same batches (as `adh
-check` does, harness.check.ParityCase) for as many steps as a suite takes, at each learning rate
+check` does, harness.run.check.ParityCase) for as many steps as a suite takes, at each learning rate
 asked, and prints per rate and framework: the first step whose loss parts from the reference's
 by more than --apart (relative), the largest relative difference over the steps, the final
 losses, the test accuracy of each and how often its predicted class is the reference's. In
@@ -19,13 +19,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from harness.batches import steps_per_epoch
-from harness.check import ParityCase, run_framework
-from harness.data import load_dataset
-from harness.frameworks import get_framework
-from harness.specs import get_model
-from harness.suites import load_suite
-from harness.threads import pin_threads
+from harness.contract.batches import steps_per_epoch
+from harness.contract.data import load_dataset
+from harness.contract.frameworks import get_framework
+from harness.contract.specs import get_model
+from harness.measure.threads import pin_threads
+from harness.run.check import ParityCase, run_framework
+from harness.run.suites import load_suite
 
 
 def main() -> None:

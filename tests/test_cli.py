@@ -16,12 +16,12 @@ import pandas as pd
 import pytest
 
 from harness.cli import main
-from harness.data import DATASETS, DatasetError
+from harness.contract.data import DATASETS, DatasetError
+from harness.contract.specs import MODELS
 from harness.errors import UsageError
 from harness.measure.lock import LockBusy
-from harness.specs import MODELS
-from harness.store import ResultsStore, StoreError
-from harness.suites import builtin_suites
+from harness.results.store import ResultsStore, StoreError
+from harness.run.suites import builtin_suites
 from toy_adapters import BANDWIDTH, GEMM_PEAK, NAMES, activate, launches, write_suite
 
 ADH = str(Path(sys.executable).with_name("adh"))

@@ -10,20 +10,20 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness import abtest, cluster, runner
 from harness.cli import main
-from harness.cluster import ClusterOptions, dry_run, parse_time, time_limit_min
 from harness.errors import UsageError
-from harness.machines import case_machines, require_one_machine
 from harness.measure import roofs
 from harness.measure.provenance import provenance
-from harness.merge import merge_stores
-from harness.records import CaseResult, RunRecord, Status
-from harness.runner import RunOptions, case_keys
-from harness.shards import comparison, parse_shard, shard_suite, split
-from harness.store import ResultsStore
-from harness.suites import load_suite
-from harness.tables import format_model_tables, machine_verdicts, model_summary
+from harness.results.machines import case_machines, require_one_machine
+from harness.results.merge import merge_stores
+from harness.results.records import CaseResult, RunRecord, Status
+from harness.results.store import ResultsStore
+from harness.results.tables import format_model_tables, machine_verdicts, model_summary
+from harness.run import abtest, cluster, runner
+from harness.run.cluster import ClusterOptions, dry_run, parse_time, time_limit_min
+from harness.run.runner import RunOptions, case_keys
+from harness.run.shards import comparison, parse_shard, shard_suite, split
+from harness.run.suites import load_suite
 from test_runner import NEVER_FLAG
 from test_store import make_result
 from toy_adapters import activate, launches, write_suite

@@ -1,4 +1,5 @@
-"""Tests of harness.compare and harness.abtest on synthetic samples: verdicts for time (factor and
+"""Tests of harness.results.compare and harness.run.abtest on synthetic samples: verdicts for time
+(factor and
 significance, autocorrelated steps, too few samples, unstable), memory and accuracy; outputs and
 exit code; loading stores and exported folders; the A/B alternation and its worktree cleanup."""
 from __future__ import annotations
@@ -11,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import abtest
-from harness.compare import (
+from harness.contract.cases import Case
+from harness.errors import UsageError
+from harness.results.compare import (
     ResultSet,
     Thresholds,
     compare,
@@ -21,10 +23,10 @@ from harness.compare import (
     to_json,
     to_markdown,
 )
-from harness.errors import UsageError
-from harness.records import Case, CaseResult, EpochRecord, RunRecord
-from harness.store import ResultsStore
-from harness.suites import Suite
+from harness.results.records import CaseResult, EpochRecord, RunRecord
+from harness.results.store import ResultsStore
+from harness.run import abtest
+from harness.run.suites import Suite
 
 MEDIAN_STEP_S = 1e-3
 DEFAULT_THRESHOLDS = Thresholds()

@@ -1,4 +1,5 @@
-"""Tests of harness.data: the embedded digits, circles, k-fold, the IDX reader and the download."""
+"""Tests of harness.contract.data: the embedded digits, circles, k-fold, the IDX reader and the
+download."""
 from __future__ import annotations
 
 import functools
@@ -13,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.data import (
+from harness.contract.data import (
     DATASETS,
     FASHION_MNIST_DIR,
     Dataset,
@@ -22,9 +23,9 @@ from harness.data import (
     load_dataset,
     mnist10k,
 )
-from harness.data.circles import RADIUS_SQUARED
-from harness.data.download import download_mnist
-from harness.data.idx import IDX_FILES, read_idx, read_idx_pair
+from harness.contract.data.circles import RADIUS_SQUARED
+from harness.contract.data.download import download_mnist
+from harness.contract.data.idx import IDX_FILES, read_idx, read_idx_pair
 
 
 def idx_bytes(array: np.ndarray, type_code: int = 0x08) -> bytes:
@@ -233,7 +234,7 @@ def test_missing_idx_datasets_say_how_to_get_them(tmp_path):
         load_dataset("fashion-mnist", data_dir=tmp_path)
     assert f"{tmp_path}: missing train-images-idx3-ubyte" in str(info.value)
     write_idx(tmp_path / "train-images-idx3-ubyte.gz", np.zeros((1, 28, 28), np.uint8))
-    with pytest.raises(DatasetError, match=r"python -m harness\.data\.download") as info:
+    with pytest.raises(DatasetError, match=r"python -m harness\.contract\.data\.download") as info:
         load_dataset("mnist", data_dir=tmp_path)
     assert "missing train-labels-idx1-ubyte, t10k-images" in str(info.value)
     assert f"{tmp_path / 'mnist'}: no such folder" in str(info.value)

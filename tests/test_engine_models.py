@@ -207,7 +207,8 @@ def test_layer_matches_torch(name):
     assert_same_as_torch(layer, *weighted_sum(1), x, np.zeros(1))
 
 
-# --- the built-in models (harness/specs.py) ------------------------------------------------
+# --- the built-in models (harness/contract/specs.py)
+# ------------------------------------------------
 
 def cnn(rng=None, dtype=np.float32):
     return engine.Chain(

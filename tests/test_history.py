@@ -14,14 +14,15 @@ import numpy as np
 import pytest
 import yaml
 
-from harness.baselines import read_baselines, set_baseline
-from harness.ci_exports import BMF_MEASURES, bmf, github_benchmark
 from harness.cli import main
 from harness.cli import parser as _parser
-from harness.history import METRICS, Point, build_history, change_points, format_history
+from harness.contract.cases import Case
 from harness.measure.provenance import machine_fingerprint
-from harness.records import Case, CaseResult, EpochRecord, RunRecord, Status
-from harness.store import ResultsStore
+from harness.report.ci_exports import BMF_MEASURES, bmf, github_benchmark
+from harness.report.history import METRICS, Point, build_history, change_points, format_history
+from harness.results.baselines import read_baselines, set_baseline
+from harness.results.records import CaseResult, EpochRecord, RunRecord, Status
+from harness.results.store import ResultsStore
 
 REPO = Path(__file__).resolve().parents[1]
 MACHINE = machine_fingerprint("Test CPU", 2, "openblas 0.3 Test")
@@ -117,7 +118,7 @@ def series(values: list[float], spread: float = 0.0) -> list[Point]:
 
 
 def commit_of(i: int):
-    from harness.history import Commit
+    from harness.report.history import Commit
 
     return Commit(f"c{i:02d}", i)
 
@@ -240,7 +241,7 @@ def test_adh_results_exports_both_formats(stored: ResultsStore, tmp_path: Path, 
 
 
 def test_baseline_per_machine(repo, tmp_path: Path, monkeypatch, capsys) -> None:
-    import harness.baselines as baselines
+    import harness.results.baselines as baselines
 
     path, shas = repo
     monkeypatch.setattr(baselines, "this_machine", lambda: MACHINE)
@@ -354,7 +355,7 @@ def test_compare_store_goes_with_against(tmp_path: Path, capsys) -> None:
 
 
 def test_adh_baseline_prints_the_commit(repo, monkeypatch, capsys) -> None:
-    import harness.baselines as baselines
+    import harness.results.baselines as baselines
 
     path, shas = repo
     monkeypatch.setattr(baselines, "this_machine", lambda: MACHINE)

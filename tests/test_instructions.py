@@ -9,12 +9,14 @@ from dataclasses import replace
 
 import pytest
 
-from harness import cli, runner
+from harness import cli
+from harness.contract.cases import Case
 from harness.measure.instructions import counted_instructions
-from harness.records import Case, CaseResult, EpochRecord, RunRecord, Status
-from harness.runner import RunOptions, WorkerError, run_case, run_worker
-from harness.store import SCHEMA_VERSION, TURN_COLUMNS, ResultsStore
-from harness.tables import format_model_tables, model_summary
+from harness.results.records import CaseResult, EpochRecord, RunRecord, Status
+from harness.results.store import SCHEMA_VERSION, TURN_COLUMNS, ResultsStore
+from harness.results.tables import format_model_tables, model_summary
+from harness.run import runner
+from harness.run.runner import RunOptions, WorkerError, run_case, run_worker
 
 CASE = Case(suite="s", model="mlp", framework="engine-static", dataset="mnist-10k", epochs=1,
             train_limit=500)

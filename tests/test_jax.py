@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.frameworks import get_framework, missing_packages
-from harness.specs import ModelSpec, conv, dense, flatten, get_model, maxpool
+from harness.contract.frameworks import get_framework, missing_packages
+from harness.contract.specs import ModelSpec, conv, dense, flatten, get_model, maxpool
+from harness.contract.weights import initial_weights
 from harness.testing import parametrize_with_checks
-from harness.weights import initial_weights
 
 if missing_packages("jax"):
     pytest.skip(f"jax {missing_packages('jax')}", allow_module_level=True)
@@ -114,8 +114,9 @@ def test_memray_sees_the_buffers_xla_allocates_for_a_step():
 
 
 def test_jax_profiles_its_step_by_the_jax_ops_of_its_xla_instructions():
-    from harness.profile import UNACCOUNTED, profile_case
-    from harness.records import Case
+    from harness.contract.cases import Case
+    from harness.results.profiles import UNACCOUNTED
+    from harness.run.profile import profile_case
 
     result = profile_case(Case("profile", "mlp", "jax", "mnist-10k", threads=1), steps=4,
                           warmup=1, block=2)
@@ -130,7 +131,7 @@ def test_jax_profiles_its_step_by_the_jax_ops_of_its_xla_instructions():
 def test_jax_profiles_its_step_as_one_row_of_xlas_costs_where_the_trace_has_no_instruction(
         monkeypatch):
     import references.jax
-    from harness.flops import train_step_flops
+    from harness.contract.flops import train_step_flops
 
     monkeypatch.setattr(references.jax, "xla_profiled_steps", lambda events, ops: [])
     spec = get_model("mlp")
@@ -149,7 +150,7 @@ def test_jax_counts_a_recurrent_step_as_the_harness_does():
     """XLA's cost analysis counts the body of the recurrence's scan once, not once per time
     step; the step's count (for a profile without instructions) is the harness's instead. In
     the profile, the loop's instruction holds its body's: the body's are counted, once."""
-    from harness.flops import train_step_flops
+    from harness.contract.flops import train_step_flops
 
     spec = get_model("rnn")
     framework = get_framework("jax")(spec, initial_weights(spec, 0), "float32", 1)

@@ -15,8 +15,8 @@ import pytest
 import threadpoolctl
 
 import harness
-from harness.specs import MODELS
-from harness.threads import THREAD_VARIABLES, pin_threads
+from harness.contract.specs import MODELS
+from harness.measure.threads import THREAD_VARIABLES, pin_threads
 
 PYTHON_DOC = Path(__file__).parents[1] / "docs" / "python.md"
 
@@ -30,7 +30,7 @@ def python(code: str) -> subprocess.CompletedProcess:
 def test_pin_threads_after_numpy_resizes_the_running_pools():
     result = python("import numpy\n"
                     "from threadpoolctl import threadpool_info\n"
-                    "from harness.threads import pin_threads\n"
+                    "from harness.measure.threads import pin_threads\n"
                     "pin_threads(1)\n"
                     "print(sorted({pool['num_threads'] for pool in threadpool_info()}))\n")
     assert result.returncode == 0, result.stderr
@@ -41,7 +41,7 @@ def test_pin_threads_after_numpy_resizes_the_running_pools():
                     reason="needs a Linux process allowed on 2 or more CPUs")
 def test_pin_affinity_keeps_the_process_on_as_many_cpus_as_threads():
     result = python("import os\n"
-                    "from harness.threads import pin_affinity\n"
+                    "from harness.measure.threads import pin_affinity\n"
                     "everything = os.sched_getaffinity(0)\n"
                     "pin_affinity(len(everything))\n"
                     "print(os.sched_getaffinity(0) == everything)\n"
@@ -112,10 +112,11 @@ def test_the_conformance_kit_and_the_framework_contract_load_neither_pandas_nor_
     """A plugin author's tests import the kit and the contract: they stay light (numpy only),
     the results' tables (pandas) and the memory pass (memray) load where they are used."""
     result = python("import sys\n"
-                    "import harness.frameworks, harness.frameworks.base, harness.testing\n"
+                    "import harness.contract.frameworks, harness.contract.frameworks.base, "
+                    "harness.testing\n"
                     "print(sorted({'pandas', 'memray'} & set(sys.modules)))\n")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
     # the check that can fail: the results' tables do load pandas
-    tables = python("import sys\nimport harness.tables\nprint('pandas' in sys.modules)\n")
+    tables = python("import sys\nimport harness.results.tables\nprint('pandas' in sys.modules)\n")
     assert tables.stdout.strip() == "True", tables.stderr

@@ -407,7 +407,7 @@ def test_drift_probe_and_its_judgement() -> None:
 
 @pytest.mark.slow
 def test_rounds_for_a_ratio_interval_at_a_spread() -> None:
-    from harness.stats import ratio_half_width, rounds_for
+    from harness.measure.stats import ratio_half_width, rounds_for
 
     # A ratio of two processes scatters by √2 x 3 % on the logarithms. Below 6 pairs the median's
     # interval is Student's t (t(0.975, 4) = 2.7764 at 5); from 6 it runs between order
@@ -429,7 +429,7 @@ def test_a_ratio_interval_holds_a_rerun_at_about_the_nominal_rate() -> None:
     """Two runs of the same command, each a median over its rounds: the second's estimate falls
     inside the first's 95 % PI (stats.ratio_estimate) about 95 times in 100, where the median's
     confidence interval holds it less often (it is about the true ratio, not the next run's)."""
-    from harness.stats import estimate, ratio_estimate
+    from harness.measure.stats import estimate, ratio_estimate
 
     rng = np.random.default_rng(7)
     for rounds in (4, 6, 10, 12):

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from harness.cli import main
-from harness.data import load_dataset
-from harness.data.mnist10k import load as load_mnist10k
+from harness.contract.cases import case_spec, dataset_file
+from harness.contract.data import load_dataset
+from harness.contract.data.mnist10k import load as load_mnist10k
+from harness.contract.specs import MODELS, Layer, get_model, model_names
 from harness.errors import DatasetError, UsageError
-from harness.specs import MODELS, Layer, get_model, model_names
-from harness.store import ResultsStore
-from harness.suites import load_suite
-from harness.worker import case_spec, dataset_file
+from harness.results.store import ResultsStore
+from harness.run.suites import load_suite
 from toy_adapters import activate, build_distribution
 
 DOCS = Path(__file__).parent.parent / "docs" / "models.md"
@@ -176,9 +176,9 @@ def test_a_missing_dataset_file_is_one_line_and_exit_2(tmp_path, capsys):
 
 PLUGIN = '''
 import numpy as np
-from harness.data import Dataset
-from harness.data.dataset import arrays_checksum
-from harness.specs import ModelSpec, dense
+from harness.contract.data import Dataset
+from harness.contract.data.dataset import arrays_checksum
+from harness.contract.specs import ModelSpec, dense
 
 TINY = ModelSpec("ignored", "a tiny dense net", (784,), (dense(784, 10),),
                  loss="softmax_cross_entropy", optimizer="sgd", lr=0.1)

@@ -11,14 +11,15 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from harness import plan as plan_module
 from harness.cli import main
-from harness.plan import PlannedCase, _fit_problems, format_duration, make_plan
-from harness.records import Case, CaseResult, Status
-from harness.runner import RunOptions
-from harness.store import ResultsStore
-from harness.suites import load_suite
-from harness.tables import FORCED_NOTE
+from harness.contract.cases import Case
+from harness.results.records import CaseResult, Status
+from harness.results.store import ResultsStore
+from harness.results.tables import FORCED_NOTE
+from harness.run import plan as plan_module
+from harness.run.plan import PlannedCase, _fit_problems, format_duration, make_plan
+from harness.run.runner import RunOptions
+from harness.run.suites import load_suite
 from toy_adapters import activate, build_distribution, launches, write_suite
 
 
@@ -165,7 +166,7 @@ def test_memory_beyond_what_is_free_is_refused(tmp_path, capsys, monkeypatch, tw
 
 def test_a_framework_not_installed_or_broken_is_a_problem_and_na_is_not(
         tmp_path, capsys, monkeypatch, toys, two_cpus):
-    from harness import frameworks
+    from harness.contract import frameworks
 
     chatty = ("import os\nfrom toy_adh import ToyOk\nprint('hello from toy_chatty')\n"
               "os.write(1, b'and from C\\n')\n\n"
@@ -296,7 +297,7 @@ def test_a_suite_that_names_a_plugin_not_installed_runs_the_rest(tmp_path, capsy
     """The built-in suites name this project's plugins (tinygrad, autograd): where they are not
     installed, the suite loads, their cases are n/a with the command that installs them, and
     the rest runs; a name nobody ships is still a typo."""
-    from harness import frameworks
+    from harness.contract import frameworks
 
     installed = frameworks.registrations()
     monkeypatch.setattr(frameworks, "registrations", lambda: {
@@ -319,7 +320,7 @@ def test_a_suite_that_names_a_plugin_not_installed_runs_the_rest(tmp_path, capsy
 
 
 def test_a_check_of_a_plugin_not_installed_is_na_with_the_install_command(monkeypatch, capsys):
-    from harness import frameworks
+    from harness.contract import frameworks
 
     installed = frameworks.registrations()
     monkeypatch.setattr(frameworks, "registrations", lambda: {

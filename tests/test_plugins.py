@@ -10,10 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import runner
 from harness.cli import main
-from harness.errors import UsageError
-from harness.frameworks import (
+from harness.contract.frameworks import (
     BUILTIN,
     EXTRAS,
     FrameworkError,
@@ -21,13 +19,15 @@ from harness.frameworks import (
     get_framework,
     registration,
 )
-from harness.frameworks.base import Framework, why_unsupported
+from harness.contract.frameworks.base import Framework, why_unsupported
+from harness.contract.specs import MODELS
+from harness.errors import UsageError
 from harness.measure.provenance import code_version
-from harness.records import FINISHED, Status
-from harness.runner import RunOptions, run_case, run_suite
-from harness.specs import MODELS
-from harness.store import ResultsStore
-from harness.suites import load_suite
+from harness.results.records import FINISHED, Status
+from harness.results.store import ResultsStore
+from harness.run import runner
+from harness.run.runner import RunOptions, run_case, run_suite
+from harness.run.suites import load_suite
 from test_runner import NEVER_FLAG, fake_timing
 from toy_adapters import activate, build_distribution, launches, write_suite
 
@@ -183,7 +183,7 @@ def test_resume_measures_a_plugin_again_after_its_version_changed(toy_dist, tmp_
 BROKEN_MODULES = {
     "toy_needs.py": "import toy_missing_dependency_xyz  # not installed\n",
     "toy_raises.py": "raise RuntimeError('boom at import')\n",
-    "toy_half.py": "from harness.frameworks.base import Framework\n\n\n"
+    "toy_half.py": "from harness.contract.frameworks.base import Framework\n\n\n"
                    "class Half(Framework):\n    def train_step(self, x, y):\n        pass\n",
 }
 BROKEN_ENTRIES = {
@@ -216,7 +216,7 @@ def broken(toy_dist, tmp_path, monkeypatch):
     ("toy-typo", "framework 'toy-typo' from package 'toy_broken 1.2' cannot be loaded: module "
                  "'toy_adh' has no 'Nope' (entry point 'toy_adh:Nope')"),
     ("toy-not-a-class", "framework 'toy-not-a-class' from package 'toy_broken 1.2' is not a "
-                        "harness.frameworks.base.Framework subclass (toy_adh:ADAPTERS)"),
+                        "harness.contract.frameworks.base.Framework subclass (toy_adh:ADAPTERS)"),
 ])
 def test_a_plugin_that_cannot_be_loaded_says_why_and_names_its_package(broken, name, message):
     with pytest.raises(FrameworkError) as error:

@@ -1,4 +1,5 @@
-"""The process door (harness/frameworks/process.py, docs/process-protocol.md): a scripted child
+"""The process door (harness/contract/frameworks/process.py, docs/process-protocol.md): a scripted
+child
 for the protocol's edges, and the engine served through it (`engine-static@process`)."""
 from __future__ import annotations
 
@@ -9,14 +10,17 @@ import textwrap
 import numpy as np
 import pytest
 
-from harness import UsageError, frameworks, worker
-from harness.frameworks import get_framework, known_framework
-from harness.frameworks.process import ProcessError, ProcessFramework
-from harness.records import Case, Status
-from harness.specs import get_model
-from harness.suites import load_suite
+from harness import UsageError
+from harness.contract import frameworks
+from harness.contract.cases import Case, PreparedCase
+from harness.contract.frameworks import get_framework, known_framework
+from harness.contract.frameworks.process import ProcessError, ProcessFramework
+from harness.contract.specs import get_model
+from harness.contract.weights import initial_weights
+from harness.results.records import Status
+from harness.run import worker
+from harness.run.suites import load_suite
 from harness.testing import check_framework
-from harness.weights import initial_weights
 
 # A child that speaks the protocol without computing anything: its first argument says how it
 # misbehaves. Every step "takes" 0.25 s by its clock and allocates 1000 bytes in 2 blocks.
@@ -156,7 +160,7 @@ def test_a_door_with_several_steps_a_message_trains_as_the_engine_in_process():
 def test_memory_is_the_childs(child, monkeypatch):
     scripted = child("steps")
     monkeypatch.setattr(frameworks, "get_framework", lambda name: scripted)
-    monkeypatch.setattr(worker, "prepare", lambda case, data_dir: worker.PreparedCase(
+    monkeypatch.setattr(worker, "prepare", lambda case, data_dir: PreparedCase(
         get_model("mlp"), None, np.zeros((300, 784), np.float32), np.zeros(300, np.int64),
         np.zeros(300, np.int64), None, None))
     case = Case("s", "mlp", scripted.name, "mnist-10k", epochs=2, threads=1)

@@ -14,24 +14,23 @@ from engine.ops.elementwise import Tanh
 from engine.optim import SGD
 from engine.profile import profiled
 from harness.cli import main
+from harness.contract.cases import Case
+from harness.contract.flops import train_step_flops
+from harness.contract.profiling import OpCall, ProfiledStep
+from harness.contract.specs import MODELS, get_model
+from harness.contract.weights import initial_weights
 from harness.errors import UsageError
-from harness.flops import train_step_flops
-from harness.profile import (
+from harness.report.roofline import roofline
+from harness.results.profiles import (
     PROFILE_SUFFIX,
     UNACCOUNTED,
-    OpCall,
-    ProfiledStep,
     ProfileRow,
     SavedProfile,
     chrome_trace,
-    profile_case,
     profile_table,
     read_profiles,
 )
-from harness.records import Case
-from harness.report.roofline import roofline
-from harness.specs import MODELS, get_model
-from harness.weights import initial_weights
+from harness.run.profile import profile_case
 from references.pytorch import TorchFramework
 from toy_adapters import BANDWIDTH, GEMM_PEAK
 
@@ -122,7 +121,7 @@ def _lstm_in_products(self, x):
 
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_the_specs_flops_are_torchs(model, monkeypatch):
-    """harness/flops.py against torch's FlopCounterMode on a forward and backward pass."""
+    """harness/contract/flops.py against torch's FlopCounterMode on a forward and backward pass."""
     from references.pytorch import LastState
 
     spec = get_model(model)
@@ -316,7 +315,7 @@ HLO = "\n".join([
 
 
 def test_xla_instructions_are_named_by_the_jax_op_they_compute():
-    from harness.profile import xla_ops
+    from harness.contract.profiling import xla_ops
 
     ops = xla_ops(HLO, "SpecModel")
     assert ops["ynn_fusion.6"] == ("layer_0/dot_general", "forward")
@@ -329,7 +328,7 @@ def test_xla_instructions_are_named_by_the_jax_op_they_compute():
 
 
 def test_xla_steps_hold_the_innermost_instructions_that_start_within_them():
-    from harness.profile import xla_profiled_steps
+    from harness.contract.profiling import xla_profiled_steps
 
     ops = {"while": ("RNN_0/while", "forward"), "dot": ("h/dot_general", "forward")}
     events = [{"ph": "X", "name": "adh::train_step", "tid": 1, "ts": 0.0, "dur": 100.0},
@@ -352,7 +351,7 @@ def test_adh_profile_names_an_unknown_framework(capsys):
 
 
 def _engine(spec):
-    from harness.frameworks.engine import EngineStatic
+    from harness.contract.frameworks.engine import EngineStatic
 
     return EngineStatic(spec, initial_weights(spec, 0), "float32", 1)
 

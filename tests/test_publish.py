@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.store import ResultsStore
+from harness.results.store import ResultsStore
 from test_history import repo, result  # noqa: F401  (repo: a fixture, used by name)
 
 

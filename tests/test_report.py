@@ -19,11 +19,9 @@ import pandas as pd
 import pytest
 from matplotlib.container import ErrorbarContainer
 
-from harness import tables
+from harness.contract.cases import Case
 from harness.errors import UsageError
 from harness.measure.policy import FlagPolicy
-from harness.profile import UNACCOUNTED, ProfileRow, SavedProfile
-from harness.records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord
 from harness.report import build_report, figures, rates
 from harness.report.build import (
     load_suite_data,
@@ -32,7 +30,10 @@ from harness.report.build import (
     regenerate_note,
 )
 from harness.report.style import FRAMEWORKS, framework_look, framework_order, variant_look
-from harness.store import ResultsStore
+from harness.results import tables
+from harness.results.profiles import UNACCOUNTED, ProfileRow, SavedProfile
+from harness.results.records import BatchRecord, CaseResult, EpochRecord, RunRecord
+from harness.results.store import ResultsStore
 
 GIB, MIB = 2 ** 30, 2 ** 20
 DEFAULT_POLICY = FlagPolicy()  # frozen: safe to share as a default
@@ -288,7 +289,7 @@ def test_model_tables_give_every_ratio_its_interval(store: ResultsStore) -> None
 def test_an_accuracy_difference_is_judged_against_the_seeds_spread() -> None:
     """A difference to torch's accuracy is called only beyond what seeds alone give (paired by
     seed, Student's t over the seeds); one seed never gets a verdict."""
-    from harness.stats import format_difference, mean_difference
+    from harness.measure.stats import format_difference, mean_difference
 
     # seeds that scatter by several points around a 1-point difference: no verdict ("≈")
     scattered = mean_difference([4.0, -2.5, 1.5])
@@ -306,7 +307,7 @@ def test_an_accuracy_difference_is_judged_against_the_seeds_spread() -> None:
 
 
 def test_a_ratio_whose_interval_holds_1_is_no_difference() -> None:
-    from harness.stats import Estimate, estimate, format_ratio, paired_ratio
+    from harness.measure.stats import Estimate, estimate, format_ratio, paired_ratio
 
     assert format_ratio(Estimate(0.62, 0.58, 0.66, 3)) == "0.62x (95% PI 0.58-0.66) faster"
     assert format_ratio(Estimate(1.3, 1.1, 1.5, 3)) == "1.30x (95% PI 1.10-1.50) slower"
@@ -316,7 +317,7 @@ def test_a_ratio_whose_interval_holds_1_is_no_difference() -> None:
     wide = Estimate(0.73, 0.40, 1.90, 3)
     assert format_ratio(wide).startswith("undecided: 0.73x (95% PI 0.40-1.90; about ")
     assert format_ratio(wide).endswith(" paired processes for ±10%)")
-    from harness.stats import processes_to_narrow
+    from harness.measure.stats import processes_to_narrow
     narrower = processes_to_narrow(wide)
     assert narrower is not None and narrower > 3
     assert processes_to_narrow(Estimate(1.0, 0.95, 1.05, 6)) <= 6  # ±5 % already
@@ -337,7 +338,7 @@ def test_a_round_that_took_turns_is_a_ratio_turn_by_turn() -> None:
     """Where the host slowed one process's later turns only (a busy second), the medians of the
     two processes disagree, the ratio turn by turn does not; turns of warm-up only are skipped;
     without turns (or with turn lists that do not match) it is the ratio of the medians."""
-    from harness.stats import round_ratio
+    from harness.measure.stats import round_ratio
 
     engine = [None, 1.0, 1.0, 2.0, 2.0, 2.0]  # the host twice as slow from the 4th turn on
     torch = [2.0, 2.0, 2.0, 4.0, 4.0, 4.0]
@@ -735,8 +736,8 @@ def test_latex_tables_fit_the_page() -> None:
 
 @pytest.mark.slow
 def test_the_report_opens_with_its_setup_and_parity(store: ResultsStore, tmp_path: Path) -> None:
-    from harness.check import TOLERANCES, CheckResult, Parity
     from harness.report.parity import ParityCheck
+    from harness.run.check import TOLERANCES, CheckResult, Parity
 
     parity = Parity(1e-6, "0.weight", 2e-6, 0, 3e-6, "0.bias", 1.0, TOLERANCES["float32"])
     results = [CheckResult("cnn", "engine-static", "float32", parity=parity)]

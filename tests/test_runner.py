@@ -13,14 +13,15 @@ import threading
 
 import pytest
 
-from harness import runner
-from harness.frameworks import available, get_framework
+from harness.contract.cases import Case
+from harness.contract.frameworks import available, get_framework
 from harness.measure.policy import FlagPolicy
-from harness.records import Case, CaseResult
-from harness.runner import RunOptions, WorkerError, run_case, run_suite
-from harness.store import ResultsStore
-from harness.suites import load_suite
-from harness.tables import format_model_tables, model_summary, reported_facts
+from harness.results.records import CaseResult
+from harness.results.store import ResultsStore
+from harness.results.tables import format_model_tables, model_summary, reported_facts
+from harness.run import runner
+from harness.run.runner import RunOptions, WorkerError, run_case, run_suite
+from harness.run.suites import load_suite
 from toy_adapters import (
     BANDWIDTH,
     GEMM_PEAK,
@@ -591,9 +592,9 @@ def test_when_time_is_short_the_contestants_ratios_get_the_round(monkeypatch):
     (the contestant) goes first, the widest first, as many as fit; the rest wait."""
     import pandas as pd
 
-    from harness import tables
-    from harness.stats import Estimate
-    from harness.suites import MoreRounds
+    from harness.measure.stats import Estimate
+    from harness.results import tables
+    from harness.run.suites import MoreRounds
 
     frameworks = ["engine-static", "jax", "torch"]
     units = [[CaseResult(Case(suite="s", model=model, framework=fw, dataset="mnist-10k"),
@@ -662,7 +663,7 @@ def test_a_framework_that_slows_down_keeps_its_slow_steps(monkeypatch, tmp_path)
     """The drift filter is neutral: a framework whose every pass slows down halfway, on a host
     whose probes stay put, is neither retried nor flagged; its slow steps stay in its step time,
     and the tables say that its level shifts recur."""
-    from harness.tables import own_level_shifts
+    from harness.results.tables import own_level_shifts
 
     case = Case(suite="s", model="mlp", framework="engine-static", dataset="mnist-10k")
     slowing = [0.01] * 30 + [0.02] * 30  # each pass: 30 steps at 10 ms, then 30 at 20 ms

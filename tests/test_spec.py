@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.specs import MODELS, Parameter
+from harness.contract.specs import MODELS, Parameter
 
 
 @pytest.mark.parametrize("name", MODELS)

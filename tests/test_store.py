@@ -1,4 +1,5 @@
-"""Tests of harness.store: round trip, frames, resume semantics, replacement, atomicity, export
+"""Tests of harness.results.store: round trip, frames, resume semantics, replacement, atomicity,
+export
 and the refusal of files that are not a usable store."""
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.records import BatchRecord, Case, CaseResult, EpochRecord, RunRecord, Status
-from harness.store import (
+from harness.contract.cases import Case
+from harness.results.records import BatchRecord, CaseResult, EpochRecord, RunRecord, Status
+from harness.results.store import (
     CASE_COLUMNS,
     CHILD_TABLES,
     DEFAULT_PATH,

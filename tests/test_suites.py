@@ -8,10 +8,10 @@ import tomllib
 
 import pytest
 
+from harness.contract.frameworks import available
+from harness.contract.specs import MODELS
 from harness.errors import UsageError
-from harness.frameworks import available
-from harness.specs import MODELS
-from harness.suites import SETTINGS, SWEPT, builtin_suites, load_suite
+from harness.run.suites import SETTINGS, SWEPT, builtin_suites, load_suite
 
 BUILTIN = sorted(builtin_suites())
 

@@ -1,4 +1,5 @@
-"""Tests of harness.system: the facts on this machine, the pure parsers, no numpy at import."""
+"""Tests of harness.measure.system: the facts on this machine, the pure parsers, no numpy at
+import."""
 from __future__ import annotations
 
 import json
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.system import (
+from harness.measure.system import (
     NOT_EXPOSED,
     Fact,
     aslr_fact,
@@ -128,7 +129,7 @@ def test_provenance_facts_are_flat_json_without_blas():
 
 
 def test_import_and_provenance_do_not_import_numpy():
-    code = ("import sys, harness.system as s; a = 'numpy' in sys.modules; "
+    code = ("import sys, harness.measure.system as s; a = 'numpy' in sys.modules; "
             "s.provenance_facts(sample_s=0); print(a, 'numpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                          text=True, check=True, env={**os.environ, "PYTHONPATH": str(REPO)})

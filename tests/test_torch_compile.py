@@ -8,10 +8,10 @@ import os
 import numpy as np
 import pytest
 
-from harness.frameworks import get_framework
-from harness.specs import DTYPES, get_model
+from harness.contract.frameworks import get_framework
+from harness.contract.specs import DTYPES, get_model
+from harness.contract.weights import initial_weights
 from harness.testing import parametrize_with_checks
-from harness.weights import initial_weights
 
 torch = pytest.importorskip("torch")
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import engine
-from harness.frameworks import get_framework
-from harness.frameworks.engine import build_engine_model
-from harness.specs import (
+from harness.contract.frameworks import get_framework
+from harness.contract.frameworks.engine import build_engine_model
+from harness.contract.specs import (
     MLP,
     MODELS,
     RNN,
@@ -26,7 +26,7 @@ from harness.specs import (
     maxpool,
     scaled,
 )
-from harness.weights import check_weights, initial_weights
+from harness.contract.weights import check_weights, initial_weights
 
 SPECS = {**MODELS, **{s.name: s for s in (scaled(MLP, width=32), scaled(RNN, seq_len=7))}}
 
@@ -104,9 +104,9 @@ def test_parameter_list_of_a_small_cnn():
 
 
 def test_weights_import_neither_the_engine_nor_any_adapter():
-    code = ("import sys, harness.weights; print(sorted(m for m in sys.modules"
+    code = ("import sys, harness.contract.weights; print(sorted(m for m in sys.modules"
             " if m.split('.')[0] in ('engine', 'torch', 'references')"
-            " or m.startswith('harness.frameworks')))")
+            " or m.startswith('harness.contract.frameworks')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).parents[1])  # this checkout's harness
     assert out.stdout.strip() == "[]"
@@ -146,6 +146,13 @@ def test_glorot_uniform_bounds_and_spread_and_zero_biases():
                 assert abs(w.mean()) < 0.01 * limit, p.name
                 assert w.var() == pytest.approx(limit ** 2 / 3, rel=0.03), p.name
     assert np.abs(initial_weights(MODELS["cnn"], 0)["0.weight"]).max() <= np.sqrt(6 / (25 + 150))
+
+
+def test_every_initializer_a_spec_may_name_draws():
+    from harness.contract.specs import INITS
+    from harness.contract.weights import INITIALIZERS
+
+    assert sorted(INITIALIZERS) == sorted(INITS)
 
 
 def test_an_unknown_initializer_is_named():

@@ -20,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..baselines import BASELINES, baseline, set_baseline
+    from harness.results.baselines import BASELINES, baseline, set_baseline
 
     if args.set:
         commit, machine, dropped = set_baseline()

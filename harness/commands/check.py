@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import argparse
 
-from .common import measuring
-from .common_args import add_data_dir, add_no_wait, add_threads, positive_int
+from harness.commands.common import measuring
+from harness.commands.common_args import add_data_dir, add_no_wait, add_threads, positive_int
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -48,7 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..check import (
+    from harness.run.check import (
         ENGINES,
         check_frameworks,
         format_failures,

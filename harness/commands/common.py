@@ -7,19 +7,19 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import UsageError
+from harness.errors import UsageError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..cluster import ClusterOptions
-    from ..store import ResultsStore
-    from ..suites import Suite
+    from harness.results.store import ResultsStore
+    from harness.run.cluster import ClusterOptions
+    from harness.run.suites import Suite
 
 
 def measuring(args: argparse.Namespace) -> AbstractContextManager[None]:
     """The machine-wide measurement lock: one adh measurement at a time on this machine."""
-    from ..measure.lock import measurement_lock
+    from harness.measure.lock import measurement_lock
 
     return measurement_lock(wait=not args.no_wait)
 
@@ -28,7 +28,7 @@ def counting(args: argparse.Namespace) -> bool:
     """Whether to count instructions; before anything runs, UsageError (exit 2) saying what to
     install when valgrind or the C compiler it needs is missing."""
     if args.count_instructions:
-        from ..measure.instructions import marks_library, require_valgrind
+        from harness.measure.instructions import marks_library, require_valgrind
 
         require_valgrind()
         marks_library()
@@ -37,8 +37,8 @@ def counting(args: argparse.Namespace) -> bool:
 
 def refuse_misplaced(text: str, expected: str, command: str) -> None:
     """UsageError saying what to type instead where `text`, given to `adh COMMAND` in the place
-    of `expected`, is something else (harness.arguments.misplaced)."""
-    from ..arguments import misplaced
+    of `expected`, is something else (harness.commands.arguments.misplaced)."""
+    from harness.commands.arguments import misplaced
 
     problem = misplaced(text, expected, command)
     if problem:
@@ -48,9 +48,9 @@ def refuse_misplaced(text: str, expected: str, command: str) -> None:
 def load_suite(name: str, command: str, overrides: dict | None = None) -> Suite:
     """The suite `name`; a UsageError saying what to type instead where `name` is a store, a
     model or another thing that is not a suite."""
-    from ..arguments import is_store
-    from ..suites import builtin_suites
-    from ..suites import load_suite as load
+    from harness.commands.arguments import is_store
+    from harness.run.suites import builtin_suites
+    from harness.run.suites import load_suite as load
 
     if name not in builtin_suites() and (is_store(name) or not Path(name).is_file()):
         refuse_misplaced(name, "suite", command)
@@ -60,7 +60,7 @@ def load_suite(name: str, command: str, overrides: dict | None = None) -> Suite:
 def stored(path: str, command: str) -> ResultsStore:
     """The store at `path` (an older schema upgraded, as any opening for writing does);
     UsageError if there is none."""
-    from ..store import ResultsStore
+    from harness.results.store import ResultsStore
 
     refuse_misplaced(path, "store", command)
     if not Path(path).exists():
@@ -81,7 +81,7 @@ def cluster_options(args: argparse.Namespace, suite_name: str, store: str
                     ) -> ClusterOptions | None:
     """The cluster options of `adh run` or `adh compare --against`, or None without --executor
     (and then a UsageError if a cluster option was given alone)."""
-    from ..cluster import ClusterOptions, parse_time
+    from harness.run.cluster import ClusterOptions, parse_time
 
     if args.executor is None:
         given = [flag for flag, value in (("--partition", args.partition), ("--time", args.time),
@@ -99,8 +99,8 @@ def model_tables(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFrame, 
     """The per-model tables of the measured (Status.OK) cases among `cases`, and of those their
     framework does not support (n/a, with the reason). UsageError if the cases ran on different
     machines, unless `allow_mixed_machines`; `what` names them in its message."""
-    from ..machines import require_one_machine
-    from ..tables import (
+    from harness.results.machines import require_one_machine
+    from harness.results.tables import (
         first_call_memory,
         format_model_tables,
         host_steadiness,

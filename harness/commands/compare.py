@@ -7,9 +7,21 @@ import sys
 from contextlib import nullcontext
 from pathlib import Path
 
-from ..errors import UsageError
-from .common import cluster_options, counting, load_suite, measuring, refuse_misplaced
-from .common_args import add_cluster, add_data_dir, add_mixed_machines, add_no_wait, positive_int
+from harness.commands.common import (
+    cluster_options,
+    counting,
+    load_suite,
+    measuring,
+    refuse_misplaced,
+)
+from harness.commands.common_args import (
+    add_cluster,
+    add_data_dir,
+    add_mixed_machines,
+    add_no_wait,
+    positive_int,
+)
+from harness.errors import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -60,17 +72,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from ..compare import Thresholds, compare, exit_code, load_result_set, to_json, to_markdown
-    from ..machines import require_one_machine
-    from ..tables import host_steadiness
+    from harness.results.compare import (
+        Thresholds,
+        compare,
+        exit_code,
+        load_result_set,
+        to_json,
+        to_markdown,
+    )
+    from harness.results.machines import require_one_machine
+    from harness.results.tables import host_steadiness
 
     thresholds = Thresholds(min_factor=args.min_factor, alpha=args.alpha,
                             memory_tolerance=args.memory_tolerance,
                             instructions_tolerance=args.instructions_tolerance,
                             accuracy_tolerance_pp=args.accuracy_tolerance)
     if args.against:
-        from ..abtest import ab_test
-        from ..runner import RunOptions
+        from harness.run.abtest import ab_test
+        from harness.run.runner import RunOptions
 
         if args.base or args.new:
             raise UsageError("give either BASE and NEW, or --against REF, not both")
@@ -88,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
                             args.allow_mixed_machines)
         rows, labels = outcome.rows, (args.against, "working tree")
         if args.store:
-            from ..store import ResultsStore
+            from harness.results.store import ResultsStore
 
             with ResultsStore(args.store) as store:
                 for result in outcome.results:

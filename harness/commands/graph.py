@@ -4,9 +4,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import UsageError
-from .common import writable
-from .common_args import positive_int
+from harness.commands.common import writable
+from harness.commands.common_args import positive_int
+from harness.errors import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -29,8 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report.explain import draw, graph_dot
-    from ..specs import get_model
+    from harness.contract.specs import get_model
+    from harness.report.explain import draw, graph_dot
 
     spec = get_model(args.model)
     writable(args.out)

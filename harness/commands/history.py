@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import UsageError
-from .common import stored
-from .common_args import add_history
+from harness.commands.common import stored
+from harness.commands.common_args import add_history
+from harness.errors import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -28,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..history import build_history, format_history
+    from harness.report.history import build_history, format_history
 
     with stored(args.store, "history") as store:
         suites = [args.suite] if args.suite else store.suites()

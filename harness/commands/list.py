@@ -16,10 +16,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..data import DATASETS, dataset_names, load_dataset
-    from ..errors import DatasetError
-    from ..specs import get_model, model_names
-    from ..suites import builtin_suites, load_suite
+    from harness.contract.data import DATASETS, dataset_names, load_dataset
+    from harness.contract.specs import get_model, model_names
+    from harness.errors import DatasetError
+    from harness.run.suites import builtin_suites, load_suite
 
     suite = load_suite(args.suite) if args.suite else None
     print("models:")
@@ -56,7 +56,7 @@ def framework_lines() -> list[tuple[str, str, str, str]]:
     """(name, status, package and version, description) of every registered framework, each
     imported and checked: status "broken" when it cannot be used, the description then the
     reason, in one line."""
-    from ..frameworks import FrameworkError, clash_reason, load, registrations
+    from harness.contract.frameworks import FrameworkError, clash_reason, load, registrations
 
     lines = []
     for name, found in registrations().items():

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import refuse_misplaced
+from harness.commands.common import refuse_misplaced
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..merge import format_summary, merge_stores
+    from harness.results.merge import format_summary, merge_stores
 
     for path in (args.out, *args.inputs):
         refuse_misplaced(path, "store", "merge")

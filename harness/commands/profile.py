@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import measuring, refuse_misplaced
-from .common_args import add_data_dir, add_no_wait, add_threads, positive_int
+from harness.commands.common import measuring, refuse_misplaced
+from harness.commands.common_args import add_data_dir, add_no_wait, add_threads, positive_int
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -51,11 +51,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..frameworks import get_framework
-    from ..measure.roofs import bandwidth_gbs, gemm_peak_gflops
-    from ..profile import PROFILE_SUFFIX, format_profile, profile_case, write_profile, write_trace
-    from ..records import Case
-    from ..specs import get_model
+    from harness.contract.cases import Case
+    from harness.contract.frameworks import get_framework
+    from harness.contract.specs import get_model
+    from harness.measure.roofs import bandwidth_gbs, gemm_peak_gflops
+    from harness.results.profiles import PROFILE_SUFFIX, format_profile, write_profile, write_trace
+    from harness.run.profile import profile_case
 
     refuse_misplaced(args.model, "model", "profile")
     spec = get_model(args.model)

@@ -4,9 +4,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import UsageError
-from .common import stored, writable
-from .common_args import add_history
+from harness.commands.common import stored, writable
+from harness.commands.common_args import add_history
+from harness.errors import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..publish import publish
+    from harness.report.publish import publish
 
     with stored(args.store, "publish") as store:
         if not store.suites():

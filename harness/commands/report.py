@@ -6,9 +6,9 @@ import functools
 import sys
 from pathlib import Path
 
-from ..errors import UsageError
-from .common import refuse_misplaced
-from .common_args import add_data_dir, add_mixed_machines, add_store
+from harness.commands.common import refuse_misplaced
+from harness.commands.common_args import add_data_dir, add_mixed_machines, add_store
+from harness.errors import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -35,9 +35,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..profile import read_profiles
-    from ..report import build_report
-    from ..store import ResultsStore
+    from harness.report import build_report
+    from harness.results.profiles import read_profiles
+    from harness.results.store import ResultsStore
 
     refuse_misplaced(args.store, "store", "report")
     profiles = read_profiles(args.profiles) if args.profiles else []
@@ -57,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_parity(suite: str, data_dir: str | None, data):
     """The parity section's checks: `adh check --suite` on what the runs of `data` measured."""
-    from ..measure.provenance import code_version
-    from ..report.parity import check_suite
+    from harness.measure.provenance import code_version
+    from harness.report.parity import check_suite
 
     print(f"checking parity (adh check --suite {suite}; --no-check skips it) ...",
           file=sys.stderr)

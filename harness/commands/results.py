@@ -4,9 +4,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import UsageError
-from .common import model_tables, refuse_misplaced, stored
-from .common_args import add_mixed_machines, add_store
+from harness.commands.common import model_tables, refuse_misplaced, stored
+from harness.commands.common_args import add_mixed_machines, add_store
+from harness.errors import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -25,12 +25,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..store import newest_versions
+    from harness.results.store import newest_versions
 
     with stored(args.store, "results") as store:
         if args.export:
             if args.format in ("bmf", "github"):
-                from ..ci_exports import export
+                from harness.report.ci_exports import export
 
                 paths = export(store, args.export, args.format, args.suite,
                                args.allow_mixed_machines)

@@ -7,9 +7,15 @@ import sys
 import time
 from contextlib import nullcontext
 
-from ..errors import UsageError
-from .common import cluster_options, counting, load_suite, measuring, model_tables, refuse_misplaced
-from .common_args import (
+from harness.commands.common import (
+    cluster_options,
+    counting,
+    load_suite,
+    measuring,
+    model_tables,
+    refuse_misplaced,
+)
+from harness.commands.common_args import (
     add_cluster,
     add_data_dir,
     add_no_wait,
@@ -18,6 +24,7 @@ from .common_args import (
     nonnegative_int,
     positive_int,
 )
+from harness.errors import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -91,13 +98,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..measure.lock import expect_end
-    from ..measure.provenance import code_version
-    from ..measure.roofs import calibrate
-    from ..plan import estimate_line, format_duration, format_plan, format_problems, make_plan
-    from ..records import FINISHED, CaseResult, Status
-    from ..runner import RunOptions, run_suite
-    from ..store import ResultsStore
+    from harness.measure.lock import expect_end
+    from harness.measure.provenance import code_version
+    from harness.measure.roofs import calibrate
+    from harness.results.records import FINISHED, CaseResult, Status
+    from harness.results.store import ResultsStore
+    from harness.run.plan import (
+        estimate_line,
+        format_duration,
+        format_plan,
+        format_problems,
+        make_plan,
+    )
+    from harness.run.runner import RunOptions, run_suite
 
     refuse_misplaced(args.store, "store", "run")
     overrides = {k: v for k, v in {
@@ -117,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
                          timeout_s=args.timeout or suite.timeout_s, code_version=code_version(),
                          command=args.typed)
     if args.shard:
-        from ..shards import parse_shard, shard_suite
+        from harness.run.shards import parse_shard, shard_suite
 
         index, count = parse_shard(args.shard)
         whole = len(suite.cases)
@@ -133,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         plan = make_plan(suite, args.store, options, args.force)
         print(format_plan(plan))
         if cluster is not None and cluster.executor == "slurm" and not plan.blocking:
-            from ..cluster import dry_run, time_limit_min
+            from harness.run.cluster import dry_run, time_limit_min
 
             todo = [p for p in plan.cases if not (p.skipped or p.unsupported)]
             if not todo:
@@ -164,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
             if cluster is None:
                 outcome = run_suite(plan.suite, store, options)
             else:
-                from ..cluster import run_suite_on_cluster
+                from harness.run.cluster import run_suite_on_cluster
 
                 outcome = run_suite_on_cluster(
                     plan.suite, store, options, cluster, {p.key: p.estimate_s for p in plan.cases},

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import refuse_misplaced
+from harness.commands.common import refuse_misplaced
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -25,8 +25,8 @@ def run(args: argparse.Namespace) -> int:
     import json
     import math
 
-    from ..markdown import markdown_table
-    from ..specs import get_model
+    from harness.contract.specs import get_model
+    from harness.results.markdown import markdown_table
 
     refuse_misplaced(args.model, "model", "spec")
     spec = get_model(args.model)

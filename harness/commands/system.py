@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common_args import add_threads
+from harness.commands.common_args import add_threads
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -21,8 +21,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..measure.roofs import calibrate
-    from ..system import format_facts, roofs_facts, system_facts
+    from harness.measure.roofs import calibrate
+    from harness.measure.system import format_facts, roofs_facts, system_facts
 
     calibrate({args.threads})
     facts = system_facts(args.threads, steadiness_s=args.watch) + roofs_facts(args.threads)

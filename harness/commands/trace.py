@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import UsageError
+from harness.errors import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

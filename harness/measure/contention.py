@@ -103,7 +103,7 @@ def _running_children_cpu_s() -> float:
 
 class ContentionMeter:
     """Contention summed over several regions (`start` ... `stop`, as often as needed): a process
-    that takes turns with others (harness.runner's turns) counts only the regions it ran in."""
+    that takes turns with others (harness.run.runner's turns) counts only the regions it ran in."""
 
     def __init__(self) -> None:
         self.wall_s = self.own_cpu_s = self.machine_busy_s = 0.0

@@ -2,7 +2,7 @@
 
 What a process's speed depends on beyond its code is set here, before the process starts, the
 same for the engine, torch and any plugin, and written into each run's provenance:
-- threads: one count for BLAS, OpenMP and torch (harness.threads);
+- threads: one count for BLAS, OpenMP and torch (harness.measure.threads);
 - the allocator: glibc's malloc with a fixed mmap threshold and no heap trimming. With its
   defaults, glibc adapts the mmap threshold and trims the heap as a process goes, and the order
   of a process's early allocations decides whether it keeps reusing heap memory or maps and
@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from harness.threads import THREAD_VARIABLES
+from harness.measure.threads import THREAD_VARIABLES
 
 ALLOCATOR_POLICY = {
     "MALLOC_MMAP_THRESHOLD_": str(32 * 2**20),  # blocks under 32 MiB come from the heap

@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ..errors import UsageError
+from harness.errors import UsageError
 
 WARMUP_STEPS = 2
 COUNTED_STEPS = 5

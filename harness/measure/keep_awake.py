@@ -2,7 +2,8 @@
 
 On the shared VMs this harness runs on, a virtual CPU that goes idle is handed back to the host,
 and when it wakes it may run on another physical core, at another speed: processes that took
-turns (harness.runner.run_turns) ran each turn at one of two levels about 1.6x apart, changing at
+turns (harness.run.runner.run_turns) ran each turn at one of two levels about 1.6x apart, changing
+at
 the turns' boundaries, where the waiting process's CPUs had gone idle. A process per CPU that
 spins under SCHED_IDLE keeps the CPUs from going idle (as a kernel booted with idle=poll would);
 the scheduler runs it only when nothing else wants that CPU, and a measured thread that wakes

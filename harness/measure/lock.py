@@ -19,7 +19,7 @@ from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..errors import LockBusy, LockWaitStopped
+from harness.errors import LockBusy, LockWaitStopped
 
 DEFAULT_LOCK_FILE = Path("/tmp/autodiff-harness-measure.lock")
 

@@ -49,7 +49,7 @@ class ProcessFacts:
     steal_s: float | None = None  # the host's steal time over all CPUs during the region
     probe_s: float | None = None  # the drift probe timed in this process before the region
     # The cores its steps used after the warm-up: the process's CPU time over their wall time,
-    # both read around each step (harness.worker.StepRecorder.cores_used: no evaluation, no
+    # both read around each step (harness.run.worker.StepRecorder.cores_used: no evaluation, no
     # waiting for a turn, no compiling); None behind the process door, whose engine runs in
     # another process. A fairness fact: a framework asked for 2 threads that trains on one
     # shows about 1.0.

@@ -158,12 +158,12 @@ def calibrate(threads: set[int]) -> None:
     machine has none yet (a few seconds each, once: they are cached), in a fresh process started
     with that count and the measured processes' environment, so that workers and plans find them
     in the cache; the counts below are the roofs of a framework that used fewer threads than it
-    was given (harness.tables: `_roof`)."""
+    was given (harness.results.tables: `_roof`)."""
     import subprocess
     import sys
 
     from harness.measure.environment import measured_environment
-    from harness.threads import usable_cpus
+    from harness.measure.threads import usable_cpus
 
     for count in range(1, max(threads, default=0) + 1):  # more than CPUs: refused, or forced
         if count <= len(usable_cpus()) and (cached_gemm_peak_gflops(count) is None

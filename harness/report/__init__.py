@@ -5,8 +5,8 @@
 
 Modules: `style` (the look of every figure), `frames` (the store's frames shaped for figures),
 `figures` (one function per figure, each returning a matplotlib Figure), `build` (what a suite
-gets, and report.md). The tables' formats live in `harness.tables`.
+gets, and report.md). The tables' formats live in `harness.results.tables`.
 """
-from .build import build_report
+from harness.report.build import build_report
 
 __all__ = ["build_report"]

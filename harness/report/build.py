@@ -14,26 +14,26 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from .. import tables
-from ..errors import UsageError
-from ..machines import case_machines, require_one_machine
-from ..markdown import markdown_table
-from ..measure import warmup as warmup_rule
-from ..measure.policy import FlagPolicy
-from ..measure.provenance import LIBRARIES
-from ..profile import SavedProfile
-from ..records import Status
-from ..stats import ORDER_STATISTICS_FROM
-from ..store import ResultsStore, newest_versions
-from ..suites import builtin_suites, load_suite
-from . import figures, frames, rates
-from .explain import explain_section
-from .parity import ParityCheck, parity_section
-from .roofline import CAPTION as ROOFLINE_CAPTION
-from .roofline import roofline
-from .setup import setting_values, setup_section
-from .studies import studies_section
-from .style import framework_order, save
+from harness.errors import UsageError
+from harness.measure import warmup as warmup_rule
+from harness.measure.policy import FlagPolicy
+from harness.measure.provenance import LIBRARIES
+from harness.measure.stats import ORDER_STATISTICS_FROM
+from harness.report import figures, frames, rates
+from harness.report.explain import explain_section
+from harness.report.parity import ParityCheck, parity_section
+from harness.report.roofline import CAPTION as ROOFLINE_CAPTION
+from harness.report.roofline import roofline
+from harness.report.setup import setting_values, setup_section
+from harness.report.studies import studies_section
+from harness.report.style import framework_order, save
+from harness.results import tables
+from harness.results.machines import case_machines, require_one_machine
+from harness.results.markdown import markdown_table
+from harness.results.profiles import SavedProfile
+from harness.results.records import Status
+from harness.results.store import ResultsStore, newest_versions
+from harness.run.suites import builtin_suites, load_suite
 
 ROOFLINE_STEM = "roofline"
 
@@ -570,13 +570,13 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
     """Write the report of `suite` to `out_dir` (default reports/<suite>/): figures as PNG (200
     dpi) and PDF under figures/, tables as Markdown, LaTeX and CSV under tables/, and report.md
     showing them all with the provenance and the measurement method, and `profiles` (from
-    harness.profile.read_profiles) with a roofline figure, after a Setup table and the parity
-    checks that `parity` makes of the suite's data once it passed the refusals below
+    harness.results.profiles.read_profiles) with a roofline figure, after a Setup table and the
+    parity checks that `parity` makes of the suite's data once it passed the refusals below
     (harness.report.parity.check_suite; None: a line saying how to run them),
     and the published studies' numbers beside ours where the suite ran their models. Files of
     an earlier build in figures/ and tables/ are removed first. Returns report.md's path.
     Raises UsageError when the store holds no finished case of `suite`, or cases of several
-    machines unless `allow_mixed_machines` (harness.machines), or of several versions of the
+    machines unless `allow_mixed_machines` (harness.results.machines), or of several versions of the
     harness's code unless `allow_mixed_commits` (`require_one_commit`). `command`, the `adh
     report` that asks, is quoted at the top with the run's (`regenerate_note`)."""
     data = load_suite_data(store, suite)

@@ -9,9 +9,8 @@ from pathlib import Path
 
 from engine.dot import to_dot
 from engine.trace import evaluation_trace, format_trace
-
-from ..specs import get_model
-from ..weights import initial_weights
+from harness.contract.specs import get_model
+from harness.contract.weights import initial_weights
 
 # The AD survey's running example (its Table 1): y = ln(x1) + x1 x2 - sin(x2) at (2, 5).
 TEXTBOOK = ("ln(x1) + x1*x2 - sin(x2)", {"x1": 2.0, "x2": 5.0})
@@ -22,7 +21,7 @@ def graph_dot(model: str, batch: int | None = None) -> str:
     """The DOT text of the graph engine-static builds for one training step of built-in `model`
     (its spec's batch size unless `batch`): operators by op, parameters by name, shapes on the
     edges."""
-    from ..frameworks.engine import EngineStatic
+    from harness.contract.frameworks.engine import EngineStatic
 
     spec = get_model(model)
     batch = batch or spec.batch_size

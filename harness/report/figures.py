@@ -28,11 +28,10 @@ from matplotlib.ticker import (
     NullLocator,
 )
 
-from ..errors import UsageError
-from ..specs import get_model
-from ..tables import GIB, MIB, step_estimates, used_runs
-from . import frames
-from .style import (
+from harness.contract.specs import get_model
+from harness.errors import UsageError
+from harness.report import frames
+from harness.report.style import (
     MAX_COLUMNS,
     framework_look,
     framework_order,
@@ -43,6 +42,7 @@ from .style import (
     styled,
     variant_look,
 )
+from harness.results.tables import GIB, MIB, step_estimates, used_runs
 
 BAND_ALPHA = 0.18
 RAW_ALPHA = 0.3
@@ -530,7 +530,7 @@ def circles_dataset() -> Figure:
     coloured by label, with the circle that defines the labels."""
     from matplotlib.patches import Circle
 
-    from ..data import circles
+    from harness.contract.data import circles
 
     data = circles.load()
     fig, grid = new_figure(1, 2, panel_height=1.7, sharey=True, legend=False)

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..records import Status
-from ..specs import MODELS
+from harness.contract.specs import MODELS
+from harness.results.records import Status
 
 # Settings that a sweep suite varies within one model and framework, as cases() names them.
 SWEEP_COLUMNS = {"batch_size": "batch size", "lr": "learning rate", "extra_width": "MLP width",

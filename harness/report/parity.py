@@ -7,16 +7,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..check import CheckResult, check_frameworks, format_table, suite_checks, summary
-from ..errors import AdhError
-from ..frameworks import get_framework
-from ..measure.provenance import REPO_DIR, git_output
+from harness.contract.frameworks import get_framework
+from harness.errors import AdhError
+from harness.measure.provenance import REPO_DIR, git_output
+from harness.run.check import CheckResult, check_frameworks, format_table, suite_checks, summary
 
 STEPS = 20  # training steps the report's check compares (adh check's default is 50)
 # What a check computes with: where these are the same at the measured commit and in the checked
 # tree, the check proves the measured code too.
-COMPUTING_PATHS = ("engine", "references", "plugins", "harness/frameworks", "harness/check.py",
-                   "harness/weights.py", "harness/batches.py", "harness/data", "harness/specs.py")
+COMPUTING_PATHS = ("engine", "references", "plugins", "harness/contract", "harness/run/check.py")
 
 
 def same_computation(measured: str, repo: Path = REPO_DIR) -> bool | None:

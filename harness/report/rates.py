@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .. import tables
-from ..markdown import markdown_table
-from . import frames
+from harness.report import frames
+from harness.results import tables
+from harness.results.markdown import markdown_table
 
 
 def is_rate_search(data: frames.SuiteData) -> bool:

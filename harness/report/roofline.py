@@ -18,9 +18,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.transforms import Bbox
 
-from ..profile import SavedProfile
-from .figures import log_ticks
-from .style import framework_look, framework_order, legend_above, new_figure, styled
+from harness.report.figures import log_ticks
+from harness.report.style import framework_look, framework_order, legend_above, new_figure, styled
+from harness.results.profiles import SavedProfile
 
 PHASE_MARKERS = {"forward": "o", "backward": "s"}
 MARKER_AREA = 22  # points squared, as scatter takes it

@@ -9,11 +9,11 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from .. import tables
-from ..data import DATASETS
-from ..errors import UsageError
-from ..markdown import markdown_table
-from ..specs import ModelSpec, get_model, scaled
+from harness.contract.data import DATASETS
+from harness.contract.specs import ModelSpec, get_model, scaled
+from harness.errors import UsageError
+from harness.results import tables
+from harness.results.markdown import markdown_table
 
 NUMBERS = (int, float, np.integer, np.floating)
 
@@ -21,7 +21,8 @@ NUMBERS = (int, float, np.integer, np.floating)
 DATASET_NOTES = {
     "fashion-mnist": (
         "Fashion-MNIST rather than MNIST: the studies trained on MNIST, but MNIST is not "
-        "packaged for offline installation (`python -m harness.data.download` fetches it), "
+        "packaged for offline installation (`python -m harness.contract.data.download` fetches "
+        "it), "
         "while Fashion-MNIST installs from Debian (`apt-get install dataset-fashion-mnist`) in "
         "MNIST's format, image size and 60,000 / 10,000 split. It is also harder (the studies "
         "report 92-96 % test accuracy on MNIST), which leaves room to see frameworks differ in "
@@ -74,7 +75,8 @@ def _parameters(specs: list[ModelSpec]) -> str:
 
 
 def _flops(cases: pd.DataFrame) -> str:
-    """FLOPs of one training step as the runs recorded them (harness/flops.py), in MFLOP."""
+    """FLOPs of one training step as the runs recorded them (harness/contract/flops.py), in
+    MFLOP."""
     flops = cases.get("flops_per_step", pd.Series(dtype=float)).dropna()
     return _span(list(flops / 1e6), tables.three_figures)
 
@@ -128,5 +130,5 @@ def setup_section(cases: pd.DataFrame, models: list[str]) -> list[str]:
     lines += [f"- Every framework trains in {dtypes} from the same initial weights (drawn by the "
               "harness from the spec's initializers) on the same batches in the same order; "
               "MFLOP per step counts the matrix products of one training step, forward and "
-              "backward (harness/flops.py).", ""]
+              "backward (harness/contract/flops.py).", ""]
     return lines

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .. import tables
-from ..data import circles
-from ..markdown import markdown_table
-from ..stats import Estimate, format_ratio
-from . import frames
+from harness.contract.data import circles
+from harness.measure.stats import Estimate, format_ratio
+from harness.report import frames
+from harness.results import tables
+from harness.results.markdown import markdown_table
 
 REFERENCE = "torch"
 

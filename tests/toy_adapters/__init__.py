@@ -9,7 +9,7 @@ import os
 import shutil
 from pathlib import Path
 
-from harness.frameworks import ENTRY_POINT_GROUP
+from harness.contract.frameworks import ENTRY_POINT_GROUP
 
 HERE = Path(__file__).parent
 NAMES = ("toy-ok", "toy-crash", "toy-hang", "toy-nan", "toy-error", "toy-dense")

@@ -21,7 +21,7 @@ import signal
 import time
 from pathlib import Path
 
-from harness.frameworks.engine import EngineStatic
+from harness.contract.frameworks.engine import EngineStatic
 
 
 class ToyOk(EngineStatic):

@@ -22,7 +22,7 @@ import numpy as np
 import engine as ad
 from engine.graph import apply
 from engine.ops import ReLU
-from harness.frameworks.engine import EngineDynamic
+from harness.contract.frameworks.engine import EngineDynamic
 
 
 class ToyLimited(EngineDynamic):

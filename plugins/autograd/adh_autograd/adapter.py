@@ -12,8 +12,8 @@ from importlib.metadata import version
 
 import numpy as np
 
-from harness.frameworks.base import Framework
-from harness.specs import Layer, ModelSpec
+from harness.contract.frameworks.base import Framework
+from harness.contract.specs import Layer, ModelSpec
 
 from .model import (
     ACTIVATIONS,

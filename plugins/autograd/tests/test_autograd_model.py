@@ -8,9 +8,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from harness.metrics import targets
-from harness.specs import MODELS, dense
-from harness.weights import initial_weights
+from harness.contract.metrics import targets
+from harness.contract.specs import MODELS, dense
+from harness.contract.weights import initial_weights
 
 pytest.importorskip("adh_autograd",
                     reason="adh-autograd is not installed: pip install -e plugins/autograd")

@@ -1,8 +1,8 @@
 """The harness's side of c-dense: which models it trains, and how to start it."""
 from __future__ import annotations
 
-from harness.frameworks.process import ProcessFramework
-from harness.specs import ModelSpec
+from harness.contract.frameworks.process import ProcessFramework
+from harness.contract.specs import ModelSpec
 
 from .build import executable
 

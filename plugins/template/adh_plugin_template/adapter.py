@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.frameworks.base import Framework
-from harness.specs import ModelSpec
+from harness.contract.frameworks.base import Framework
+from harness.contract.specs import ModelSpec
 
 from . import __version__
 from .mlp import ACTIVATIONS, LOSSES, SGD, Adam, Dense, Network

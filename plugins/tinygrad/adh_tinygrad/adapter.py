@@ -42,9 +42,9 @@ from tinygrad import Context, Device, Tensor, TinyJit
 from tinygrad.helpers import CCACHE, NUM_CPU_THREADS, PARALLEL
 
 from harness import UsageError
-from harness.frameworks.base import Framework
-from harness.specs import Layer as LayerSpec
-from harness.specs import ModelSpec
+from harness.contract.frameworks.base import Framework
+from harness.contract.specs import Layer as LayerSpec
+from harness.contract.specs import ModelSpec
 
 from .model import (
     ACTIVATIONS,

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from harness import UsageError
-from harness.specs import MLP
-from harness.weights import initial_weights
+from harness.contract.specs import MLP
+from harness.contract.weights import initial_weights
 
 pytest.importorskip("adh_tinygrad",
                     reason="adh-tinygrad is not installed: pip install -e plugins/tinygrad")

@@ -7,7 +7,7 @@ compiler take minutes over (the kit's LSTM case took 520 s per dtype on 2 cores)
 --frameworks tinygrad --dtype float64` (and `--models lstm`) checks them all the same way."""
 import pytest
 
-from harness.specs import MODELS
+from harness.contract.specs import MODELS
 from harness.testing import parametrize_with_checks
 
 # `make` installs the plugin; a development environment without it skips these, saying so.

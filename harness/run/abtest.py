@@ -1,0 +1,177 @@
+"""`adh compare --against REF`: measure REF and the working tree in alternation, in one job.
+
+REF is checked out into a temporary git worktree, removed afterwards (also on an error or
+Ctrl-C). The suite runs in `rounds` rounds, as `adh run` does (the cases interleaved, the order
+rotated each round); within a round each case's two sides run next to each other, each in a
+fresh process, REF first in even rounds and the working tree first in odd ones. Drift of a
+shared machine (a neighbour's job, the CPU's thermal state) then hits both sides alike, and
+`compare` pairs the sides round by round: one ratio per round, then its 95 % interval. Memory is
+measured once per side, in the first round, since it is deterministic.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Iterator
+
+from harness.errors import UsageError
+from harness.measure.provenance import code_version
+from harness.measure.threads import pin_threads
+from harness.results.compare import ComparisonRow, ResultSet, Thresholds, compare
+from harness.results.records import CaseResult, Status
+from harness.run.cluster import ClusterOptions, failed_task
+from harness.run.runner import Probes, RunOptions, case_keys, measure_round, rotated
+from harness.run.suites import Suite
+
+REPO_DIR = Path(__file__).resolve().parents[1]  # the repository holding this harness
+DEFAULT_THRESHOLDS = Thresholds()
+
+
+@dataclass
+class ABResult:
+    base: ResultSet  # REF
+    new: ResultSet  # the working tree
+    rows: list[ComparisonRow]
+    results: list[CaseResult]  # every case of both sides, as measured (REF's first)
+
+
+def _git(repo: Path, *args: str) -> str:
+    out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    if out.returncode:
+        raise UsageError(f"git {' '.join(args)}: {out.stderr.strip()}")
+    return out.stdout.strip()
+
+
+@contextmanager
+def worktree(ref: str, repo: Path = REPO_DIR, parent: Path | None = None) -> Iterator[Path]:
+    """REF checked out, detached, in a temporary folder (under `parent`, default the system's
+    temporary folder) that is removed on leaving."""
+    try:  # fail before mkdtemp
+        sha = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    except UsageError:
+        raise UsageError(f"{ref!r} is no commit of {repo}: check the name (git log --oneline), "
+                         "or fetch the history if this is a shallow clone "
+                         "(git fetch --unshallow)") from None
+    if parent is not None:
+        parent.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="adh-ref-", dir=parent))
+    try:
+        _git(repo, "worktree", "add", "--detach", str(folder), sha)
+        yield folder
+    finally:
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(folder)],
+                       capture_output=True)
+        shutil.rmtree(folder, ignore_errors=True)
+        subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True)
+
+
+def measure_sides(pair: dict[str, CaseResult], round_: int, rounds: int,
+                  sides: dict[str, RunOptions], probes: Probes, on_run: Callable[[str], None],
+                  ref: str) -> None:
+    """One round of a case on both sides, next to each other: REF first in even rounds, the
+    working tree first in odd ones."""
+    for side in (("base", "new") if round_ % 2 == 0 else ("new", "base")):
+        result = pair[side]
+        if result.status != Status.OK:
+            continue
+        on_run(f"{result.case.label()}: round {round_ + 1}/{rounds}, {side} "
+               f"({ref if side == 'base' else 'working tree'})")
+        measure_round(result, round_, sides[side], probes, note=on_run)
+
+
+def measure_case_sides(pair: dict[str, CaseResult], rounds: int, sides: dict[str, RunOptions],
+                       ref: str) -> dict[str, CaseResult]:
+    """A cluster task (harness.run.cluster): every round of one case on both sides, on one node."""
+    from harness.measure.roofs import calibrate
+
+    pin_threads(pair["new"].case.threads)
+    calibrate({pair["new"].case.threads})
+    probes = Probes()
+    for round_ in range(rounds):
+        measure_sides(pair, round_, rounds, sides, probes, lambda message: None, ref)
+    return pair
+
+
+def ab_test(ref: str, suite: Suite, rounds: int = 5, options: RunOptions | None = None,
+            thresholds: Thresholds = DEFAULT_THRESHOLDS, repo: Path = REPO_DIR,
+            on_run: Callable[[str], None] = lambda message: None,
+            cluster: ClusterOptions | None = None) -> ABResult:
+    """Measure every case of `suite` with REF and with the working tree of `repo`, side by side
+    in `rounds` rounds; then compare them round by round (REF is BASE). `options` gives
+    the data folder, the timeout and whether to measure memory; `on_run` hears of each run.
+    With `cluster`, each case is a task measuring both sides on a node of its own (REF's
+    worktree then lies in the cluster folder, which the nodes share)."""
+    options = options or RunOptions(progress=False)
+    if rounds < 1:
+        raise UsageError(f"rounds must be at least 1, got {rounds}")
+    # The workers run with their tree as working directory: a relative data folder would move.
+    data_dir = str(Path(options.data_dir).resolve()) if options.data_dir else None
+    with worktree(ref, repo, cluster.folder.resolve() if cluster else None) as ref_dir:
+        sides = {side: replace(options, data_dir=data_dir, code_dir=str(tree),
+                               code_version=code_version(tree))
+                 for side, tree in (("base", ref_dir), ("new", repo))}
+        results = {side: [CaseResult(case=c, key=key, status=Status.OK)
+                          for c, key in zip(suite.cases, case_keys(suite.cases, o.code_version),
+                                            strict=True)]
+                   for side, o in sides.items()}
+        pairs = [{side: results[side][i] for side in sides} for i in range(len(suite.cases))]
+        if cluster is not None:
+            _on_cluster(pairs, rounds, sides, ref, cluster, on_run)
+        else:
+            probes = Probes()
+            for round_ in range(rounds):
+                for i in rotated(list(range(len(suite.cases))), round_):
+                    measure_sides(pairs[i], round_, rounds, sides, probes, on_run, ref)
+    # from the pairs: a cluster task hands back new CaseResults
+    base = ResultSet.from_results([p["base"] for p in pairs],
+                                  f"{ref} ({sides['base'].code_version})")
+    new = ResultSet.from_results([p["new"] for p in pairs],
+                                 f"working tree ({sides['new'].code_version})")
+    base.paired = new.paired = True
+    return ABResult(base, new, compare(base, new, thresholds),
+                    [p[side] for side in ("base", "new") for p in pairs])
+
+
+def _on_cluster(pairs: list[dict[str, CaseResult]], rounds: int, sides: dict[str, RunOptions],
+                ref: str, cluster: ClusterOptions, on_run: Callable[[str], None]) -> None:
+    """Each case's both sides as one task of `cluster`; the pairs updated as the tasks end."""
+    from harness.run.cluster import COMPARE_TIME_MIN, import_submitit, make_executor
+
+    import_submitit()
+    from submitit.helpers import as_completed
+
+    threads = max((p["new"].case.threads for p in pairs), default=1)
+    executor = make_executor(cluster, threads, cluster.time_min or COMPARE_TIME_MIN)
+    if cluster.executor == "local":  # one measurement at a time
+        jobs = []
+        for pair in pairs:
+            jobs.append(executor.submit(measure_case_sides, pair, rounds, sides, ref))
+            try:
+                jobs[-1].wait()
+            except KeyboardInterrupt:
+                jobs[-1].cancel(check=False)
+                raise
+    else:
+        jobs = executor.map_array(measure_case_sides, pairs, [rounds] * len(pairs),
+                                  [sides] * len(pairs), [ref] * len(pairs))
+        on_run(f"submitted {len(jobs)} tasks to Slurm (logs in {cluster.folder})")
+    index = {job.job_id: i for i, job in enumerate(jobs)}
+    try:
+        for job in as_completed(jobs):
+            pair = pairs[index[job.job_id]]
+            try:
+                pair.update(job.result())
+            except Exception as error:  # the task failed: both sides of the case are lost
+                for side in pair:
+                    pair[side] = failed_task(pair[side], error)
+            on_run(f"{pair['new'].case.label()}: both sides measured on one node"
+                   + ("" if pair["new"].status == Status.OK else f" ({pair['new'].status})"))
+    except KeyboardInterrupt:  # REF's worktree goes with this process: its tasks go too
+        for job in jobs:
+            if not job.done():
+                job.cancel(check=False)
+        raise

@@ -1,0 +1,56 @@
+"""Where a framework's training step spends its time, measured: `adh profile`'s driver.
+
+`profile_case` builds a case's framework in this process and alternates blocks of plain timed
+steps with blocks under the framework's profiler (`Framework.profile_steps`,
+harness.contract.profiling); harness.results.profiles makes the table, trace and file of them.
+"""
+from __future__ import annotations
+
+import itertools
+import statistics
+
+from harness.contract.cases import Case
+from harness.contract.profiling import ProfiledStep, whole_steps
+from harness.results.profiles import Profile, profile_table
+
+
+def profile_case(case: Case, data_dir: str | None = None, steps: int = 50,
+                 warmup: int = 10, block: int = 10) -> Profile:
+    """Build `case`'s framework in this process, run `warmup` steps, then `steps` steps timed
+    as the timing pass times them and `steps` under the framework's profiler, alternating in
+    blocks of `block` so that the host's drift falls on both alike. A framework without a
+    profiler (`Framework.profile_steps` returns None) gets one row, its whole step."""
+    from harness import UsageError
+    from harness.contract.batches import batch_indices
+    from harness.contract.cases import prepare
+    from harness.contract.frameworks import get_framework
+    from harness.contract.weights import initial_weights
+
+    try:
+        prepared = prepare(case, data_dir)
+    except ValueError as error:  # adh run's plan says this before running; here, the same
+        raise UsageError(f"dataset {case.dataset!r} does not fit model {case.model!r} "
+                         f"({error}); pick another with --dataset") from None
+    spec, x_train, targets = prepared.spec, prepared.x_train, prepared.targets
+    framework = get_framework(case.framework)(
+        spec, initial_weights(spec, case.seed, case.dtype), case.dtype, case.threads)
+    order = (idx for epoch in itertools.count(1)
+             for idx in batch_indices(len(x_train), spec.batch_size, case.seed, epoch))
+    batches = [(x_train[idx], targets[idx])
+               for idx in itertools.islice(order, max(warmup, 2 * block))]
+    for x, y in batches[:warmup]:
+        framework.train_step(x, y)
+    plain: list[float] = []
+    profiled: list[ProfiledStep] = []
+    while len(plain) < steps:
+        plain += [framework.timed_train_step(x, y)[2] for x, y in batches[:block]]
+        recorded = framework.profile_steps(batches[block:])
+        if recorded is None:  # no profiler: the step is one call, timed as the plain ones
+            recorded = whole_steps(framework, batches[block:])
+        profiled += recorded
+    close = getattr(framework, "close", None)
+    if close is not None:
+        close()
+    step_s = statistics.median(plain)
+    return Profile(case, step_s, statistics.median(s.seconds for s in profiled), profiled,
+                   profile_table(profiled, step_s))
