@@ -40,7 +40,7 @@ if any(os.environ.get(name) != value for name, value in MEASURED.items()):
 import numpy as np  # noqa: E402
 
 from harness.contract.batches import batch_indices, steps_per_epoch  # noqa: E402
-from harness.contract.cases import Case, prepare  # noqa: E402
+from harness.contract.cases import Case, CaseExtra, prepare  # noqa: E402
 from harness.contract.frameworks import get_framework  # noqa: E402
 from harness.contract.weights import initial_weights  # noqa: E402
 from harness.measure.stats import format_ratio, paired_ratio  # noqa: E402
@@ -94,7 +94,7 @@ def main() -> int:
     for model in args.models:
         for framework in args.frameworks:
             case = Case(suite="bench", model=model, framework=framework, dataset="mnist-10k",
-                        epochs=1, lr=0.01, threads=THREADS, extra=(("momentum", 0.9),))
+                        epochs=1, lr=0.01, threads=THREADS, extra=CaseExtra(momentum=0.9))
             loops = Loops(case)
             loops.bare(), loops.harness()  # warm-up: the first steps of a framework are slow
             bare, harness = [], []

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.contract.cases import Case
+from harness.contract.cases import Case, CaseExtra
 from harness.errors import UsageError
 from harness.results.compare import (
     ResultSet,
@@ -47,7 +47,7 @@ def result(step_times: list[float], model: str = "mlp", seed: int = 0, status: s
            suite: str = "ci", contended: bool = False,
            instructions_per_step: float | None = None) -> CaseResult:
     case = Case(suite=suite, model=model, framework="engine-static", dataset="mnist-10k", seed=seed,
-                train_limit=4000, extra=(("momentum", 0.0),))
+                train_limit=4000, extra=CaseExtra(momentum=0.0))
     run = RunRecord(round=0, step_times_s=step_times, warmup_steps=1, warmup_s=0.01,
                     train_time_s=sum(step_times), eval_time_s=0.1, contended=contended)
     return CaseResult(case=case, key=case.key(version, ""), status=status,

@@ -65,6 +65,19 @@ def test_the_documented_example_runs_after_numpy():
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                     reason="adh check compares against torch")
 @pytest.mark.slow
+def test_the_api_example_runs_checks_and_reports_as_printed():
+    """docs/python.md's harness.api example: a suite run, a parity check and a report, from
+    Python, printing what the page says it prints."""
+    blocks = re.findall(r"```python\n(.*?)```", PYTHON_DOC.read_text(), re.DOTALL)
+    assert "from harness import api" in blocks[1]
+    result = python(blocks[1])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["2 cases, 2 ok", "parity: passed", "report.md"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                    reason="adh check compares against torch")
+@pytest.mark.slow
 def test_adh_check_in_process_after_numpy(tmp_path):
     """What failed before with 'pin_threads must run before numpy is imported'."""
     result = python("import sys\nimport numpy\nfrom harness.cli import main\n"

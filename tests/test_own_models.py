@@ -56,9 +56,9 @@ def test_the_documented_suite_declares_a_model_and_a_dataset(own_suite):
     for case in suite.cases:
         assert case.dataset == "my-digits"
         assert dataset_file(case) == str(suite.datasets["my-digits"])
-        assert len(dict(case.extra)["dataset_sha256"]) == 64
+        assert len(case.extra.dataset_sha256 or "") == 64
         # the declared model travels in its cases; the built-in one is found by name
-        assert ("spec" in dict(case.extra)) == (case.model == "wide-cnn")
+        assert (case.extra.spec is not None) == (case.model == "wide-cnn")
         expected = spec if case.model == "wide-cnn" else MODELS["cnn"]
         assert case_spec(case).layers == expected.layers
 
@@ -82,8 +82,8 @@ def test_adh_runs_and_reports_the_documented_suite(own_suite, tmp_path, capsys):
     with ResultsStore(store) as results:
         cases = results.cases("wide-cnn")
     assert set(cases["status"]) == {"ok"}
-    assert set(cases["prov_dataset_checksum"]) == {dict(load_suite(str(own_suite)).cases[0]
-                                                        .extra)["dataset_sha256"]}
+    assert set(cases["prov_dataset_checksum"]) == {load_suite(str(own_suite)).cases[0]
+                                                        .extra.dataset_sha256}
     assert main(["report", "wide-cnn", "--store", str(store), "--out", str(tmp_path / "r")]) == 0
     report = (tmp_path / "r" / "report.md").read_text()
     assert "wide-cnn" in report and "my-digits" in report

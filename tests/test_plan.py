@@ -68,7 +68,7 @@ def test_the_three_reported_mistakes_are_refused_before_anything_runs(tmp_path, 
     store = tmp_path / "s.sqlite"
     assert main(["run", str(big), "--store", str(store)]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        "1 problem, nothing was run:",
+        "adh: error: 1 problem, nothing was run:",
         "  - mlp/toy-ok/mnist-10k/seed0: 8,000 training examples make no full batch of 100,000, "
         "so nothing would train (an incomplete batch is dropped); set batch_size to 8,000 or "
         "less or raise train_limit, or --force to train on batches of all 8,000 (with 1 epoch "
@@ -99,7 +99,7 @@ def test_problems_of_many_cases_come_at_once_grouped(tmp_path, capsys, two_cpus)
     assert found[0].startswith("mlp/engine-static/mnist-10k/seed0 and 5 more cases: threads = 8")
     assert found[1].startswith("mlp/engine-static/mnist-10k/seed0 and 5 more cases: 500 "
                                "training examples make no full batch of 1,000")
-    assert "2 problems, nothing was run:" in lines
+    assert "adh: error: 2 problems, nothing was run:" in lines
 
 
 @pytest.mark.parametrize("fields, words", [

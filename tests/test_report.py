@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 from matplotlib.container import ErrorbarContainer
 
-from harness.contract.cases import Case
+from harness.contract.cases import Case, CaseExtra
 from harness.errors import UsageError
 from harness.measure.policy import FlagPolicy
 from harness.report import build_report, figures, rates
@@ -56,7 +56,7 @@ def make_result(suite: str, model: str, framework: str, seed: int, *, epochs: in
     `contended` flags the first. `policy` is recorded in its provenance (None: not recorded).
     `probes`: each run's drift probes, before and after."""
     case = Case(suite=suite, model=model, framework=framework, dataset="mnist-10k", seed=seed,
-                epochs=epochs, batch_size=batch_size, extra=tuple(sorted((extra or {}).items())))
+                epochs=epochs, batch_size=batch_size, extra=CaseExtra(**(extra or {})))
     rng = np.random.default_rng(zlib.crc32(f"{model}{framework}{seed}{batch_size}".encode()))
     accs = [final_acc + 0.01 * seed - 0.3 * (1 / e - 1 / epochs) for e in range(1, epochs + 1)]
     step_times = [list(step_s * (1 + 0.1 * rng.random(epochs * batches - 1)))

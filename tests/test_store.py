@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.contract.cases import Case
+from harness.contract.cases import Case, CaseExtra
 from harness.results.records import BatchRecord, CaseResult, EpochRecord, RunRecord, Status
 from harness.results.store import (
     CASE_COLUMNS,
@@ -30,7 +30,7 @@ from harness.results.store import (
 def make_result(model: str = "mlp", seed: int = 0, status: str = "ok", suite: str = "quick",
                 n_batches: int = 50, width: int = 128) -> CaseResult:
     case = Case(suite=suite, model=model, framework="engine", dataset="mnist-10k", seed=seed,
-                epochs=2, train_limit=5000, extra=(("width", width), ("act", "relu")))
+                epochs=2, train_limit=5000, extra=CaseExtra(width=width, momentum=0.9))
     return CaseResult(
         case=case, key=case.key("abc123", ""), status=status,
         reason="" if status == "ok" else "boom",
@@ -117,7 +117,7 @@ def test_frames(store: ResultsStore) -> None:
     assert row["alloc_bytes"] == 123_456_789 and pd.isna(row["peak_rss_bytes"])
     assert row["train_limit"] == 5000 and row["lr"] == 0.1
     assert row["prov_git"] == "abc123" and row["prov_packages_numpy"] == "2.4.0"
-    assert row["extra_width"] == 128 and row["extra_act"] == "relu"
+    assert row["extra_width"] == 128 and row["extra_momentum"] == 0.9
     assert cases["gemm_peak_gflops"].dtype == "float64"  # all NULL, still numeric
     assert list(store.cases(suite="paper")["model"]) == ["cnn"]
     assert store.cases(status="ok")["id"].tolist() == [a]

@@ -80,24 +80,24 @@ def test_quick_and_contest_suite_cases(name, frameworks):
         spec = MODELS[case.model]
         assert (case.epochs, case.dataset, case.batch_size, case.lr, case.optimizer) == (
             2, "mnist-10k", spec.batch_size, spec.lr, spec.optimizer)
-        assert dict(case.extra)["momentum"] == spec.momentum
+        assert case.extra.momentum == spec.momentum
 
 
 def test_circles_folds_and_seeds():
     suite = load_suite("circles")
     per_variant = [c for c in suite.cases if c.model == "circles-tanh" and c.framework == "torch"]
-    assert sorted((c.seed, dict(c.extra)["fold"]) for c in per_variant) == [
+    assert sorted((c.seed, c.extra.fold) for c in per_variant) == [
         (s, f) for s in (0, 1) for f in range(5)]
-    assert all(dict(c.extra)["folds"] == 5 for c in suite.cases)
+    assert all(c.extra.folds == 5 for c in suite.cases)
     assert suite.memory is False
 
 
 def test_scaling_sweeps():
     suite = load_suite("scaling")
-    widths = sorted({dict(c.extra)["width"] for c in suite.cases if "width" in dict(c.extra)})
+    widths = sorted({c.extra.width for c in suite.cases if c.extra.width})
     assert widths == [32, 64, 128, 256, 512, 1024]
-    assert {c.model for c in suite.cases if "width" in dict(c.extra)} == {"mlp"}
-    assert {c.model for c in suite.cases if "seq_len" in dict(c.extra)} == {"rnn", "lstm"}
+    assert {c.model for c in suite.cases if c.extra.width} == {"mlp"}
+    assert {c.model for c in suite.cases if c.extra.seq_len} == {"rnn", "lstm"}
     assert sorted({c.batch_size for c in suite.cases}) == [16, 32, 64, 100, 128, 256, 512, 1024]
     # enough timed steps at the largest batches: 8,000 images / 1024 is 7 steps an epoch
     assert {c.epochs for c in suite.cases if c.batch_size >= 512} == {4}
@@ -139,7 +139,7 @@ def test_a_models_override_picks_among_each_sweeps_models():
     mlp = load_suite("scaling", {"models": ["mlp"]})
     assert {c.model for c in mlp.cases} == {"mlp"}
     assert len(mlp.cases) == 3 * 7 + 3 * 6  # the batch-size sweep and the width sweep
-    assert not any("seq_len" in dict(c.extra) for c in mlp.cases)
+    assert not any(c.extra.seq_len for c in mlp.cases)
     rnn = load_suite("scaling", {"models": ["rnn"], "frameworks": ["torch"]})
     assert len(rnn.cases) == 7 + 5 and {c.framework for c in rnn.cases} == {"torch"}
     with pytest.raises(UsageError, match="no sweep of this suite has the models circles-tanh"):

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands.common import measuring
 from harness.commands.common_args import add_data_dir, add_no_wait, add_threads, positive_int
 
 
@@ -48,23 +47,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.run.check import (
-        ENGINES,
-        check_frameworks,
-        format_failures,
-        format_table,
-        suite_checks,
-        summary,
-    )
+    from harness import api
+    from harness.run.check import format_failures, format_table, summary
 
-    frameworks, models, files = args.frameworks, args.models, None
-    if args.suite:
-        frameworks, models, files = suite_checks(args.suite, args.frameworks, args.models)
-    with measuring(args):
-        results = check_frameworks(frameworks or ENGINES, models, [args.dtype],
-                                   args.steps, seed=args.seed, threads=args.threads,
-                                   test_limit=args.test_limit, data_dir=args.data_dir,
-                                   data_files=files)
+    results = api.check(args.frameworks, args.models, args.dtype, args.steps, suite=args.suite,
+                        seed=args.seed, threads=args.threads, test_limit=args.test_limit,
+                        data_dir=args.data_dir, wait=not args.no_wait)
     print(format_table(results))
     failed = [r for r in results if not r.passed]
     if failed:

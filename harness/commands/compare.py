@@ -3,15 +3,12 @@ sets, or a git REF and the working tree measured side by side (A/B)."""
 from __future__ import annotations
 
 import argparse
-import sys
-from contextlib import nullcontext
 from pathlib import Path
 
 from harness.commands.common import (
     cluster_options,
     counting,
     load_suite,
-    measuring,
     refuse_misplaced,
 )
 from harness.commands.common_args import (
@@ -88,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
                             instructions_tolerance=args.instructions_tolerance,
                             accuracy_tolerance_pp=args.accuracy_tolerance)
     if args.against:
-        from harness.run.abtest import ab_test
+        from harness import api
         from harness.run.runner import RunOptions
 
         if args.base or args.new:
@@ -97,10 +94,8 @@ def run(args: argparse.Namespace) -> int:
         options = RunOptions(data_dir=args.data_dir, memory=suite.memory, timeout_s=suite.timeout_s,
                              count_instructions=counting(args))
         cluster = cluster_options(args, suite.name, "results/compare.sqlite")
-        local = cluster is None or cluster.executor == "local"
-        with measuring(args) if local else nullcontext():
-            outcome = ab_test(args.against, suite, args.rounds, options, thresholds,
-                              on_run=lambda line: print(line, file=sys.stderr), cluster=cluster)
+        outcome = api.compare_with(args.against, suite, args.rounds, options, thresholds,
+                                   cluster=cluster, wait=not args.no_wait)
         # both sides of a case ran on one machine; cases on nodes of different kinds would pool
         # (REF's worker may predate the fingerprint: the working tree's side says where)
         require_one_machine(outcome.new.cases, f"this comparison with {args.against}",

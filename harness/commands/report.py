@@ -2,13 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import functools
-import sys
 from pathlib import Path
 
 from harness.commands.common import refuse_misplaced
 from harness.commands.common_args import add_data_dir, add_mixed_machines, add_store
-from harness.errors import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -35,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.report import build_report
+    from harness import api
     from harness.results.profiles import read_profiles
     from harness.results.store import ResultsStore
 
@@ -43,26 +40,11 @@ def run(args: argparse.Namespace) -> int:
     profiles = read_profiles(args.profiles) if args.profiles else []
     if not Path(args.store).exists():
         refuse_misplaced(args.suite, "suite", "report")
-        raise UsageError(f"no results at {args.store}: run `adh run {args.suite}` first "
-                         "(or pass --store)")
-    with ResultsStore(args.store) as store:
-        if args.suite not in store.suites():  # a suite may be called anything it was stored as
-            refuse_misplaced(args.suite, "suite", "report")
-        print(build_report(store, args.suite, args.out, profiles, args.allow_mixed_machines,
-                           None if args.no_check else functools.partial(
-                               _check_parity, args.suite, args.data_dir),
-                           allow_mixed_commits=args.allow_mixed_commits, command=args.typed))
+    else:
+        with ResultsStore(args.store) as store:  # a suite may be called anything it was stored as
+            if args.suite not in store.suites():
+                refuse_misplaced(args.suite, "suite", "report")
+    print(api.report(args.suite, args.store, args.out, profiles, check_parity=not args.no_check,
+                     data_dir=args.data_dir, allow_mixed_machines=args.allow_mixed_machines,
+                     allow_mixed_commits=args.allow_mixed_commits, command=args.typed))
     return 0
-
-
-def _check_parity(suite: str, data_dir: str | None, data):
-    """The parity section's checks: `adh check --suite` on what the runs of `data` measured."""
-    from harness.measure.provenance import code_version
-    from harness.report.parity import check_suite
-
-    print(f"checking parity (adh check --suite {suite}; --no-check skips it) ...",
-          file=sys.stderr)
-    datasets = list(dict.fromkeys(data.ok["dataset"]))
-    return check_suite(suite, list(dict.fromkeys(data.ok["framework"])), data.models,
-                       datasets[0] if len(datasets) == 1 else None, code_version(),
-                       data_dir=data_dir)

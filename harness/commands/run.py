@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from contextlib import nullcontext
 
 from harness.commands.common import (
     cluster_options,
     counting,
     load_suite,
-    measuring,
     model_tables,
     refuse_misplaced,
 )
@@ -98,19 +95,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.measure.lock import expect_end
+    from harness import api
     from harness.measure.provenance import code_version
-    from harness.measure.roofs import calibrate
     from harness.results.records import FINISHED, CaseResult, Status
     from harness.results.store import ResultsStore
-    from harness.run.plan import (
-        estimate_line,
-        format_duration,
-        format_plan,
-        format_problems,
-        make_plan,
-    )
-    from harness.run.runner import RunOptions, run_suite
+    from harness.run.plan import format_duration, format_plan
+    from harness.run.runner import RunOptions
 
     refuse_misplaced(args.store, "store", "run")
     overrides = {k: v for k, v in {
@@ -143,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
               "until_within adds rounds only to a run without --executor", file=sys.stderr)
         options.more_rounds = None
     if args.dry_run:  # measures nothing, so it need not wait for the machine
-        plan = make_plan(suite, args.store, options, args.force)
+        plan = api.plan(suite, args.store, options, args.force)
         print(format_plan(plan))
         if cluster is not None and cluster.executor == "slurm" and not plan.blocking:
             from harness.run.cluster import dry_run, time_limit_min
@@ -156,51 +146,26 @@ def run(args: argparse.Namespace) -> int:
                              cluster, time_limit_min([p.estimate_s for p in todo], cluster))
             print(f"\nthe sbatch script of its {len(todo)} tasks, not submitted: {script}")
         return 2 if plan.blocking else 0
-    # A Slurm run measures on the nodes: nothing here to calibrate or to keep quiet.
-    local = cluster is None or cluster.executor == "local"
-    with measuring(args) if local else nullcontext():
-        if local:
-            calibrate({case.threads for case in suite.cases})
-        start = time.perf_counter()  # the estimate covers the plan and the passes
-        plan = make_plan(suite, args.store, options, args.force)
-        if plan.blocking:
-            print(format_problems(plan), file=sys.stderr)
-            return 2
-        print(estimate_line(plan), file=sys.stderr)
-        rule = options.more_rounds  # rounds until narrow may go on to its time limit
-        expect_end(max(plan.estimate_s, 60 * rule.minutes if rule else 0))  # for any waiter
-        if options.more_rounds:
-            print(f"rounds: {options.rounds} (the estimate's), then more "
-                  f"{options.more_rounds.describe()}", file=sys.stderr)
-        options.forced = plan.forced()
-        with ResultsStore(args.store) as store:
-            if cluster is None:
-                outcome = run_suite(plan.suite, store, options)
-            else:
-                from harness.run.cluster import run_suite_on_cluster
-
-                outcome = run_suite_on_cluster(
-                    plan.suite, store, options, cluster, {p.key: p.estimate_s for p in plan.cases},
-                    {p.key: p.unsupported for p in plan.cases if p.unsupported},
-                    note=lambda line: print(line, file=sys.stderr))
-            keys = {r.key for r in outcome.results + outcome.skipped}
-            cases = store.cases(suite.name)
-            cases = cases[cases["key"].isin(keys)]
-            if len(cases):
-                try:
-                    print("\n" + model_tables(cases, store.epochs(suite.name),
-                                               store.runs(suite.name),
-                                               f"this run of {suite.name} in {args.store}"))
-                except UsageError as refused:  # --resume onto another machine's cases
-                    print(f"\nno tables: {refused}", file=sys.stderr)
-        took = time.perf_counter() - start
+    done = api.run(suite, args.store, options, force=args.force, cluster=cluster,
+                   wait=not args.no_wait)
+    plan, outcome = done.plan, done.outcome
+    with ResultsStore(args.store) as store:
+        keys = {r.key for r in outcome.results + outcome.skipped}
+        cases = store.cases(suite.name)
+        cases = cases[cases["key"].isin(keys)]
+        if len(cases):
+            try:
+                print("\n" + model_tables(cases, store.epochs(suite.name), store.runs(suite.name),
+                                           f"this run of {suite.name} in {args.store}"))
+            except UsageError as refused:  # --resume onto another machine's cases
+                print(f"\nno tables: {refused}", file=sys.stderr)
     failed = [r for r in outcome.results if r.status not in (*FINISHED, Status.INTERRUPTED)]
     unsupported = sum(r.status == Status.UNSUPPORTED for r in outcome.results)
     ran = len(outcome.results) - unsupported  # an n/a case is decided, not measured
     print(f"\n{ran} cases run, {len(outcome.skipped)} skipped (--resume), {len(failed)} failed"
           + (f", {unsupported} not supported (n/a)" if unsupported else "")
           + f"; results in {args.store}")
-    print(f"took {format_duration(took)}; estimated {format_duration(plan.estimate_s)}")
+    print(f"took {format_duration(done.seconds)}; estimated {format_duration(plan.estimate_s)}")
     if outcome.interrupted:
         print("interrupted: finished cases are stored; run again with --resume to finish",
               file=sys.stderr)

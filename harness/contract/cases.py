@@ -21,6 +21,34 @@ if TYPE_CHECKING:  # numpy loads only when asked: a worker pins its threads firs
 
 
 @dataclass(frozen=True)
+class CaseExtra:
+    """The settings only some cases have, each None where the case has none: stored as a JSON
+    object of those it has (the store's `extra` column, `extra_*` in its frames)."""
+
+    momentum: float | None = None  # SGD's momentum (a suite sets it from the model's spec)
+    width: int | None = None  # the MLP's hidden width, where a suite sweeps it
+    seq_len: int | None = None  # a recurrent model's sequence length, where a suite sweeps it
+    fold: int | None = None  # k-fold cross-validation: this case's fold (0-based) of `folds`
+    folds: int | None = None
+    spec: str | None = None  # a model declared in a suite file: its spec, as JSON
+    dataset_file: str | None = None  # a dataset from the user's file: its path and sha256
+    dataset_sha256: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings the case has, by name."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> CaseExtra:
+        """`as_dict`'s inverse; ValueError naming a setting no case has."""
+        unknown = sorted(set(values) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"unknown case settings {', '.join(unknown)}; a case has: "
+                             f"{', '.join(cls.__dataclass_fields__)}")
+        return cls(**values)
+
+
+@dataclass(frozen=True)
 class Case:
     """Everything that defines a run; two cases with equal fields measure the same thing."""
 
@@ -36,12 +64,18 @@ class Case:
     threads: int = 2
     dtype: str = "float32"
     train_limit: int | None = None  # use only the first N training examples (None: all)
-    extra: tuple[tuple[str, Any], ...] = ()  # e.g. (("width", 256),) for the scaling suite
+    extra: CaseExtra = CaseExtra()  # e.g. CaseExtra(width=256) for the scaling suite
 
     def settings(self) -> dict[str, Any]:
+        """Every field by name, `extra` as the settings it has (`CaseExtra.as_dict`)."""
         d = asdict(self)
-        d["extra"] = dict(self.extra)
+        d["extra"] = self.extra.as_dict()
         return d
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any]) -> Case:
+        """`settings`' inverse: the case a job file, the probe or the store describes."""
+        return cls(**{**settings, "extra": CaseExtra.from_dict(settings.get("extra") or {})})
 
     def key(self, code_version: str, framework_version: str) -> str:
         """Stable id of (settings, the harness's code version, the framework's package, version
@@ -60,17 +94,17 @@ def case_spec(case: Case) -> ModelSpec:
     optimizer, momentum, epochs): a model declared in a suite file travels in the case."""
     from harness.contract.specs import ModelSpec, get_model, scaled
 
-    extra = dict(case.extra)
-    spec = ModelSpec.from_dict(json.loads(extra["spec"])) if "spec" in extra else \
-        get_model(case.model)
-    spec = scaled(spec, width=extra.get("width"), seq_len=extra.get("seq_len"))
+    extra = case.extra
+    spec = ModelSpec.from_dict(json.loads(extra.spec)) if extra.spec else get_model(case.model)
+    spec = scaled(spec, width=extra.width, seq_len=extra.seq_len)
+    momentum = spec.momentum if extra.momentum is None else extra.momentum
     return spec.with_settings(batch_size=case.batch_size, lr=case.lr, optimizer=case.optimizer,
-                              momentum=extra.get("momentum", spec.momentum), epochs=case.epochs)
+                              momentum=momentum, epochs=case.epochs)
 
 
 def dataset_file(case: Case) -> str | None:
     """The file a case's dataset comes from, when it is one of the user's (harness.run.suites)."""
-    return dict(case.extra).get("dataset_file")
+    return case.extra.dataset_file
 
 
 def case_split(case: Case, data: Dataset) -> tuple[np.ndarray, ...]:
@@ -80,11 +114,12 @@ def case_split(case: Case, data: Dataset) -> tuple[np.ndarray, ...]:
 
     from harness.contract.data import kfold_splits
 
-    extra = dict(case.extra)
+    extra = case.extra
     x_train, y_train, x_test, y_test = data.x_train, data.y_train, data.x_test, data.y_test
-    if extra.get("folds"):  # k-fold cross-validation over all examples; the seed picks the split
+    # k-fold cross-validation over all examples; the seed picks the split
+    if extra.folds and extra.fold is not None:
         x_all, y_all = np.concatenate([x_train, x_test]), np.concatenate([y_train, y_test])
-        train_idx, test_idx = kfold_splits(len(x_all), extra["folds"], case.seed)[extra["fold"]]
+        train_idx, test_idx = kfold_splits(len(x_all), extra.folds, case.seed)[extra.fold]
         x_train, y_train = x_all[train_idx], y_all[train_idx]
         x_test, y_test = x_all[test_idx], y_all[test_idx]
     if case.train_limit:

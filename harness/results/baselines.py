@@ -17,7 +17,13 @@ import tomllib
 from pathlib import Path
 
 from harness.errors import UsageError
-from harness.measure.provenance import REPO_DIR, blas_library, cpu_model, git_output, machine_fingerprint
+from harness.measure.provenance import (
+    REPO_DIR,
+    blas_library,
+    cpu_model,
+    git_output,
+    machine_fingerprint,
+)
 
 BASELINES = Path("benchmarks/ci-baselines.toml")
 HEADER = """\

@@ -32,9 +32,17 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 
-from harness.errors import StoreError
-from harness.results.records import DEFAULT_STORE, FINISHED, BatchRecord, CaseResult, EpochRecord, RunRecord, Status
 from harness.contract.cases import Case
+from harness.errors import StoreError
+from harness.results.records import (
+    DEFAULT_STORE,
+    FINISHED,
+    BatchRecord,
+    CaseResult,
+    EpochRecord,
+    RunRecord,
+    Status,
+)
 
 DEFAULT_PATH = Path(DEFAULT_STORE)
 SCHEMA_VERSION = 4  # 2: runs, several timing passes per case; 3: instructions per step;
@@ -433,8 +441,7 @@ class ResultsStore:
 
 def _case_of(row: sqlite3.Row) -> Case:
     settings = {s: row[s] for s in SETTINGS_COLUMNS}
-    settings["extra"] = tuple(json.loads(settings["extra"]).items())
-    return Case(**settings)
+    return Case.from_settings({**settings, "extra": json.loads(settings["extra"])})
 
 
 def _run_values(row: sqlite3.Row) -> dict[str, Any]:

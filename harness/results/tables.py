@@ -6,11 +6,21 @@ import math
 
 import pandas as pd
 
+from harness.measure.drift import OWN_SHIFT, probe_spread
+from harness.measure.stats import (
+    Estimate,
+    estimate,
+    format_difference,
+    format_processes_needed,
+    format_ratio,
+    format_value,
+    mean_difference,
+    ratio_estimate,
+    round_ratio,
+)
 from harness.results.machines import case_machines
 from harness.results.markdown import markdown_table
-from harness.measure.drift import OWN_SHIFT, probe_spread
 from harness.results.records import Status
-from harness.measure.stats import Estimate, estimate, format_difference, format_processes_needed, format_ratio, format_value, mean_difference, ratio_estimate, round_ratio
 from harness.results.store import SETTINGS_COLUMNS, from_json
 
 GIB, MIB = 2 ** 30, 2 ** 20
@@ -137,7 +147,8 @@ def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFr
     ok["peak_mib"] = ok["peak_bytes"] / MIB
     ok["test_pct"] = 100 * ok["test_acc"]
     ok["instructions"] = ok.get("instructions_per_step", float("nan"))
-    # FLOPs per step (harness/contract/flops.py) and the GEMM peak measured on the machine, for GFLOP/s
+    # FLOPs per step (harness/contract/flops.py) and the GEMM peak measured on the machine, for
+    # GFLOP/s
     ok["gflop"] = ok.get("flops_per_step", pd.Series(float("nan"), index=ok.index)) / 1e9
     ok["peak_gflops"] = ok.get("gemm_peak_gflops", float("nan"))
     metrics = ["time_s", "warmup_s", "alloc_gib", "peak_mib", "test_pct", "instructions",

@@ -207,10 +207,11 @@ def _case_names(cases: list[Case]) -> list[str]:
     labels = [c.label() for c in cases]
     names = []
     for case, label in zip(cases, labels, strict=True):
-        extra = dict(case.extra)
-        bits = [f"{k.replace('_', ' ')} {extra[k]}" for k in ("width", "seq_len") if k in extra]
-        if "fold" in extra:
-            bits.append(f"fold {extra['fold'] + 1}/{extra['folds']}")
+        extra = case.extra
+        bits = [f"{name} {value}" for name, value in (("width", extra.width),
+                                                      ("seq len", extra.seq_len)) if value]
+        if extra.fold is not None:
+            bits.append(f"fold {extra.fold + 1}/{extra.folds}")
         if any(c.batch_size != case.batch_size for c in cases if c.label() == label):
             bits.insert(0, f"batch {case.batch_size}")
         names.append(label + (f" ({', '.join(bits)})" if bits else ""))
@@ -267,8 +268,7 @@ def _fit_problems(p: PlannedCase, data: Dataset) -> list[tuple[str, bool]]:
 
 
 def _smaller(case: Case) -> str:
-    extra = dict(case.extra)
-    return "lower batch_size" + (" or width" if "width" in extra else "")
+    return "lower batch_size" + (" or width" if case.extra.width else "")
 
 
 def load_datasets(names: set[tuple[str, str | None]],

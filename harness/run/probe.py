@@ -62,7 +62,7 @@ def _answer(settings: list[dict]) -> dict:
     loaded = {}
     unsupported: list[str | None] = []
     for values in settings:
-        case = Case(**{**values, "extra": tuple(sorted(values["extra"].items()))})
+        case = Case.from_settings(values)
         name = case.framework
         if name not in loaded and name not in broken:
             try:

@@ -222,6 +222,8 @@ class _Worker:
                     self.proc.stdin.close()
                 except BrokenPipeError:
                     pass
+            if self.proc.stdout and not self.reader.is_alive():  # read to its end
+                self.proc.stdout.close()
             self.tmp.cleanup()
 
 

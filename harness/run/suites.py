@@ -16,12 +16,12 @@ import itertools
 import json
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from harness.contract.cases import Case
+from harness.contract.cases import Case, CaseExtra
 from harness.contract.specs import (
     DTYPES,
     ModelSpec,
@@ -400,20 +400,18 @@ def _expand(suite: str, group: dict[str, Any], path: Path, models: dict[str, Mod
             scaled(spec, width=width, seq_len=seq_len)
         except UsageError as error:
             raise UsageError(f"{path}: {error}") from None
-        extra: dict[str, Any] = {"momentum": spec.momentum, "width": width, "seq_len": seq_len}
-        if model in models:
-            extra["spec"] = json.dumps(spec.as_dict(), sort_keys=True)
-        if dataset in datasets:
-            extra["dataset_file"], extra["dataset_sha256"] = str(datasets[dataset]), \
-                checksums[dataset]
+        extra = CaseExtra(
+            momentum=spec.momentum, width=width, seq_len=seq_len,
+            spec=json.dumps(spec.as_dict(), sort_keys=True) if model in models else None,
+            dataset_file=str(datasets[dataset]) if dataset in datasets else None,
+            dataset_sha256=checksums[dataset] if dataset in datasets else None)
         folds = group.get("folds")
         for fold in range(folds) if folds else [None]:
-            extra_items = {**extra, "fold": fold, "folds": folds}
             cases.append(Case(
                 suite=suite, model=model, framework=framework, dataset=dataset, seed=seed,
                 epochs=group.get("epochs", spec.epochs), batch_size=batch_size or spec.batch_size,
                 optimizer=spec.optimizer, lr=float(lr if lr is not None else spec.lr),
                 threads=group.get("threads", 2), dtype=group.get("dtype", "float32"),
                 train_limit=group.get("train_limit"),
-                extra=tuple(sorted((k, v) for k, v in extra_items.items() if v is not None))))
+                extra=replace(extra, fold=fold, folds=folds)))
     return cases

@@ -379,7 +379,7 @@ def main(argv: list[str]) -> int:
     job = json.loads(job_path.read_text())
     from harness.measure.threads import pin_affinity, pin_threads
 
-    case = Case(**{**job["case"], "extra": tuple(sorted(job["case"]["extra"].items()))})
+    case = Case.from_settings(job["case"])
     counting = job["pass"] == "instructions"
     threads = 1 if counting else case.threads
     pin_threads(threads)  # before numpy loads

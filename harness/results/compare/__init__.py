@@ -9,7 +9,14 @@
 """
 from harness.results.compare.format import summary, to_json, to_markdown
 from harness.results.compare.result_set import ResultSet, load_result_set
-from harness.results.compare.verdicts import FAILING, VERDICTS, ComparisonRow, Thresholds, compare, exit_code
+from harness.results.compare.verdicts import (
+           FAILING,
+           VERDICTS,
+           ComparisonRow,
+           Thresholds,
+           compare,
+           exit_code,
+)
 
 __all__ = ["FAILING", "VERDICTS", "ComparisonRow", "ResultSet", "Thresholds", "compare",
            "exit_code", "load_result_set", "summary", "to_json", "to_markdown"]

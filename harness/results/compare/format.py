@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
+from harness.results.compare.verdicts import VERDICTS, ComparisonRow, exit_code
 from harness.results.markdown import markdown_table
 from harness.results.tables import MIB
-from harness.results.compare.verdicts import VERDICTS, ComparisonRow, exit_code
 
 _LABELS = {"step_time_s": "step time", "alloc_bytes": "allocated", "alloc_count": "allocations",
            "peak_bytes": "peak", "instructions_per_step": "instructions/step",

@@ -54,7 +54,7 @@ class ResultSet:
         """A result set of freshly measured cases (not stored), numbered in order."""
         cases, runs, steps, epochs = [], [], [], []
         for i, r in enumerate(results):
-            cases.append({"id": i, **r.case.settings(), "extra": json.dumps(dict(r.case.extra)),
+            cases.append({"id": i, **r.case.settings(), "extra": json.dumps(r.case.extra.as_dict()),
                           "status": r.status, "reason": r.reason,
                           **{m: getattr(r, m) for m in (*MEMORY_METRICS, INSTRUCTIONS_METRIC)},
                           "prov_code_version": r.provenance.get("code_version"),

@@ -30,11 +30,24 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from harness.results.records import Status
 from harness.measure.stats import paired_ratio, unpaired_ratio
+from harness.results.compare.result_set import (
+    INSTRUCTIONS_METRIC,
+    MEMORY_METRICS,
+    ResultSet,
+    TimingRun,
+    case_settings,
+    cases_by_settings,
+)
+from harness.results.compare.statistics import (
+    block_medians,
+    block_size,
+    blocks_p_value,
+    runs_p_value,
+    spread,
+)
+from harness.results.records import Status
 from harness.results.tables import final_epoch
-from harness.results.compare.result_set import INSTRUCTIONS_METRIC, MEMORY_METRICS, ResultSet, TimingRun, case_settings, cases_by_settings
-from harness.results.compare.statistics import block_medians, block_size, blocks_p_value, runs_p_value, spread
 
 FAILING = ("regressed", "failed")
 VERDICTS = (*FAILING, "improved", "unchanged", "~", "n/a", "missing")
