@@ -35,8 +35,9 @@ from harness.results.store import ResultsStore
 from harness.run.abtest import DEFAULT_THRESHOLDS, ABResult, ab_test
 from harness.run.check import ENGINES, CheckResult, check_frameworks, suite_checks
 from harness.run.cluster import ClusterOptions, run_suite_on_cluster
+from harness.run.options import RunOptions
 from harness.run.plan import Plan, estimate_line, format_problems, make_plan
-from harness.run.runner import RunOptions, SuiteOutcome, run_suite
+from harness.run.runner import SuiteOutcome, run_suite
 from harness.run.suites import Suite, load_suite
 
 

@@ -22,7 +22,8 @@ from scipy import stats
 from harness.measure.provenance import code_version
 from harness.results.markdown import markdown_table
 from harness.results.store import ResultsStore
-from harness.run.runner import RunOptions, WorkerError, run_worker
+from harness.run.options import RunOptions
+from harness.run.processes import WorkerError, run_worker
 from harness.run.suites import load_suite
 
 

@@ -11,8 +11,8 @@ interval (a confidence interval of the ratio would hold it about 83 % of the tim
 estimate scatters as much as the last: Cumming and Maillardet 2006); far less means that
 something differs between runs that one run's rounds do not see. Then the spread between
 processes (coefficient of variation of the process medians) per model and framework, each run's
-schedule (harness.results.tables.schedule), the host's steadiness
-(harness.results.tables.host_steadiness) and
+schedule (harness.results.notes.schedule), the host's steadiness
+(harness.results.notes.host_steadiness) and
 its wall time.
 
     python scripts/bench_reproduce.py [--suite quick] [--runs 4] [--out DIR] [adh run options]
@@ -33,9 +33,10 @@ from collections import defaultdict
 from pathlib import Path
 
 from harness.measure.stats import Estimate, cv, half_width
+from harness.results.estimates import step_ratios
 from harness.results.markdown import markdown_table
+from harness.results.notes import host_steadiness, schedule
 from harness.results.store import ResultsStore
-from harness.results.tables import host_steadiness, schedule, step_ratios
 
 
 def run_suite(suite: str, store: Path, extra: list[str]) -> float:

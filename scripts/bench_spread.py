@@ -30,7 +30,9 @@ from harness.measure.environment import ALLOCATOR_POLICY
 from harness.measure.stats import cv
 from harness.results.markdown import markdown_table
 from harness.results.records import Status
-from harness.run.runner import RunOptions, WorkerError, rotated, run_worker
+from harness.run.options import RunOptions
+from harness.run.processes import WorkerError, run_worker
+from harness.run.runner import rotated
 
 NO_ALLOCATOR_POLICY = {name: None for name in ALLOCATOR_POLICY}
 # name: (variables over the measurement policy (None: unset), launcher, what it tests)

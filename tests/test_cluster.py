@@ -14,14 +14,17 @@ from harness.cli import main
 from harness.errors import UsageError
 from harness.measure import roofs
 from harness.measure.provenance import provenance
+from harness.results.estimates import model_summary
 from harness.results.machines import case_machines, require_one_machine
 from harness.results.merge import merge_stores
+from harness.results.notes import machine_verdicts
 from harness.results.records import CaseResult, RunRecord, Status
 from harness.results.store import ResultsStore
-from harness.results.tables import format_model_tables, machine_verdicts, model_summary
+from harness.results.tables import format_model_tables
 from harness.run import abtest, cluster, runner
 from harness.run.cluster import ClusterOptions, dry_run, parse_time, time_limit_min
-from harness.run.runner import RunOptions, case_keys
+from harness.run.options import RunOptions
+from harness.run.runner import case_keys
 from harness.run.shards import comparison, parse_shard, shard_suite, split
 from harness.run.suites import load_suite
 from test_runner import NEVER_FLAG

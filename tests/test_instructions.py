@@ -12,11 +12,14 @@ import pytest
 from harness import cli
 from harness.contract.cases import Case
 from harness.measure.instructions import counted_instructions
+from harness.results.estimates import model_summary
 from harness.results.records import CaseResult, EpochRecord, RunRecord, Status
 from harness.results.store import SCHEMA_VERSION, TURN_COLUMNS, ResultsStore
-from harness.results.tables import format_model_tables, model_summary
+from harness.results.tables import format_model_tables
 from harness.run import runner
-from harness.run.runner import RunOptions, WorkerError, run_case, run_worker
+from harness.run.options import RunOptions
+from harness.run.processes import WorkerError, run_worker
+from harness.run.runner import run_case
 
 CASE = Case(suite="s", model="mlp", framework="engine-static", dataset="mnist-10k", epochs=1,
             train_limit=500)

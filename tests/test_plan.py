@@ -17,8 +17,8 @@ from harness.results.records import CaseResult, Status
 from harness.results.store import ResultsStore
 from harness.results.tables import FORCED_NOTE
 from harness.run import plan as plan_module
+from harness.run.options import RunOptions
 from harness.run.plan import PlannedCase, _fit_problems, format_duration, make_plan
-from harness.run.runner import RunOptions
 from harness.run.suites import load_suite
 from toy_adapters import activate, build_distribution, launches, write_suite
 
@@ -99,7 +99,7 @@ def test_problems_of_many_cases_come_at_once_grouped(tmp_path, capsys, two_cpus)
     assert found[0].startswith("mlp/engine-static/mnist-10k/seed0 and 5 more cases: threads = 8")
     assert found[1].startswith("mlp/engine-static/mnist-10k/seed0 and 5 more cases: 500 "
                                "training examples make no full batch of 1,000")
-    assert "adh: error: 2 problems, nothing was run:" in lines
+    assert "2 problems, nothing was run:" in lines
 
 
 @pytest.mark.parametrize("fields, words", [

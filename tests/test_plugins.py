@@ -26,7 +26,8 @@ from harness.measure.provenance import code_version
 from harness.results.records import FINISHED, Status
 from harness.results.store import ResultsStore
 from harness.run import runner
-from harness.run.runner import RunOptions, run_case, run_suite
+from harness.run.options import RunOptions
+from harness.run.runner import run_case, run_suite
 from harness.run.suites import load_suite
 from test_runner import NEVER_FLAG, fake_timing
 from toy_adapters import activate, build_distribution, launches, write_suite

@@ -23,14 +23,10 @@ from harness.contract.cases import Case, CaseExtra
 from harness.errors import UsageError
 from harness.measure.policy import FlagPolicy
 from harness.report import build_report, figures, rates
-from harness.report.build import (
-    load_suite_data,
-    method_section,
-    plan_figures,
-    regenerate_note,
-)
+from harness.report.build import load_suite_data, plan_figures, regenerate_note
+from harness.report.method import method_section
 from harness.report.style import FRAMEWORKS, framework_look, framework_order, variant_look
-from harness.results import tables
+from harness.results import estimates, notes, tables
 from harness.results.profiles import UNACCOUNTED, ProfileRow, SavedProfile
 from harness.results.records import BatchRecord, CaseResult, EpochRecord, RunRecord
 from harness.results.store import ResultsStore
@@ -162,7 +158,7 @@ def test_every_framework_keeps_its_look() -> None:
 # --- tables -----------------------------------------------------------------------------------
 
 def summary_of(store: ResultsStore, suite: str):
-    return tables.model_summary(store.cases(suite), store.epochs(suite), store.runs(suite))
+    return estimates.model_summary(store.cases(suite), store.epochs(suite), store.runs(suite))
 
 
 def test_papers_table_against_torch(store: ResultsStore) -> None:
@@ -206,7 +202,7 @@ def test_papers_table_against_torch(store: ResultsStore) -> None:
 def test_tables_give_the_achieved_gflops_where_the_cases_recorded_their_flops(
         store: ResultsStore) -> None:
     cases = store.cases("plain").assign(flops_per_step=2e8, gemm_peak_gflops=100.0)
-    summary = tables.model_summary(cases, store.epochs("plain"), store.runs("plain"))
+    summary = estimates.model_summary(cases, store.epochs("plain"), store.runs("plain"))
     cnn = summary[summary["model"] == "cnn"]
     headers, rows = tables.paper_table(cnn)
     assert headers[5] == "GFLOP/s (% of GEMM peak)" == tables.RATE_HEADER
@@ -230,7 +226,7 @@ def test_contended_runs_are_left_out_and_marked(store: ResultsStore) -> None:
     # a case with flagged runs only: its numbers are used, and marked
     runs = store.runs("plain")
     runs.loc[runs["model"] == "mlp", "flagged"] = True
-    marked = tables.model_summary(store.cases("plain"), store.epochs("plain"), runs)
+    marked = estimates.model_summary(store.cases("plain"), store.epochs("plain"), runs)
     text = tables.format_model_tables(marked[marked["model"] == "mlp"])
     # training and step cells of 3 frameworks, ratio cells of 2
     assert text.count("[flagged]") == 3 * 3 - 1
@@ -256,7 +252,7 @@ def test_papers_table_leaves_out_memory_not_measured(store: ResultsStore) -> Non
 
 
 def test_accuracy_table_over_folds(store: ResultsStore) -> None:
-    summary = tables.accuracy_summary(store.cases("circles"), store.epochs("circles"))
+    summary = estimates.accuracy_summary(store.cases("circles"), store.epochs("circles"))
     assert len(summary) == 6 * 2
     row = summary[(summary["model"] == "circles-tanh") & (summary["framework"] == "torch")].iloc[0]
     # final test accuracy 0.95 + 0.001 fold + 0.01 seed over 2 x 5 runs
@@ -301,7 +297,7 @@ def test_an_accuracy_difference_is_judged_against_the_seeds_spread() -> None:
     assert format_difference(mean_difference([10.3])) == "+10.30 (one seed: no verdict)"
     rows = pd.DataFrame({"model": "lstm", "framework": ["engine-static", "torch"] * 2,
                          "seed": [0, 0, 1, 1], "test_pct": [85.0, 75.0, 70.0, 80.0]})
-    diff = tables.accuracy_differences(rows).set_index("framework").at["engine-static",
+    diff = estimates.accuracy_differences(rows).set_index("framework").at["engine-static",
                                                                        "test_pct_diff"]
     assert diff.n == 2 and diff.value == pytest.approx(0.0)  # +10 and -10, paired by seed
 
@@ -646,12 +642,12 @@ def test_the_method_and_the_tables_say_how_steady_the_host_was(tmp_path: Path) -
         store.save(make_result("unprobed", "mlp", "torch", 0))
         shaky = method_section(load_suite_data(store, "shaky"))
         runs = store.runs("shaky")
-        assert tables.host_steadiness(store.runs("unprobed")) == ""
+        assert notes.host_steadiness(store.runs("unprobed")) == ""
     # 8 probes (2 seeds x 2 rounds x before, after): robust CV 13.5 %, about 190 paired processes
     line = ("host steadiness: identical work (the drift probe, timed 8 times around the timing "
             "passes) varied by 13.5% (robust CV); about 190 paired processes (rounds x seeds) give "
             "a ratio a 95% PI of ±5% at this spread")
-    assert tables.host_steadiness(runs) == line
+    assert notes.host_steadiness(runs) == line
     assert "Host steadiness: identical work (the drift probe, timed 8 times" in shaky
     assert "(if each process's time scattered independently as the host's did: a rough guide)." \
         in shaky

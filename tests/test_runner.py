@@ -16,11 +16,15 @@ import pytest
 from harness.contract.cases import Case
 from harness.contract.frameworks import available, get_framework
 from harness.measure.policy import FlagPolicy
+from harness.results.estimates import model_summary
+from harness.results.notes import reported_facts
 from harness.results.records import CaseResult
 from harness.results.store import ResultsStore
-from harness.results.tables import format_model_tables, model_summary, reported_facts
+from harness.results.tables import format_model_tables
 from harness.run import runner
-from harness.run.runner import RunOptions, WorkerError, run_case, run_suite
+from harness.run.options import RunOptions
+from harness.run.processes import WorkerError
+from harness.run.runner import run_case, run_suite
 from harness.run.suites import load_suite
 from toy_adapters import (
     BANDWIDTH,
@@ -593,7 +597,7 @@ def test_when_time_is_short_the_contestants_ratios_get_the_round(monkeypatch):
     import pandas as pd
 
     from harness.measure.stats import Estimate
-    from harness.results import tables
+    from harness.run import rounds
     from harness.run.suites import MoreRounds
 
     frameworks = ["engine-static", "jax", "torch"]
@@ -602,17 +606,17 @@ def test_when_time_is_short_the_contestants_ratios_get_the_round(monkeypatch):
              for model in ("cnn", "lstm")]
     reach = {("cnn", "engine-static"): 0.12, ("lstm", "engine-static"): 0.20,
              ("cnn", "jax"): 0.40, ("lstm", "jax"): 0.05}  # lstm jax is narrow
-    monkeypatch.setattr(tables, "step_ratios", lambda runs, reference="torch": pd.DataFrame(
+    monkeypatch.setattr(rounds, "step_ratios", lambda runs, reference="torch": pd.DataFrame(
         [{"model": m, "framework": fw, "pairs": 6, "flagged_pairs": 0,
           "ratio": Estimate(1.0, 1 / (1 + w), 1 + w, 6)} for (m, fw), w in reach.items()]))
     store = type("Store", (), {"runs": lambda self, suite: pd.DataFrame(
         {"key": [r.key for unit in units for r in unit]})})()
-    pace = {runner._settings_key(unit[0]): 10.0 for unit in units}  # 10 s a case
+    pace = {rounds.settings_key(unit[0]): 10.0 for unit in units}  # 10 s a case
 
     def going(seconds_left: float) -> tuple[list[list[str]], list[str]]:
         notes: list[str] = []
         options = RunOptions(more_rounds=MoreRounds(within=0.10, most=30, minutes=1.0))
-        out = runner.wide_units(store, "s", units, options, 6, 60 - seconds_left, pace,
+        out = rounds.wide_units(store, "s", units, options, 6, 60 - seconds_left, pace,
                                 notes.append)
         return [[f"{r.case.model} {r.case.framework}" for r in unit] for unit in out], notes
 
@@ -663,7 +667,7 @@ def test_a_framework_that_slows_down_keeps_its_slow_steps(monkeypatch, tmp_path)
     """The drift filter is neutral: a framework whose every pass slows down halfway, on a host
     whose probes stay put, is neither retried nor flagged; its slow steps stay in its step time,
     and the tables say that its level shifts recur."""
-    from harness.results.tables import own_level_shifts
+    from harness.results.notes import own_level_shifts
 
     case = Case(suite="s", model="mlp", framework="engine-static", dataset="mnist-10k")
     slowing = [0.01] * 30 + [0.02] * 30  # each pass: 30 steps at 10 ms, then 30 at 20 ms

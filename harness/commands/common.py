@@ -100,16 +100,15 @@ def model_tables(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFrame, 
     framework does not support (n/a, with the reason). UsageError if the cases ran on different
     machines, unless `allow_mixed_machines`; `what` names them in its message."""
     from harness.results.machines import require_one_machine
-    from harness.results.tables import (
+    from harness.results.notes import (
         first_call_memory,
-        format_model_tables,
         host_steadiness,
         machine_verdicts,
         own_level_shifts,
         reported_facts,
         schedule,
-        shown_summary,
     )
+    from harness.results.tables import format_model_tables, shown_summary
 
     machines = require_one_machine(cases, what, allow_mixed_machines)
     summary = shown_summary(cases, epochs, runs)

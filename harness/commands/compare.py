@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         to_markdown,
     )
     from harness.results.machines import require_one_machine
-    from harness.results.tables import host_steadiness
+    from harness.results.notes import host_steadiness
 
     thresholds = Thresholds(min_factor=args.min_factor, alpha=args.alpha,
                             memory_tolerance=args.memory_tolerance,
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
                             accuracy_tolerance_pp=args.accuracy_tolerance)
     if args.against:
         from harness import api
-        from harness.run.runner import RunOptions
+        from harness.run.options import RunOptions
 
         if args.base or args.new:
             raise UsageError("give either BASE and NEW, or --against REF, not both")

@@ -99,8 +99,8 @@ def run(args: argparse.Namespace) -> int:
     from harness.measure.provenance import code_version
     from harness.results.records import FINISHED, CaseResult, Status
     from harness.results.store import ResultsStore
+    from harness.run.options import RunOptions
     from harness.run.plan import format_duration, format_plan
-    from harness.run.runner import RunOptions
 
     refuse_misplaced(args.store, "store", "run")
     overrides = {k: v for k, v in {

@@ -9,14 +9,13 @@ Hyperparameters are chosen to train well in every framework alike from the same 
 - lstm: SGD with momentum 0.9 and lr 0.3: at the RNN's small rates it learns slowly (test
   accuracy of engine-static after 2 epochs of mnist-10k:
   72.5 % at lr 0.1, 78.5 % at 0.3, 81.8 % at 1.0, whose effective step of 10 with momentum
-  leaves little room on other data). In float32 no rate keeps two frameworks' trajectories
-  together for a paper's length (scripts/bench_trajectories.py, a step's loss more than 5 % from
-  torch's: on mnist-10k, quick's 160 steps, at lr 0.3 the engine parts at step 73 and jax at 69,
-  at 0.1 neither does; on fashion-mnist, paper's 3000 steps, the engine parts at step 56 at lr
-  0.3, 85 at 0.1, 166 at 0.03 and 399 at 0.01): past that point each framework trains a model
-  of its own, and their accuracies differ by chance. So the rate stays, and an accuracy is
-  compared only as a distribution over seeds (harness.results.tables.accuracy_differences: one seed
-  gets no verdict).
+  leaves little room on other data). In float32 no rate keeps two frameworks' trajectories together
+  for a paper's length (scripts/bench_trajectories.py, a step's loss more than 5 % from torch's: on
+  mnist-10k, quick's 160 steps, at lr 0.3 the engine parts at step 73 and jax at 69, at 0.1 neither
+  does; on fashion-mnist, paper's 3000 steps, the engine parts at step 56 at lr 0.3, 85 at 0.1, 166
+  at 0.03 and 399 at 0.01): past that point each framework trains a model of its own, and their
+  accuracies differ by chance. So the rate stays, and an accuracy is compared only as a distribution
+  over seeds (harness.results.estimates.accuracy_differences: one seed gets no verdict).
 - circles: Adam, lr 0.01 — sigmoid and tanh networks under MSE stall with plain SGD (tiny
   gradients through three saturating layers); Adam trains all six variants.
 """

@@ -14,7 +14,7 @@ The level shift of a pass's own steps (the median of their last third against th
 first third) is not a judge of the host: a framework that slows down over a pass (a cache that
 grows, a compiler that gives up) shifts its own level, and filtering such passes would lower
 exactly that framework's step time. It is recorded with each pass (its facts) and reported
-where it recurs (harness.results.tables.own_level_shifts), kept in the framework's numbers.
+where it recurs (harness.results.notes.own_level_shifts), kept in the framework's numbers.
 
 The workload is what training is made of: a float32 matrix product (BLAS, with the runner's
 thread count) and a loop of Python bytecode (the interpreter, one core). It takes about 50 ms:

@@ -1,13 +1,12 @@
 """Keep every CPU busy at the lowest priority while frameworks take turns.
 
-On the shared VMs this harness runs on, a virtual CPU that goes idle is handed back to the host,
-and when it wakes it may run on another physical core, at another speed: processes that took
-turns (harness.run.runner.run_turns) ran each turn at one of two levels about 1.6x apart, changing
-at
-the turns' boundaries, where the waiting process's CPUs had gone idle. A process per CPU that
-spins under SCHED_IDLE keeps the CPUs from going idle (as a kernel booted with idle=poll would);
-the scheduler runs it only when nothing else wants that CPU, and a measured thread that wakes
-takes the CPU from it at once. The spinners are the runner's children, so contention
+On the shared VMs this harness runs on, a virtual CPU that goes idle is handed back to the host, and
+when it wakes it may run on another physical core, at another speed: processes that took turns
+(harness.run.processes.run_turns) ran each turn at one of two levels about 1.6x apart, changing at
+the turns' boundaries, where the waiting process's CPUs had gone idle. A process per CPU that spins
+under SCHED_IDLE keeps the CPUs from going idle (as a kernel booted with idle=poll would); the
+scheduler runs it only when nothing else wants that CPU, and a measured thread that wakes takes the
+CPU from it at once. The spinners are the runner's children, so contention
 (harness.measure.contention) counts their time as the runner's own, not as foreign load.
 
 Linux only (SCHED_IDLE, CPU affinity); elsewhere nothing is started.

@@ -9,7 +9,7 @@ of the host cancels out).
 
 The point estimate is the median (of the processes' medians, or of the per-round ratios): one
 disturbed process cannot move it. Where a round's processes took turns
-(harness.run.runner.run_turns),
+(harness.run.processes.run_turns),
 its ratio is of their turns, turn by turn (`round_ratio`). Its interval:
 - from 6 values on, the distribution-free interval of a median (order statistics, binomial
   coverage: scipy.stats.quantile_test), which assumes nothing about the shape of the noise;
@@ -107,8 +107,8 @@ def paired_ratio(numerators: Sequence[float], denominators: Sequence[float],
 def round_ratio(median: float, reference: float, turns: Sequence[float | None] = (),
                 reference_turns: Sequence[float | None] = ()) -> float:
     """One round's ratio of two processes' step times: of their medians, or, where the two took
-    turns (harness.run.runner.run_turns), the median of the ratios of their turns' medians, turn by
-    turn: two turns next to each other in time saw the host at the same speed, so a slow second
+    turns (harness.run.processes.run_turns), the median of the ratios of their turns' medians, turn
+    by turn: two turns next to each other in time saw the host at the same speed, so a slow second
     cancels in each ratio, where it moves one of the two medians only."""
     ratios = [a / b for a, b in zip(turns, reference_turns, strict=False)
               if a is not None and b is not None and a > 0 and b > 0]

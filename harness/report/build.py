@@ -15,20 +15,19 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from harness.errors import UsageError
-from harness.measure import warmup as warmup_rule
-from harness.measure.policy import FlagPolicy
-from harness.measure.provenance import LIBRARIES
-from harness.measure.stats import ORDER_STATISTICS_FROM
 from harness.report import figures, frames, rates
 from harness.report.explain import explain_section
+from harness.report.method import column, distinct, method_section, provenance_section
+from harness.report.panels import Caption
 from harness.report.parity import ParityCheck, parity_section
 from harness.report.roofline import CAPTION as ROOFLINE_CAPTION
 from harness.report.roofline import roofline
 from harness.report.setup import setting_values, setup_section
 from harness.report.studies import studies_section
 from harness.report.style import framework_order, save
-from harness.results import tables
-from harness.results.machines import case_machines, require_one_machine
+from harness.results import estimates, notes, tables
+from harness.results.estimates import REFERENCE
+from harness.results.machines import require_one_machine
 from harness.results.markdown import markdown_table
 from harness.results.profiles import SavedProfile
 from harness.results.records import Status
@@ -37,7 +36,6 @@ from harness.run.suites import builtin_suites, load_suite
 
 ROOFLINE_STEM = "roofline"
 
-REFERENCE = "torch"
 MIN_EPOCHS_FOR_CURVES = 3  # fewer epochs: no per-epoch line figures (1, 2, 7)
 OUTPUT_SUFFIXES = {".png", ".pdf", ".svg", ".dot", ".md", ".tex", ".csv"}
 
@@ -47,7 +45,7 @@ class PlannedFigure:
     number: str  # "1", "6a", "8": the same figure has the same number in every report
     stem: str  # file name without suffix
     title: str
-    caption: figures.Caption
+    caption: Caption
     draw: Callable[[], Figure]
 
 
@@ -159,7 +157,7 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
             out.append(Table(f"Step time against {label} (median [quartiles], ms)",
                              f"scaling_{name}", headers, rows, points, left=2))
         return out
-    summary = tables.model_summary(data.cases, data.epochs, data.runs, REFERENCE)
+    summary = estimates.model_summary(data.cases, data.epochs, data.runs, REFERENCE)
     count = "Runs" if data.has_folds else "Seeds"
     measured = "time, memory and accuracy" if data.has_memory else "time and accuracy"
     for model, rows in summary.groupby("model", sort=False):
@@ -169,196 +167,31 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
                          f"out where it rounds to zero at the digits shown; step time and its "
                          f"ratio to {REFERENCE}: median over processes, 95% CI; the ratio's "
                          f"95% PI: where a rerun's falls)",
-                         f"model_{model}", headers, body, tables.flat_estimates(rows)))
+                         f"model_{model}", headers, body, estimates.flat_estimates(rows)))
     if data.has_folds:
-        accuracy = tables.accuracy_summary(data.ok, data.epochs)
+        accuracy = estimates.accuracy_summary(data.ok, data.epochs)
         headers, rows = tables.accuracy_table(accuracy)
         out.append(Table("Train and test accuracy (mean ± std over folds × repetitions)",
                          "accuracy", headers, rows, accuracy, left=2))
     return out
 
 
-def _distinct(values: pd.Series) -> str:
-    """The distinct values of a provenance column, most frequent first, with their run counts
-    when there are several."""
-    counts = values.dropna().astype(str).value_counts()
-    if counts.empty:
-        return "unknown"
-    if len(counts) == 1:
-        return counts.index[0]
-    return ", ".join(f"{v} ({n} runs)" for v, n in counts.items())
 
 
-def _column(cases: pd.DataFrame, name: str) -> pd.Series:
-    return (cases[name] if name in cases.columns else
-            pd.Series([None] * len(cases), index=cases.index, dtype=object))
 
 
-def _package(distribution: object, version: object, code_version: object) -> str | None:
-    """"x-adapter 1.2 (commit abc1234)" from a framework's provenance; None if not recorded."""
-    if pd.isna(distribution):
-        return None
-    text = f"{distribution} {version}" if pd.notna(version) else str(distribution)
-    return text + (f" (commit {code_version})" if pd.notna(code_version) else "")
 
 
-def framework_packages(cases: pd.DataFrame) -> str:
-    """Each framework's package, version and commit, as its runs recorded them."""
-    columns = [f"prov_framework_{c}" for c in ("distribution", "version", "code_version")]
-    frame = cases.reindex(columns=["framework", *columns])
-    labels = pd.Series([_package(*row[1:]) for row in frame.itertuples(index=False)],
-                       dtype=object)
-    return "; ".join(f"{fw}: {_distinct(labels[(frame['framework'] == fw).to_numpy()])}"
-                     for fw in dict.fromkeys(frame["framework"]))
 
 
-def provenance_section(cases: pd.DataFrame) -> str:
-    """Where and with what the suite's runs ran, as a Markdown list."""
-    commit = _column(cases, "prov_code_version").fillna(
-        _column(cases, "prov_commit").astype(str) + _column(cases, "prov_dirty").map(
-            lambda d: " (uncommitted changes)" if d is True else ""))
-    dataset = _column(cases, "prov_dataset").fillna(cases["dataset"]).astype(str)
-    checksum = _column(cases, "prov_dataset_checksum").fillna("unknown").astype(str)
-    started = pd.to_datetime(cases["started_at"], utc=True, errors="coerce").dropna()
-    when = ("unknown" if started.empty else
-            f"{started.min():%Y-%m-%d %H:%M} to {started.max():%Y-%m-%d %H:%M} UTC")
-    versions = ", ".join(
-        [f"{name} {_distinct(_column(cases, f'prov_{name}'))}"
-         for name in ("python", "numpy", "torch", "memray")]
-        + [f"{name} {_distinct(_column(cases, f'prov_versions_{name}'))}"  # where recorded
-           for name in (*LIBRARIES, "onednn")
-           if _column(cases, f"prov_versions_{name}").notna().any()]
-        + [f"BLAS {_distinct(_column(cases, 'prov_blas'))}"])
-    lines = [
-        f"- Machine: {_distinct(case_machines(cases))}; {_distinct(_column(cases, 'prov_os'))}",
-        f"- Threads per run: {_distinct(cases['threads'])}; dtype {_distinct(cases['dtype'])}",
-        f"- Versions: {versions}",
-        f"- Code: commit {_distinct(commit)}",
-        f"- Frameworks: {framework_packages(cases)}",
-        f"- Dataset: {_distinct(dataset + ' (sha256 ' + checksum.str[:16] + '…)')}",
-        f"- Runs: {len(cases)}, started {when}",
-    ]
-    return "\n".join(lines)
 
 
-def _environment(cases: pd.DataFrame) -> str:
-    """The measured processes' allocator and OpenMP settings, as recorded in provenance."""
-    names = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "OMP_WAIT_POLICY", "OMP_PROC_BIND",
-             "LD_PRELOAD")
-    parts = [f"{n}={_distinct(_column(cases, f'prov_environment_{n}'))}" for n in names]
-    return ", ".join(p for p in parts if not p.endswith("=unknown"))
 
 
-def _thresholds(policy: FlagPolicy) -> str:
-    """A flag policy in words."""
-    return (f"contended above {policy.contention_threshold:.0%} of the machine and "
-            f"{policy.min_foreign_cpu_s:g} s of CPU time, drift above {policy.probe_threshold:.0%} "
-            f"(the reference workload), at most {policy.retries} repeats")
 
 
-def policy_in_force(cases: pd.DataFrame) -> str:
-    """The flag policy that the cases' provenance records, in words: its thresholds, those of
-    each group of cases where they differ, or that the provenance does not record them."""
-    recorded = cases.filter(regex="^prov_policy_").rename(
-        columns=lambda c: c.removeprefix("prov_policy_"))
-    policies = (FlagPolicy.from_record(row) for _, row in recorded.iterrows())
-    described = pd.Series([_thresholds(p) if p else "not recorded" for p in policies], dtype=object)
-    counts = described.value_counts()
-    if len(counts) > 1:
-        return "the runs recorded different thresholds: " + "; ".join(
-            f"{what} ({n} run{'' if n == 1 else 's'})" for what, n in counts.items())
-    if counts.index[0] == "not recorded":
-        return ("the thresholds in force are unknown: these runs were stored before provenance "
-                "recorded them")
-    return f"the thresholds, as the runs recorded them: {counts.index[0]}"
 
 
-def method_section(data: frames.SuiteData) -> str:
-    """How the numbers were measured, with this suite's counts (seeds, rounds, flagged runs)."""
-    n = data.repetitions
-    runs = data.runs
-    per_case = runs.groupby("key").size() if len(runs) else pd.Series([0])
-    rounds = (f"{per_case.max()}" if per_case.min() == per_case.max()
-              else f"{per_case.min()} to {per_case.max()}")
-    flagged = runs[runs["flagged"]] if len(runs) else runs
-    warmup = runs["warmup_steps"].median() if len(runs) else float("nan")
-    retried = int((~runs["flagged"] & (runs["attempts"] > 1)).sum()) if len(runs) else 0
-    if data.swept:
-        spread = ("The scaling tables give each setting's median step time over all timed steps, "
-                  "with its quartiles.")
-    else:
-        reps = f"{n} runs (seeds × folds)" if data.has_folds else f"{n} seeds"
-        spread = ((f"Training time, memory and accuracy are the mean ± standard deviation over "
-                   f"{reps} per model and framework" if n > 1
-                   else "Each model and framework ran with one seed")
-                  + f". Step time is the median over all processes (seeds × rounds) of each "
-                  f"process's median step, with a 95% confidence interval (from order statistics "
-                  f"for {ORDER_STATISTICS_FROM} processes or more, Student's t on the logarithms "
-                  f"below); the ratio to {REFERENCE} is paired: each process is divided by "
-                  f"{REFERENCE}'s process of the same round and seed, and the interval is that of "
-                  f"the ratios. A ratio whose interval holds 1 is marked ≈: no difference was "
-                  f"shown, whatever its point estimate. GFLOP/s is the model's floating-point "
-                  f"operations per training step (the matrix products of its dense, "
-                  f"convolutional and recurrent layers, forward and backward; element-wise work "
-                  f"not counted) over that median step, and its share of this machine's float32 "
-                  f"GEMM peak, measured with the same thread count.")
-    text = [
-        f"Every case ran {rounds} timing pass{'' if rounds == '1' else 'es'}, each in a fresh "
-        f"process, in rounds: every case once per round, the order rotated from round to round, so "
-        f"that a slow minute of the host falls on every framework alike. Each process had "
-        f"{_distinct(data.ok['threads'])} threads for every numeric library (BLAS, OpenMP, torch "
-        f"intra-op) and the same allocator policy ({_environment(data.ok) or 'unknown'}): with "
-        f"glibc's defaults, whether a process reuses heap memory or maps and faults in fresh pages "
-        f"every step depends on its first allocations, which makes processes of the same code "
-        f"differ; a user of torch with the defaults may get either. "
-        f"Every framework starts from the same initial weights and sees the same batch order. "
-        f"Timing and memory were measured in separate passes of the same training loop, so that "
-        f"memory tracking never slows a timed step. The timing pass times every training step; the "
-        f"leading steps until one runs within {warmup_rule.TOLERANCE:.0%} of the pass's steady "
-        f"pace (the median of its second half), and the {warmup_rule.WINDOW} after it mostly do "
-        f"too, are warm-up (graph and buffer creation, caches, thread pools, compilation"
-        + ("" if pd.isna(warmup) else f"; a median of {warmup:.0f} steps here")
-        + "): the tables' Build + warm-up column is their time plus the time to build the model "
-        "from the weights (where jax compiles its step; torch.compile and tinygrad compile in "
-        "the warm-up steps), apart from Time, which is training alone; evaluation on the test "
-        "set is timed apart from both.",
-        ("The memory pass runs once per case, memray around the training loop only (imports and "
-         "data loading excluded): bytes allocated in total and the peak of live bytes."
-         if data.has_memory else "This suite ran without the memory pass."),
-        spread,
-        f"While each timing pass ran, the CPU time used by other processes was measured (the "
-        f"machine's busy time from /proc/stat minus the run's own), and a fixed reference workload "
-        f"(a float32 matrix product and a Python loop) was timed by the runner just before and "
-        f"after it. A pass in which other processes used too much of the machine (contended), or "
-        f"whose reference workload ran off the clean passes' median (drift: the host changed "
-        f"speed; never judged by the pass's own steps, whose level may be the framework's "
-        f"doing), was repeated, "
-        f"and then kept and flagged; {policy_in_force(data.ok)}. Flagged passes are left out of "
-        f"the step times and ratios of a model and framework while it has clean ones, and a "
-        f"number that rests on flagged passes alone is marked [flagged]. **{len(flagged)} of "
-        f"{len(runs)} timing passes were flagged**"
-        + (f"; {retried} more were kept only after a repeat." if retried else "."),
-    ]
-    how = tables.schedule(runs)
-    if how:
-        text.append(how[len("schedule: "):][0].upper() + how[len("schedule: ") + 1:] + ".")
-    steadiness = tables.host_steadiness(runs)
-    if steadiness:
-        text.append(steadiness[0].upper() + steadiness[1:] + " (if each process's time scattered "
-                    "independently as the host's did: a rough guide).")
-    for line in (tables.own_level_shifts(runs), tables.reported_facts(data.ok),
-                 tables.first_call_memory(data.ok)):
-        if line:
-            text.append(line[0].upper() + line[1:] + ".")
-    out = " ".join(text)
-    if len(flagged):
-        rows = [[r["model"], r["framework"], str(r["seed"]), str(int(r["run"]) + 1),
-                 ", ".join(w for w in ("contended", "drift") if r[w]),
-                 "-" if pd.isna(r["foreign_cpu_s"]) else f"{r['foreign_cpu_s']:.2f}"]
-                for _, r in flagged.iterrows()]
-        out += "\n\n" + markdown_table(["Model", "Framework", "Seed", "Round", "Flag",
-                                                 "Foreign CPU (s)"], rows)
-    return out
 
 
 def _cell(text: object) -> str:
@@ -436,7 +269,7 @@ def require_one_commit(cases: pd.DataFrame, suite: str, store: Path, allow: bool
     """Refuse (UsageError) finished `cases` measured with more than one version of the harness's
     code (its commit, with "+dirty.<hash>" for uncommitted edits; the commit alone in records
     without the version), naming each and the command that fixes it, unless `allow`."""
-    versions = _column(cases, "prov_code_version").fillna(_column(cases, "prov_commit"))
+    versions = column(cases, "prov_code_version").fillna(column(cases, "prov_commit"))
     counts = versions.dropna().astype(str).value_counts()
     if len(counts) <= 1 or allow:
         return
@@ -452,9 +285,9 @@ def regenerate_note(cases: pd.DataFrame, suite: str, store: Path,
     """The commands that regenerate the report of finished `cases`, at its top: the commit to
     check out, the `adh run` commands its cases recorded (each case's provenance `command`),
     and `command`, the `adh report` that built it (default: the plain one)."""
-    versions = _column(cases, "prov_code_version").fillna(_column(cases, "prov_commit"))
+    versions = column(cases, "prov_code_version").fillna(column(cases, "prov_commit"))
     commits = list(dict.fromkeys(str(v).split("+")[0] for v in versions.dropna()))
-    runs = list(dict.fromkeys(_column(cases, "prov_command").dropna()))
+    runs = list(dict.fromkeys(column(cases, "prov_command").dropna()))
     checkout = (f"`git checkout {commits[0]}`" if len(commits) == 1 else
                 "at the commits the provenance names")
     if versions.dropna().astype(str).str.contains(r"\+dirty").any():
@@ -493,7 +326,7 @@ def _settings(cases: pd.DataFrame) -> str:
 def _machines_section(data: frames.SuiteData) -> list[str]:
     """Where the cases come from several machines (allowed with --allow-mixed-machines): each
     machine's verdicts side by side, with its roofs and its host's steadiness."""
-    text = tables.machine_verdicts(data.ok, data.runs)
+    text = notes.machine_verdicts(data.ok, data.runs)
     if not text:
         return []
     return ["## Verdicts per machine", "",
@@ -595,7 +428,7 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
     frameworks = framework_order(data.ok["framework"])
     lines = [f"# Report: suite `{suite}`", "",
              f"{len(data.ok)} finished runs of {len(data.models)} models × {len(frameworks)} "
-             f"frameworks ({', '.join(frameworks)}) on {_distinct(data.ok['dataset'])}.", "",
+             f"frameworks ({', '.join(frameworks)}) on {distinct(data.ok['dataset'])}.", "",
              *regenerate_note(data.ok, suite, store.path, command),
              *_smoke_test_note(data),
              *setup_section(data.ok, data.models),

@@ -10,155 +10,63 @@ it shows; the report prints it under the figure. Each figure function runs under
 """
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
 from matplotlib.ticker import (
-    FixedLocator,
-    FuncFormatter,
-    LogLocator,
     MaxNLocator,
-    NullFormatter,
-    NullLocator,
 )
 
-from harness.contract.specs import get_model
-from harness.errors import UsageError
 from harness.report import frames
+from harness.report.panels import (
+    Caption,
+    framework_legend,
+    log_if_wide,
+    log_ticks,
+    loss_label,
+    model_panels,
+    shared_labels,
+    short_names,
+    swept_ticks,
+)
 from harness.report.style import (
     MAX_COLUMNS,
     framework_look,
     framework_order,
-    grid_shape,
-    hide_unused,
     legend_above,
     new_figure,
     styled,
     variant_look,
 )
-from harness.results.tables import GIB, MIB, step_estimates, used_runs
+from harness.results.estimates import GIB, MIB, step_estimates, used_runs
 
 BAND_ALPHA = 0.18
 RAW_ALPHA = 0.3
-LOG_SPAN = 20.0  # a positive axis whose data spans more than this factor is drawn in log scale
-MAX_TICKS = 4  # ticks on a swept axis, so that the labels never touch at ~1 in per panel
-LOSS_NAMES = {"softmax_cross_entropy": "Cross-entropy loss", "mse": "MSE loss"}
 # short: three panels share a column's width, and longer labels ran into each other
 SIZE_LABELS = {"extra_width": "Hidden width", "extra_seq_len": "Sequence length"}
 
-_plain = FuncFormatter(lambda value, _: f"{value:g}")
 
 
-@dataclass(frozen=True)
-class Caption:
-    """A figure's caption in the report. `{over}` in `text` is where it says how the figure
-    aggregates the repetitions: their mean and `spread` (what shows how they spread: a band,
-    error bars), or, with a single run, that it has no `absent`."""
-
-    text: str
-    spread: str = ""
-    absent: str = ""
-
-    def render(self, data: frames.SuiteData) -> str:
-        """The caption for `data`, with its number of repetitions."""
-        return self.text.format(over=self._over(data))
-
-    def _over(self, data: frames.SuiteData) -> str:
-        """'; the mean over 3 seeds, <spread>' or, with one run, '; one seed, so no <absent>'."""
-        n = data.repetitions
-        if n > 1:
-            what = "runs (seeds × folds)" if data.has_folds else "seeds"
-            return f"; the mean over {n} {what}" + (f", {self.spread}" if self.spread else "")
-        return (f"; one {'run' if data.has_folds else 'seed'}"
-                + (f", so no {self.absent}" if self.absent else ""))
 
 
-def _framework_handles(frameworks: list[str], patches: bool = False) -> list:
-    """Legend entries for `frameworks` (the same in every panel, so one legend serves all)."""
-    if patches:
-        return [Patch(facecolor=framework_look(f).color, label=f) for f in frameworks]
-    return [Line2D([], [], label=f, **framework_look(f).kwargs()) for f in frameworks]
 
 
-def _framework_legend(fig: Figure, frameworks: list[str], patches: bool = False) -> None:
-    legend_above(fig, _framework_handles(frameworks, patches), frameworks)
 
 
-def short_names(models: list[str]) -> list[str]:
-    """Model names without the prefix they all share ("circles-relu" -> "relu"), so that panel
-    titles and tick labels fit."""
-    prefix = os.path.commonprefix(models) if len(models) > 1 else ""
-    prefix = prefix[:prefix.rfind("-") + 1]
-    return [m.removeprefix(prefix) for m in models]
 
 
-def loss_label(model: str) -> str:
-    """The axis label of a model's training loss, named after its loss function."""
-    try:
-        return LOSS_NAMES.get(get_model(model).loss, "Loss")
-    except UsageError:  # a model this harness version does not define
-        return "Loss"
 
 
-def _model_panels(models: list[str], sharex: bool = False) -> tuple[Figure, list[Axes]]:
-    """A figure with one panel per model, titled with its name, at most three per row."""
-    rows, columns = grid_shape(len(models))
-    fig, grid = new_figure(rows, columns, sharex=sharex)
-    hide_unused(grid, len(models))
-    axes = [ax for row in grid for ax in row][:len(models)]
-    for ax, title in zip(axes, short_names(models), strict=True):
-        ax.set_title(title)
-    return fig, axes
 
 
-def _labels(fig: Figure, x: str, y: str) -> None:
-    """Axis labels shared by all panels, written once for the figure."""
-    fig.supxlabel(x, fontsize="medium")
-    fig.supylabel(y, fontsize="medium")
 
 
-def log_ticks(ax: Axes, axis: str) -> None:
-    """Readable ticks on a log axis: plain numbers (0.5, 2, 10, not 10^0), at 1-2-3-5 steps
-    within a decade, 1-2-5 steps within two, else at powers of ten only; where that leaves fewer
-    than two ticks in view (a narrow range such as 40-70), at every integer multiple of the
-    decade, and failing that at evenly spaced round numbers."""
-    target = ax.yaxis if axis == "y" else ax.xaxis
-    low, high = ax.get_ylim() if axis == "y" else ax.get_xlim()
-    span = high / low
-    subs = (1.0, 2.0, 3.0, 5.0) if span <= 10 else (1.0, 2.0, 5.0) if span <= 100 else (1.0,)
-    for candidate in (subs, tuple(float(k) for k in range(1, 10))):
-        locator = LogLocator(base=10, subs=candidate)
-        if sum(low <= t <= high for t in locator.tick_values(low, high)) >= 2:
-            break
-    else:
-        locator = FixedLocator(MaxNLocator(nbins=3).tick_values(low, high))
-    target.set_major_locator(locator)
-    target.set_major_formatter(_plain)
-    target.set_minor_formatter(NullFormatter())
 
 
-def _log_if_wide(ax: Axes, axis: str, values) -> None:
-    """A log scale on `axis` when its positive values span more than `LOG_SPAN`."""
-    values = np.asarray(values, dtype=float)
-    values = values[np.isfinite(values) & (values > 0)]
-    if len(values) and values.max() / values.min() > LOG_SPAN:
-        (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
-        log_ticks(ax, axis)
 
 
-def _swept_ticks(ax: Axes, values) -> None:
-    """A log x axis ticked at (every k-th of) the swept values, as plain numbers."""
-    values = sorted(set(float(v) for v in values))
-    step = -(-len(values) // MAX_TICKS)
-    ax.xaxis.set_major_locator(FixedLocator(values[::step]))
-    ax.xaxis.set_major_formatter(_plain)
-    ax.xaxis.set_minor_locator(NullLocator())
 
 
 # --- Figures 1 and 2: accuracy per epoch ------------------------------------------------------
@@ -180,7 +88,7 @@ def accuracy_per_epoch(data: frames.SuiteData, column: str) -> Figure:
     which read as differences in learning speed)."""
     curves = frames.epoch_curves(data.epochs, column)
     frameworks = framework_order(data.ok["framework"])
-    fig, axes = _model_panels(data.models, sharex=True)
+    fig, axes = model_panels(data.models, sharex=True)
     for ax, model in zip(axes, data.models, strict=True):
         of_model = curves[curves["model"] == model]
         for fw in frameworks:
@@ -194,8 +102,8 @@ def accuracy_per_epoch(data: frames.SuiteData, column: str) -> Figure:
                                 alpha=BAND_ALPHA, linewidth=0)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=5))
     kind = "Training" if column == "train_acc" else "Test"
-    _labels(fig, "Epoch", f"{kind} accuracy (%)")
-    _framework_legend(fig, frameworks)
+    shared_labels(fig, "Epoch", f"{kind} accuracy (%)")
+    framework_legend(fig, frameworks)
     return fig
 
 
@@ -245,7 +153,7 @@ def batch_curves(data: frames.SuiteData) -> Figure:
             ax.set_ylabel(label)
     for ax in grid[-1]:
         ax.set_xlabel("Batch (consecutive)")
-    _framework_legend(fig, frameworks)
+    framework_legend(fig, frameworks)
     return fig
 
 
@@ -298,7 +206,7 @@ def _bar_rows(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]],
             ax.grid(axis="x", visible=False)
             ax.set_title(title)
         row[0].set_ylabel(ylabel)
-    _framework_legend(fig, frameworks, patches=True)
+    framework_legend(fig, frameworks, patches=True)
     return fig
 
 
@@ -321,11 +229,11 @@ def _grouped_bars(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]
             if points is not None:
                 for j, model in enumerate(models):
                     _dots(ax, x[j], points, model, fw, half_width=0.3 * width, size=3)
-        _log_if_wide(ax, "y", values["value"])
+        log_if_wide(ax, "y", values["value"])
         ax.grid(axis="x", visible=False)
         ax.set_ylabel(ylabel)
     grid[-1][0].set_xticks(np.arange(len(models)), short_names(models), rotation=30, ha="right")
-    _framework_legend(fig, frameworks, patches=True)
+    framework_legend(fig, frameworks, patches=True)
     return fig
 
 
@@ -390,7 +298,7 @@ def _sweep_lines(ax: Axes, points: pd.DataFrame, column: str, y: pd.Series, low:
                     **framework_look(fw).kwargs())
     ax.set_xscale("log")
     ax.set_yscale("log")
-    _swept_ticks(ax, points[column])
+    swept_ticks(ax, points[column])
     log_ticks(ax, "y")
 
 
@@ -417,7 +325,7 @@ def scaling_batch(data: frames.SuiteData) -> Figure:
         grid[1][j].set_xlabel("Batch size")
     grid[0][0].set_ylabel("Time per step (ms)")
     grid[1][0].set_ylabel("Time per example (µs)")
-    _framework_legend(fig, framework_order(points["framework"]))
+    framework_legend(fig, framework_order(points["framework"]))
     return fig
 
 
@@ -442,7 +350,7 @@ def scaling_size(data: frames.SuiteData) -> Figure:
         ax.set_title(model)
         ax.set_xlabel(SIZE_LABELS[column])
     grid[0][0].set_ylabel("Time per step (ms)")
-    _framework_legend(fig, framework_order(frameworks))
+    framework_legend(fig, framework_order(frameworks))
     return fig
 
 
@@ -458,16 +366,16 @@ def time_to_accuracy(data: frames.SuiteData) -> Figure:
     """Figure 7, as `TIME_TO_ACCURACY_CAPTION` describes it: a line per framework, a panel per
     model; a log time axis where the times span more than `LOG_SPAN`."""
     points = frames.time_to_accuracy(data.epochs)
-    fig, axes = _model_panels(data.models)
+    fig, axes = model_panels(data.models)
     for ax, model in zip(axes, data.models, strict=True):
         of_model = points[points["model"] == model]
         for fw in framework_order(of_model["framework"]):
             p = of_model[of_model["framework"] == fw]
             ax.plot(p["cum_time_s"], 100 * p["test_acc"], label=fw, **framework_look(fw).kwargs())
         ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
-        _log_if_wide(ax, "x", of_model["cum_time_s"])
-    _labels(fig, "Training time (s)", "Test accuracy (%)")
-    _framework_legend(fig, framework_order(data.ok["framework"]))
+        log_if_wide(ax, "x", of_model["cum_time_s"])
+    shared_labels(fig, "Training time (s)", "Test accuracy (%)")
+    framework_legend(fig, framework_order(data.ok["framework"]))
     return fig
 
 
@@ -508,7 +416,7 @@ def circles_curves(data: frames.SuiteData) -> Figure:
         row[0].set_ylabel("Mean squared error")
     for ax in grid[-1]:
         ax.set_xlabel("Epoch")
-    _log_if_wide(grid[0][0], "y", data.epochs[["train_loss", "test_loss"]].to_numpy().ravel())
+    log_if_wide(grid[0][0], "y", data.epochs[["train_loss", "test_loss"]].to_numpy().ravel())
     handles = [Line2D([], [], label=name, **variant_look(m).kwargs())
                for m, name in zip(variants, short_names(variants), strict=True)]
     legend_above(fig, handles, [h.get_label() for h in handles], columns=3)

@@ -29,11 +29,11 @@ import pandas as pd
 from harness.errors import UsageError
 from harness.measure.provenance import REPO_DIR, git_output
 from harness.results.compare import Thresholds
+from harness.results.estimates import final_test_accuracy
 from harness.results.machines import case_machines, joined_machines
 from harness.results.markdown import markdown_table
 from harness.results.records import Status
 from harness.results.store import SETTINGS_COLUMNS, ResultsStore
-from harness.results.tables import final_test_accuracy
 
 REGRESSION_THRESHOLD = 0.05  # relative; asv's default `regressions_thresholds`
 MIN_POINTS = 3  # commits a series needs before a step can be fitted

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from harness.report import frames
-from harness.results import tables
+from harness.results import estimates, tables
 from harness.results.markdown import markdown_table
 
 
@@ -25,7 +25,7 @@ def rate_grid(data: frames.SuiteData) -> pd.DataFrame:
     among those with all folds finished (the smallest rate on a tie; none chosen where no rate
     finished all). Models in the report's order."""
     ok = data.ok.assign(
-        test_pct=100 * data.ok["key"].map(tables.final_test_accuracy(data.epochs)))
+        test_pct=100 * data.ok["key"].map(estimates.final_test_accuracy(data.epochs)))
     first = ok[ok["seed"] == ok.groupby(["model", "framework"])["seed"].transform("min")]
     grid = (first.groupby(["model", "framework", "lr"], sort=False)["test_pct"]
             .agg(mean="mean", std="std", n="size").reset_index())

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.transforms import Bbox
 
-from harness.report.figures import log_ticks
+from harness.report.panels import log_ticks
 from harness.report.style import framework_look, framework_order, legend_above, new_figure, styled
 from harness.results.profiles import SavedProfile
 

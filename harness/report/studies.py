@@ -13,7 +13,7 @@ import pandas as pd
 from harness.contract.data import circles
 from harness.measure.stats import Estimate, format_ratio
 from harness.report import frames
-from harness.results import tables
+from harness.results import estimates, tables
 from harness.results.markdown import markdown_table
 
 REFERENCE = "torch"
@@ -101,7 +101,7 @@ def study_table(study: Study, summary: pd.DataFrame) -> tuple[list[str], list[li
     """The study's rows beside ours: the published time, allocations and test accuracy each
     with its ratio to PyTorch, and our framework in that role with its ratio to torch (the step
     time's paired ratio and the 95 % interval a rerun's falls in, bytes allocated, test
-    accuracy); `summary` is tables.model_summary of the study's model."""
+    accuracy); `summary` is estimates.model_summary of the study's model."""
     headers = ["Contestant", "Time (s)", "Time vs PyTorch", "Ours", "Ours: step vs torch",
                "Allocations (GiB)", "Allocations vs PyTorch", "Ours: allocations vs torch",
                "Test accuracy (%)", "Ours: test accuracy (%)"]
@@ -169,7 +169,7 @@ def _updates(data: frames.SuiteData) -> str:
 def circles_table(data: frames.SuiteData) -> tuple[list[str], list[list[str]]]:
     """The circles study's train and test accuracy per model beside ours (engine-static and
     torch, mean ± std over the folds and repetitions)."""
-    ours = tables.accuracy_summary(data.ok, data.epochs).set_index(["model", "framework"])
+    ours = estimates.accuracy_summary(data.ok, data.epochs).set_index(["model", "framework"])
     frameworks = [f for f in ("engine-static", REFERENCE) if f in set(data.ok["framework"])]
     headers = ["Model", "Published train (%)", "Published test (%)",
                *(f"{f} {split} (%)" for f in frameworks for split in ("train", "test"))]
@@ -207,7 +207,7 @@ def studies_section(data: frames.SuiteData) -> list[str]:
                       f"{data.ok['seed'].nunique()} x {int(first['extra_folds'])}-fold "
                       f"cross-validation on splits of our own. {_updates(data)}", ""]
     elif REFERENCE in frameworks:
-        summary = tables.model_summary(data.cases, data.epochs, data.runs, REFERENCE)
+        summary = estimates.model_summary(data.cases, data.epochs, data.runs, REFERENCE)
         for study in (JULIA_CNN, JULIA_RNN):
             if study.model not in models:
                 continue

@@ -76,7 +76,7 @@ class RunRecord:
     probe_after_s: float | None = None
     attempts: int = 1  # passes run for this round (a contended or drifted one is repeated)
     started_at: str | None = None
-    # Taking turns (harness.run.runner.run_turns): steps a turn (0: the pass ran alone), and the
+    # Taking turns (harness.run.processes.run_turns): steps a turn (0: the pass ran alone), and the
     # median step of each turn, by turn (None: a turn of warm-up steps only).
     turn_steps: int = 0
     turn_medians_s: list[float | None] = field(default_factory=list)

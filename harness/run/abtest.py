@@ -24,7 +24,8 @@ from harness.measure.threads import pin_threads
 from harness.results.compare import ComparisonRow, ResultSet, Thresholds, compare
 from harness.results.records import CaseResult, Status
 from harness.run.cluster import ClusterOptions, failed_task
-from harness.run.runner import Probes, RunOptions, case_keys, measure_round, rotated
+from harness.run.options import RunOptions
+from harness.run.runner import Probes, case_keys, measure_round, rotated
 from harness.run.suites import Suite
 
 REPO_DIR = Path(__file__).resolve().parents[1]  # the repository holding this harness

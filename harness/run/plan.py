@@ -34,7 +34,8 @@ from harness.contract.cases import Case, dataset_file
 from harness.errors import StoreError
 from harness.measure.threads import usable_cpus
 from harness.results.records import Status
-from harness.run.runner import RunOptions, case_keys, resume_skips
+from harness.run.options import RunOptions
+from harness.run.runner import case_keys, resume_skips
 from harness.run.suites import Suite
 
 if TYPE_CHECKING:

@@ -20,29 +20,17 @@ package versions (the case key): cases not finished and rounds not yet run.
 """
 from __future__ import annotations
 
-import json
-import math
-import os
-import queue
-import signal
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from statistics import median
 from typing import Callable
 
 from harness.contract.cases import Case
 from harness.measure import keep_awake
-from harness.measure.contention import ContentionMeter
 from harness.measure.drift import drifted, level_shift, probe
-from harness.measure.environment import measured_environment
 from harness.measure.policy import DEFAULT_POLICY
-from harness.measure.process_facts import stat_fields
 from harness.measure.warmup import warmup_steps
 from harness.results.records import (
     FINISHED,
@@ -53,36 +41,12 @@ from harness.results.records import (
     Status,
 )
 from harness.results.store import ResultsStore
-from harness.run.suites import MoreRounds, Suite
-from harness.run.worker import PROGRESS_PREFIX, TURN_PREFIX
+from harness.run.options import RunOptions
+from harness.run.processes import WorkerError, run_turns, run_worker
+from harness.run.rounds import settings_key, wide_units
+from harness.run.suites import Suite
 
 POLICY = DEFAULT_POLICY  # which timing passes are repeated and flagged
-STDERR_TAIL = 2000
-IDLE_WAIT_S = 0.5  # the longest a turn waits for the last turn's process to go idle
-
-
-@dataclass
-class RunOptions:
-    data_dir: str | None = None
-    resume: bool = False
-    memory: bool = True
-    timeout_s: float = 3600
-    progress: bool = True
-    code_version: str = "unknown"
-    code_dir: str | None = None  # run the worker from this source tree (another commit's checkout)
-    rounds: int = 1  # timing passes per case, each in a fresh process
-    more_rounds: MoreRounds | None = None  # then more, while the ratios are too wide
-    # Steps a turn where one model's frameworks take turns (run_turns); 0: each pass alone.
-    turn_steps: int = 0
-    count_instructions: bool = False  # one more pass per case, under valgrind
-    command: str = ""  # the `adh run` command as typed, recorded in each case's provenance
-    # Experiments with the measured process's setup (scripts/bench_spread.py): variables to set
-    # (None: unset) over the measurement policy, and a command to start the worker under.
-    env: dict[str, str | None] = field(default_factory=dict)
-    launcher: tuple[str, ...] = ()
-    # Cases run although the plan found them meaningless (adh run --force): case key -> what
-    # was forced, recorded in the case's provenance ("forced") and marked in its tables.
-    forced: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -102,235 +66,6 @@ def case_keys(cases: list[Case], code_version: str) -> list[str]:
     origins = {name: framework_origin(name).key if known_framework(name) or not shipped(name)
                else "not installed" for name in {case.framework for case in cases}}
     return [case.key(code_version, origins[case.framework]) for case in cases]
-
-
-class WorkerError(Exception):
-    def __init__(self, status: Status, reason: str) -> None:
-        super().__init__(reason)
-        self.status, self.reason = status, reason
-
-
-class _Worker:
-    """One pass of one case in a fresh process, started; `finish` waits for its result."""
-
-    def __init__(self, case: Case, pass_name: str, options: RunOptions,
-                 on_progress: Callable[[dict], None] = lambda p: None,
-                 turn_steps: int = 0) -> None:
-        self.case, self.pass_name, self.options = case, pass_name, options
-        self.tmp = tempfile.TemporaryDirectory(prefix="adh-")
-        tmp = self.tmp.name
-        job, self.result_path = Path(tmp, "job.json"), Path(tmp, "result.json")
-        spec = {"case": case.settings(), "pass": pass_name, "data_dir": options.data_dir,
-                "turn_steps": turn_steps}
-        launcher, threads = list(options.launcher), case.threads
-        overrides: dict[str, str | None] = {"PYTHONUNBUFFERED": "1"}
-        if pass_name == "instructions":
-            from harness.measure.instructions import (
-                COUNTING_ENVIRONMENT,
-                marks_library,
-                valgrind_command,
-            )
-
-            out_file = Path(tmp, "callgrind.out")
-            spec.update(callgrind_out=str(out_file), marks_library=str(marks_library()))
-            launcher, threads = valgrind_command(out_file), 1
-            overrides.update(COUNTING_ENVIRONMENT)
-        job.write_text(json.dumps(spec))
-        env = measured_environment(threads, overrides={**overrides, **options.env})
-        if options.code_dir:  # that tree's harness and engine are imported, not this one's
-            paths = [options.code_dir, env.get("PYTHONPATH")]
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
-        self.stderr_path = Path(tmp, "stderr")
-        command = [*launcher, sys.executable, "-m", "harness.run.worker", str(job),
-                   str(self.result_path)]
-        self.turns: queue.Queue[str] = queue.Queue()  # "wait", "end"; "end" at EOF too
-        with open(self.stderr_path, "w") as stderr:
-            self.proc = subprocess.Popen(
-                command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env,
-                cwd=options.code_dir, stdin=subprocess.PIPE if turn_steps else subprocess.DEVNULL)
-        self.reader = threading.Thread(target=_read_progress,
-                                       args=(self.proc.stdout, on_progress, self.turns),
-                                       daemon=True)
-        self.reader.start()
-        # The pass's own time: while it waits for a turn the deadline moves on (give_turn).
-        self.deadline = time.monotonic() + options.timeout_s
-        self.paused_at: float | None = None
-        self.error: WorkerError | None = None  # a timeout seen between turns, for finish()
-
-    def next_turn_message(self) -> str:
-        """The worker's next turn message ("wait" or "end"); WorkerError past the timeout."""
-        try:
-            message = self.turns.get(timeout=max(0.0, self.deadline - time.monotonic()))
-        except queue.Empty:
-            self.kill()
-            self.error = WorkerError(Status.TIMEOUT, f"{self.pass_name} pass ran past "
-                                                     f"{self.options.timeout_s:g} s")
-            raise self.error from None
-        self.paused_at = time.monotonic()
-        return message
-
-    def give_turn(self) -> None:
-        assert self.proc.stdin is not None
-        if self.paused_at is not None:  # the others' turns are not this pass's time
-            self.deadline += time.monotonic() - self.paused_at
-        try:
-            self.proc.stdin.write("go\n")
-            self.proc.stdin.flush()
-        except BrokenPipeError:  # it ended meanwhile; finish() says how
-            self.turns.put("end")
-
-    def wait_exit(self) -> None:
-        """Wait for the process to exit, until the pass's deadline (`finish` then says how)."""
-        try:
-            self.proc.wait(timeout=max(0.0, self.deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            pass
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-
-    def finish(self) -> dict:
-        """The pass's result; WorkerError on a crash or a timeout."""
-        try:
-            if self.error is not None:
-                self.kill()
-                raise self.error
-            try:
-                self.proc.wait(timeout=max(0.0, self.deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                self.kill()
-                raise WorkerError(Status.TIMEOUT, f"{self.pass_name} pass ran past "
-                                                  f"{self.options.timeout_s:g} s") from None
-            except KeyboardInterrupt:
-                self.kill()
-                raise
-            finally:
-                self.reader.join(timeout=5)
-            code = self.proc.returncode
-            if code != 0 or not self.result_path.exists():
-                tail = self.stderr_path.read_text()[-STDERR_TAIL:].strip()
-                how = (f"killed by {signal.Signals(-code).name}" if code < 0
-                       else f"exit status {code}")
-                hint = " (out of memory, or killed from outside)" if code == -signal.SIGKILL else ""
-                raise WorkerError(Status.CRASHED, f"{self.pass_name} pass {how}{hint}: {tail}")
-            return json.loads(self.result_path.read_text())
-        finally:
-            if self.proc.stdin:
-                try:
-                    self.proc.stdin.close()
-                except BrokenPipeError:
-                    pass
-            if self.proc.stdout and not self.reader.is_alive():  # read to its end
-                self.proc.stdout.close()
-            self.tmp.cleanup()
-
-
-def run_worker(case: Case, pass_name: str, options: RunOptions,
-               on_progress: Callable[[dict], None] = lambda p: None) -> dict:
-    """Run one pass of `case` in a fresh process; raise WorkerError on crash or timeout. The
-    instructions pass runs under valgrind, on one thread (harness.measure.instructions)."""
-    return _Worker(case, pass_name, options, on_progress).finish()
-
-
-def run_turns(cases: list[Case], options: RunOptions, turn_steps: int,
-              on_progress: Callable[[dict], None] = lambda p: None) -> list[dict | WorkerError]:
-    """The timing passes of `cases` (one model's frameworks) in turns: all their processes
-    started at once, and once each has loaded and built its model, one trains at a time for
-    `turn_steps` steps, in the order of `cases`, round and round until all have ended. A slow
-    second of the host then falls on every framework alike, where passes run one after the other
-    put it on one framework only. A turn starts once the last one's process is idle: its
-    library threads spin for a while after their work (OpenBLAS for up to about 0.1 s) and would
-    take a core from the next; one that ended has exited. Meanwhile every CPU is kept awake
-    (harness.measure.keep_awake): a CPU that went idle between turns came back at another speed.
-    The result of each, or its WorkerError."""
-    with keep_awake.cpus_kept_awake():
-        return _take_turns(cases, options, turn_steps, on_progress)
-
-
-def _take_turns(cases: list[Case], options: RunOptions, turn_steps: int,
-                on_progress: Callable[[dict], None]) -> list[dict | WorkerError]:
-    workers: list[_Worker] = []
-    meter = ContentionMeter()  # of the machine less this process and its children
-    try:
-        workers += [_Worker(case, "time", options, on_progress, turn_steps) for case in cases]
-        waiting = []
-        for worker in workers:  # every process has started up (imports, data, build)
-            try:
-                if worker.next_turn_message() == "wait":
-                    waiting.append(worker)
-            except WorkerError:
-                pass
-        meter.start()
-        while waiting:
-            for worker in list(waiting):
-                worker.give_turn()
-                try:
-                    ended = worker.next_turn_message() == "end"
-                except WorkerError:
-                    ended = True
-                if ended:  # its writing and exiting must not overlap the next turn
-                    waiting.remove(worker)
-                    worker.wait_exit()
-                else:
-                    wait_idle(worker.proc.pid)
-        meter.stop()
-    except KeyboardInterrupt:
-        for worker in workers:
-            worker.kill()
-            worker.tmp.cleanup()
-        raise
-    results: list[dict | WorkerError] = []
-    contention = meter.value
-    for worker in workers:
-        try:
-            result = worker.finish()
-        except WorkerError as error:
-            results.append(error)
-            continue
-        if result.get("status") == Status.OK:  # each took its turns: the group's contention
-            result.update(foreign_cpu_s=contention.foreign_cpu_s,
-                          foreign_fraction=contention.foreign_fraction)
-        results.append(result)
-    return results
-
-
-def wait_idle(pid: int, most_s: float = IDLE_WAIT_S) -> float:
-    """Wait until no thread of process `pid` is running (its spinning library threads have gone
-    to sleep), at most `most_s`; the seconds waited. Returns at once where /proc is missing."""
-    start = time.perf_counter()
-    while time.perf_counter() - start < most_s:
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            break
-        running = False
-        for tid in tids:
-            stat = stat_fields(f"/proc/{pid}/task/{tid}/stat")
-            if stat is not None and stat[0] == "R":
-                running = True
-                break
-        if not running:
-            break
-        time.sleep(0.0005)
-    return time.perf_counter() - start
-
-
-def _read_progress(stream, on_progress, turns: queue.Queue) -> None:
-    """Drain the worker's stdout to its end, handing progress lines to `on_progress` and turn
-    messages to `turns` ("end" at the end of the stream). Progress is cosmetic: a failing
-    callback or a garbled line must not stop the draining, or a worker that writes more than the
-    pipe holds blocks until the timeout."""
-    for line in stream:
-        if line.startswith(TURN_PREFIX):
-            turns.put(line[len(TURN_PREFIX):].strip())
-        elif line.startswith(PROGRESS_PREFIX):
-            try:
-                on_progress(json.loads(line[len(PROGRESS_PREFIX):]))
-            except Exception:
-                pass
-    turns.put("end")
 
 
 class Probes:
@@ -609,7 +344,7 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
     bar = tqdm(total=passes, desc=f"suite {suite.name}", unit="pass", position=0, disable=disable)
     current: list[CaseResult] = []
     units = _turn_groups(todo) if options.turn_steps else [[result] for result in todo]
-    case_s: dict[tuple, float] = {}  # a case's share of its unit's last round, by _settings_key
+    case_s: dict[tuple, float] = {}  # a case's share of its unit's last round, by settings_key
     started, round_ = time.monotonic(), 0
     try:
         while True:
@@ -630,7 +365,7 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
                         measure_turns(current, round_, options, show, note)
                     else:
                         measure_round(current[0], round_, options, probes, show, note)
-                case_s[_settings_key(unit[0])] = (time.monotonic() - unit_started) / len(current)
+                case_s[settings_key(unit[0])] = (time.monotonic() - unit_started) / len(current)
                 for result in current:
                     store.save(result)
                     bar.update(1)
@@ -674,95 +409,12 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
     return outcome
 
 
-def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
-               options: RunOptions, rounds: int, elapsed_s: float, case_s: dict[tuple, float],
-               note: Callable[[str], None] = lambda m: None) -> list[list[CaseResult]]:
-    """What `options.more_rounds` runs another round of after `rounds`: of each unit of `units`
-    (a model's frameworks taking turns, or one case), the cases whose step ratio against torch
-    (harness.results.tables.step_ratios, over the store's runs of these cases) reaches further than
-    the
-    rule's `within`, with torch's case of their settings (a ratio needs both sides in the
-    round); while fewer than its `most` rounds have run and another round, at its cases' last
-    pace (`case_s`, a case's share of its unit's last round, by `_settings_key`), ends within
-    its `minutes` of the run (`elapsed_s` so far); none when the run stops. A ratio that is
-    narrow takes no more rounds, so that the time left goes to those that are not (as asv
-    repeats only the benchmark whose samples are still too few); where the time left does not
-    hold a round of every wide ratio, they go in the order of the suite's frameworks (its first,
-    the contestant, before the rest), the widest first within a framework, as many as fit. Says
-    why it goes on and why it stops."""
-    rule = options.more_rounds
-    if rule is None:
-        return []
-    from harness.measure.stats import half_width
-    from harness.results.tables import REFERENCE, step_ratios
-
-    keys = {r.key for unit in units for r in unit if r.status == Status.OK}
-    runs = store.runs(suite)
-    ratios = step_ratios(runs[runs["key"].isin(keys)])
-    ratios = ratios[(ratios["framework"] != REFERENCE) & (ratios["pairs"] > 0)]
-    reach = {(row.model, row.framework): half_width(row.ratio) for row in ratios.itertuples()}
-    wide = {k: w for k, w in reach.items() if not w <= rule.within}  # NaN (no interval): wide
-    if not wide:
-        return []
-    names = sorted(f"{model} {framework}" for model, framework in wide)
-    what = f"{len(names)} ratio{'s' * (len(names) > 1)} wider than ±{rule.within:.0%} " + \
-        f"({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
-    if rounds >= rule.most:
-        note(f"{what} after {rounds} rounds, the most until_within takes")
-        return []
-    order = list(dict.fromkeys(r.case.framework for unit in units for r in unit))
-    chosen: set[tuple[str, str]] = set()
-    going: list[list[CaseResult]] = []
-    def priority(ratio: tuple[str, str]) -> tuple[int, float]:
-        return order.index(ratio[1]), -(math.inf if math.isnan(wide[ratio]) else wide[ratio])
-
-    for ratio in sorted(wide, key=priority):
-        trial = _round_of(units, chosen | {ratio})
-        next_s = sum(case_s.get(_settings_key(unit[0]), 0.0) * len(unit) for unit in trial)
-        if not rule.minutes or elapsed_s + next_s <= 60 * rule.minutes:
-            chosen, going = chosen | {ratio}, trial
-    if not going:
-        note(f"{what} after {rounds} rounds: another would not end within {rule.minutes:g} "
-             "minutes")
-        return []
-    waiting = len(wide) - len(chosen)
-    note(f"{what}: round {rounds + 1} of " + ", ".join(
-        f"{unit[0].case.model} {'+'.join(r.case.framework for r in unit)}" for unit in going)
-        + (f" ({waiting} more would not end within {rule.minutes:g} minutes)" if waiting else ""))
-    return going
-
-
-def _round_of(units: list[list[CaseResult]], ratios: set[tuple[str, str]]
-              ) -> list[list[CaseResult]]:
-    """Of each unit, the cases a round of `ratios` (model, framework) needs: theirs and torch's
-    of the same model (a ratio needs both sides in the round)."""
-    from harness.results.tables import REFERENCE
-
-    models = {model for model, _ in ratios}
-    going = []
-    for unit in units:
-        kept = [r for r in unit if r.status == Status.OK
-                and ((r.case.model, r.case.framework) in ratios
-                     or (r.case.framework == REFERENCE and r.case.model in models))]
-        # torch's case with the wide ones it takes turns with, or alone in its own unit
-        if kept and (len(unit) == 1 or any(r.case.framework != REFERENCE for r in kept)):
-            going.append(kept)
-    return going
-
-
-def _settings_key(result: CaseResult) -> tuple:
-    """`result`'s settings but the framework: what the cases that take turns share."""
-    settings = result.case.settings()
-    settings.pop("framework")
-    return tuple(sorted((k, str(v)) for k, v in settings.items()))
-
-
 def _turn_groups(results: list[CaseResult]) -> list[list[CaseResult]]:
     """`results` grouped by their settings but the framework (one model's frameworks, one seed),
     in order: the cases that take turns."""
     groups: dict[tuple, list[CaseResult]] = {}
     for result in results:
-        groups.setdefault(_settings_key(result), []).append(result)
+        groups.setdefault(settings_key(result), []).append(result)
     return list(groups.values())
 
 

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from harness.contract.cases import Case
 from harness.errors import UsageError
-from harness.run.runner import RunOptions
+from harness.run.options import RunOptions
 from harness.run.suites import Suite
 
 

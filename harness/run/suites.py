@@ -93,7 +93,7 @@ class Suite:
     options: dict[str, Any] = field(default_factory=dict)
     models: dict[str, ModelSpec] = field(default_factory=dict)  # the models the file declares
     datasets: dict[str, Path] = field(default_factory=dict)  # its datasets from files
-    # steps a turn of each model's frameworks (harness.run.runner.run_turns); 0: none
+    # steps a turn of each model's frameworks (harness.run.processes.run_turns); 0: none
     turns: int = 0
     more_rounds: MoreRounds | None = None  # rounds past `rounds` until the ratios are narrow
 

@@ -88,12 +88,12 @@ def train(framework, spec, case, x_train, y_train, targets, on_step,
 
 
 class Turns:
-    """The worker's side of taking turns (harness.run.runner.run_turns): the processes of one
+    """The worker's side of taking turns (harness.run.processes.run_turns): the processes of one
     model's
     frameworks are all alive, and only one trains at a time, `steps` steps a turn, so that the
     host's changes of speed fall on every framework alike. Before each turn the worker says
     "wait" on stdout and blocks until the runner writes a line to its stdin; at the end it says
-    "end". The runner measures the contention of the whole group (harness.run.runner.run_turns);
+    "end". The runner measures the contention of the whole group (harness.run.processes.run_turns);
     the meter here times the worker's own turns (its loop time). The process facts are taken
     over the whole training, the others' turns included."""
 

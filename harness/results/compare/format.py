@@ -6,8 +6,8 @@ import json
 from dataclasses import asdict
 
 from harness.results.compare.verdicts import VERDICTS, ComparisonRow, exit_code
+from harness.results.estimates import MIB
 from harness.results.markdown import markdown_table
-from harness.results.tables import MIB
 
 _LABELS = {"step_time_s": "step time", "alloc_bytes": "allocated", "alloc_count": "allocations",
            "peak_bytes": "peak", "instructions_per_step": "instructions/step",

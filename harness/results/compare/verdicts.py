@@ -46,8 +46,8 @@ from harness.results.compare.statistics import (
     runs_p_value,
     spread,
 )
+from harness.results.estimates import final_epoch
 from harness.results.records import Status
-from harness.results.tables import final_epoch
 
 FAILING = ("regressed", "failed")
 VERDICTS = (*FAILING, "improved", "unchanged", "~", "n/a", "missing")

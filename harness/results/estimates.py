@@ -1,0 +1,269 @@
+"""The estimates a suite's results give, as data frames: each case's median step with its 95 %
+CI over rounds (`step_estimates`), the frameworks' step ratios to a reference with their 95 %
+prediction intervals (`step_ratios`), a model's summary row per framework (`model_summary`:
+time, memory, accuracy, rates), accuracy over seeds. harness.results.tables formats them.
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from harness.measure.stats import (
+    Estimate,
+    estimate,
+    mean_difference,
+    ratio_estimate,
+    round_ratio,
+)
+from harness.results.machines import case_machines
+from harness.results.records import Status
+from harness.results.store import SETTINGS_COLUMNS, from_json
+
+REFERENCE = "torch"  # the framework every ratio is against, unless a caller names another
+REPORTED = "prov_reported_"  # the facts a framework reported of its run (Framework.facts)
+GIB, MIB = 2 ** 30, 2 ** 20
+
+
+REFERENCE = "torch"  # the framework every ratio is against, unless a caller names another
+
+
+REPORTED = "prov_reported_"  # the facts a framework reported of its run (Framework.facts)
+GIB, MIB = 2 ** 30, 2 ** 20
+
+
+def final_test_accuracy(epochs: pd.DataFrame) -> pd.Series:
+    """Test accuracy after the last epoch, by case key."""
+    return final_epoch(epochs)["test_acc"]
+
+
+SETTINGS_BUT_FRAMEWORK = [c for c in SETTINGS_COLUMNS if c != "framework"]
+
+
+def used_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs the numbers come from: per model and framework, the clean ones, or all when none
+    is clean (the rule `step_ratios` applies to pairs)."""
+    if runs.empty:
+        return runs
+    clean_any = runs.groupby(["model", "framework"])["flagged"].transform(lambda f: (~f).any())
+    return runs[~runs["flagged"] | ~clean_any]
+
+
+def step_estimates(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per model and framework, over the used runs of all its cases (seeds): the step time as a
+    `stats.Estimate` of the runs' medians (`step`), the training time (its steps after the
+    warm-up, evaluation left out) as one of the runs' training times (`train`), the runs counted
+    (`processes`), how many of those were flagged (`flagged`) and the cores its processes used
+    (`cores`: the median of their CPU time over their loop's wall time; NaN for runs that did
+    not record it)."""
+    used = used_runs(runs)
+    rows = [{"model": model, "framework": framework, "step": estimate(group["median_s"].dropna()),
+             "train": estimate(group.get("train_time_s", pd.Series(dtype=float)).dropna()),
+             "processes": len(group), "flagged": int(group["flagged"].sum()),
+             "cores": _medianfact_values(group, "cores_used")}
+            for (model, framework), group in used.groupby(["model", "framework"], sort=False)]
+    return pd.DataFrame(rows, columns=["model", "framework", "step", "train", "processes",
+                                       "flagged", "cores"])
+
+
+def fact_values(runs: pd.DataFrame, name: str) -> list[float]:
+    """A per-process fact (harness.measure.process_facts) of each of `runs`, NaN where its run
+    did not record it."""
+    values = [(from_json(f) or {}).get(name) for f in runs.get("facts", [])]
+    return [math.nan if v is None else float(v) for v in values]
+
+
+def _medianfact_values(runs: pd.DataFrame, name: str) -> float:
+    """The median of a per-process fact over `runs`; NaN where none recorded it."""
+    found = [v for v in fact_values(runs, name) if not math.isnan(v)]
+    return float(pd.Series(found).median()) if found else math.nan
+
+
+def step_ratios(runs: pd.DataFrame, reference: str = "torch") -> pd.DataFrame:
+    """Per model and framework, the step time against the reference framework's as a
+    `stats.Estimate` (`ratio`), paired by round: each run is divided by the reference's run of
+    the same round and settings (seed included; turn by turn where they took turns:
+    `stats.round_ratio`), and the pairs of all seeds pooled. Pairs with a
+    flagged run are left out while clean pairs exist; `pairs` counts the pairs used and
+    `flagged_pairs` how many of those hold a flagged run."""
+    out = []
+    if "turn_medians_s" not in runs:  # runs measured before turns
+        runs = runs.assign(turn_medians_s=None)
+    ref = runs[(runs["framework"] == reference) & (runs["status"] == Status.OK)]
+    on = [*SETTINGS_BUT_FRAMEWORK, "run"]
+    finished = runs[runs["status"] == Status.OK]
+    for (model, framework), group in finished.groupby(["model", "framework"], sort=False):
+        pairs = group.merge(ref, on=on, suffixes=("", "_ref"))
+        flagged = pairs["flagged"] | pairs["flagged_ref"]
+        if (~flagged).any():
+            pairs, flagged = pairs[~flagged], flagged[~flagged]
+        ratios = [round_ratio(p.median_s, p.median_s_ref, from_json(p.turn_medians_s) or (),
+                              from_json(p.turn_medians_s_ref) or ()) for p in pairs.itertuples()]
+        out.append({"model": model, "framework": framework, "pairs": len(pairs),
+                    "flagged_pairs": int(flagged.sum()), "ratio": ratio_estimate(ratios)})
+    return pd.DataFrame(out, columns=["model", "framework", "ratio", "pairs", "flagged_pairs"])
+
+
+def model_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFrame,
+                  reference: str = "torch") -> pd.DataFrame:
+    """Per model and framework over the finished cases (seeds): mean and std of total training
+    time, of the time to build the model and run its warm-up steps (`warmup_s`), of bytes
+    allocated, peak live bytes and final test accuracy; the step time over all their
+    processes with its 95 % interval (`step`, `processes`, `flagged`, see `step_estimates`); and
+    against the reference framework: the paired step-time ratio (`ratio`, see `step_ratios`),
+    `<metric>_ratio` for memory and `test_pct_diff` (percentage points, paired by seed, an
+    Estimate: `accuracy_differences`), NaN where the model has
+    no reference row. `status` is "ok" on those rows; a model and framework with no finished case
+    but one its framework does not support gets a row of its own with status "unsupported", the
+    framework's `reason` and no numbers. Models in the order of `cases`."""
+    summary = _with_unsupported(_measured_summary(cases, epochs, runs, reference), cases)
+    order = {model: i for i, model in enumerate(dict.fromkeys(
+        cases.loc[cases["status"].isin([Status.OK, Status.UNSUPPORTED]), "model"]))}
+    return summary.sort_values("model", key=lambda m: m.map(order), kind="stable",
+                               ignore_index=True)
+
+
+def _with_unsupported(summary: pd.DataFrame, cases: pd.DataFrame) -> pd.DataFrame:
+    """`summary` and a row for each model and framework that has no finished case but one its
+    framework does not support: status unsupported and the (first) reason."""
+    summary = summary.assign(status=Status.OK.value, reason="")
+    refused = cases[cases["status"] == Status.UNSUPPORTED]
+    if refused.empty:
+        return summary
+    rows = (refused.groupby(["model", "framework"], sort=False)
+            .agg(reason=("reason", "first"), n=("key", "size")).reset_index())
+    measured = pd.MultiIndex.from_frame(summary[["model", "framework"]])
+    rows = rows[~pd.MultiIndex.from_frame(rows[["model", "framework"]]).isin(measured)]
+    return pd.concat([summary, rows.assign(status=Status.UNSUPPORTED.value)], ignore_index=True)
+
+
+def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFrame,
+                      reference: str) -> pd.DataFrame:
+    """`model_summary` of the finished cases alone."""
+    ok = cases[cases["status"] == Status.OK].copy()
+    ok["test_acc"] = ok["key"].map(final_test_accuracy(epochs))
+    ok["time_s"] = ok["train_time_s"]
+    # Building the model and its warm-up steps: where a compiling framework compiles (jax ahead
+    # of the first step, torch.compile and tinygrad in it), reported apart from training time.
+    ok["warmup_s"] = ok["warmup_s"] + ok.get("prov_build_s", pd.Series(0.0, index=ok.index)
+                                              ).astype(float).fillna(0.0)
+    ok["alloc_gib"] = ok["alloc_bytes"] / GIB
+    ok["peak_mib"] = ok["peak_bytes"] / MIB
+    ok["test_pct"] = 100 * ok["test_acc"]
+    ok["instructions"] = ok.get("instructions_per_step", float("nan"))
+    # FLOPs per step (harness/contract/flops.py) and the GEMM peak measured on the machine, for
+    # GFLOP/s
+    ok["gflop"] = ok.get("flops_per_step", pd.Series(float("nan"), index=ok.index)) / 1e9
+    ok["peak_gflops"] = ok.get("gemm_peak_gflops", float("nan"))
+    metrics = ["time_s", "warmup_s", "alloc_gib", "peak_mib", "test_pct", "instructions",
+               "gflop", "peak_gflops"]
+    ok[metrics] = ok[metrics].astype(float)  # numbers even when no case finished
+    grouped = ok.groupby(["model", "framework"], sort=False)[metrics]
+    summary = grouped.mean().join(grouped.std(ddof=1).add_suffix("_std"))
+    summary["n"] = grouped.size()
+    notes = ok.get("instructions_note", pd.Series("", index=ok.index)).fillna("")
+    # a note where any seed has one ("" sorts first)
+    summary["instructions_note"] = notes.groupby([ok["model"], ok["framework"]], sort=False).max()
+    forced = ok.get("prov_forced", pd.Series(None, index=ok.index, dtype=object)).notna()
+    summary["forced"] = forced.groupby([ok["model"], ok["framework"]], sort=False).any()
+    summary["reported"] = notable_reports(ok).groupby([ok["model"], ok["framework"]],
+                                                        sort=False).any()
+    summary["machine"] = case_machines(ok).groupby([ok["model"], ok["framework"]], sort=False).agg(
+        lambda m: " + ".join(sorted(set(m))))
+    summary = summary.reset_index()
+    runs = runs[runs["key"].isin(ok["key"])]
+    summary = (summary.merge(step_estimates(runs), on=["model", "framework"], how="left")
+               .merge(step_ratios(runs, reference), on=["model", "framework"], how="left"))
+    seconds = summary["step"].map(lambda e: e.value if isinstance(e, Estimate) else float("nan"))
+    summary["gflops"] = summary["gflop"] / seconds.astype(float)
+    summary["threads"], summary["threads_used"], summary["peak_gflops"] = zip(
+        *(_roof(row, ok) for row in summary.itertuples()), strict=True) if len(summary) else (
+        [], [], [])
+    summary["peak_pct"] = 100 * summary["gflops"] / summary["peak_gflops"]
+    ref = summary[summary["framework"] == reference].drop_duplicates("model").set_index("model")
+    for column in ("alloc_gib", "peak_mib"):
+        summary[f"{column}_ratio"] = summary[column] / summary["model"].map(ref[column])
+    return summary.merge(accuracy_differences(ok, reference), on=["model", "framework"],
+                         how="left")
+
+
+def _roof(row, ok: pd.DataFrame) -> tuple[int, int, float]:
+    """A summary row's thread count, the threads its framework used, and the GEMM peak measured
+    at that count (the worker records the machine's peak at every count up to the case's): the
+    count the framework reported (Framework.facts "threads used"), else its measured cores
+    rounded, at least 1; a framework that trains on one core of two is held to one core's
+    peak, not two."""
+    cases = ok[(ok["model"] == row.model) & (ok["framework"] == row.framework)]
+    threads = int(cases["threads"].max())
+    reported = cases.get(REPORTED + "threads used", pd.Series(dtype=float)).dropna()
+    cores = getattr(row, "cores", math.nan)
+    used = (int(reported.min()) if len(reported) else threads if pd.isna(cores) else
+            min(threads, max(1, round(cores))))
+    peaks = cases.get(f"prov_gemm_peaks_gflops_{used}", pd.Series(dtype=float)).dropna()
+    if len(peaks):
+        return threads, used, float(peaks.astype(float).mean())
+    return threads, used, float(row.peak_gflops) if used == threads else math.nan
+
+
+def accuracy_differences(cases: pd.DataFrame, reference: str = "torch") -> pd.DataFrame:
+    """Per model and framework, its final test accuracy against the reference's, in percentage
+    points, paired by seed (the same weights and batches): `stats.mean_difference`, judged
+    against the spread over seeds (`test_pct_diff`, an Estimate)."""
+    ref = cases[cases["framework"] == reference]
+    on = [c for c in SETTINGS_BUT_FRAMEWORK if c in cases]
+    pairs = cases.merge(ref[[*on, "test_pct"]], on=on, suffixes=("", "_ref"))
+    rows = [{"model": model, "framework": framework,
+             "test_pct_diff": mean_difference(list(group["test_pct"] - group["test_pct_ref"]))}
+            for (model, framework), group in pairs.groupby(["model", "framework"], sort=False)]
+    return pd.DataFrame(rows, columns=["model", "framework", "test_pct_diff"])
+
+
+def flat_estimates(summary: pd.DataFrame) -> pd.DataFrame:
+    """`summary` with each `stats.Estimate` column spread into numbers (for CSV): `step` into
+    step_ms, step_ci_low_ms and step_ci_high_ms; `ratio` into ratio, ratio_pi_low, ratio_pi_high
+    (a rerun's interval: stats.ratio_estimate); `test_pct_diff` likewise, with _ci_."""
+    out = summary.copy()
+    for column, name, scale, kind in (("step", "step_ms", 1000, "ci"), ("ratio", "ratio", 1, "pi"),
+                                      ("test_pct_diff", "test_pct_diff", 1, "ci")):
+        if column in out:
+            values = out.pop(column)
+            for part, suffix in (("value", ""), ("low", f"_{kind}_low"),
+                                 ("high", f"_{kind}_high")):
+                out[name.replace("_ms", "") + suffix + ("_ms" if scale != 1 else "")] = [
+                    scale * getattr(e, part) if isinstance(e, Estimate) else float("nan")
+                    for e in values]
+    return out
+
+
+def final_epoch(epochs: pd.DataFrame, by: str = "key") -> pd.DataFrame:
+    """The last epoch's row of every case, indexed by `by`: the case key, or its id where the
+    epochs carry no key (an exported folder, cases just measured)."""
+    return epochs.sort_values("epoch").groupby(by).tail(1).set_index(by)
+
+
+def accuracy_summary(cases: pd.DataFrame, epochs: pd.DataFrame) -> pd.DataFrame:
+    """Per model and framework over the finished cases (seeds, folds): mean and std of the
+    final training and test accuracy in percent (`train_pct`, `test_pct`, `*_std`) and `n`."""
+    ok = cases[cases["status"] == Status.OK]
+    last = final_epoch(epochs)
+    frame = pd.DataFrame({"model": ok["model"].to_numpy(), "framework": ok["framework"].to_numpy(),
+                          "train_pct": 100 * ok["key"].map(last["train_acc"]).to_numpy(),
+                          "test_pct": 100 * ok["key"].map(last["test_acc"]).to_numpy()})
+    grouped = frame.groupby(["model", "framework"], sort=False)[["train_pct", "test_pct"]]
+    summary = grouped.mean().join(grouped.std(ddof=1).add_suffix("_std"))
+    summary["n"] = grouped.size()
+    return summary.reset_index()
+
+
+def notable_reports(cases: pd.DataFrame) -> pd.Series:
+    """Whether each case's framework reported something of its run (Framework.facts) other
+    than zeros: a graph break, a thread count it could not use, a setting it did not honour."""
+    columns = [c for c in cases.columns if c.startswith(REPORTED)]
+
+    def notable(value: object) -> bool:
+        if isinstance(value, str):
+            return bool(value)
+        return isinstance(value, (int, float)) and not math.isnan(value) and value != 0
+
+    return cases[columns].map(notable).any(axis=1) if columns else pd.Series(
+        False, index=cases.index)

@@ -1,0 +1,32 @@
+"""The options of a run: what `adh run`'s flags and the suite file decide beyond the cases
+(the data folder, resume, the memory pass, rounds and more rounds, turns, instruction counts,
+the time limit, the code version that keys each case)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.run.suites import MoreRounds
+
+
+@dataclass
+class RunOptions:
+    data_dir: str | None = None
+    resume: bool = False
+    memory: bool = True
+    timeout_s: float = 3600
+    progress: bool = True
+    code_version: str = "unknown"
+    code_dir: str | None = None  # run the worker from this source tree (another commit's checkout)
+    rounds: int = 1  # timing passes per case, each in a fresh process
+    more_rounds: MoreRounds | None = None  # then more, while the ratios are too wide
+    # Steps a turn where one model's frameworks take turns (run_turns); 0: each pass alone.
+    turn_steps: int = 0
+    count_instructions: bool = False  # one more pass per case, under valgrind
+    command: str = ""  # the `adh run` command as typed, recorded in each case's provenance
+    # Experiments with the measured process's setup (scripts/bench_spread.py): variables to set
+    # (None: unset) over the measurement policy, and a command to start the worker under.
+    env: dict[str, str | None] = field(default_factory=dict)
+    launcher: tuple[str, ...] = ()
+    # Cases run although the plan found them meaningless (adh run --force): case key -> what
+    # was forced, recorded in the case's provenance ("forced") and marked in its tables.
+    forced: dict[str, list[str]] = field(default_factory=dict)

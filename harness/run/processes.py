@@ -1,0 +1,260 @@
+"""One pass of one case in a fresh worker process, seen from the runner: the process started
+with the case's environment (harness.measure.environment), its progress read as it goes, its
+time limit kept, its result read back or its crash or timeout said (`WorkerError`); and
+turns, where the processes of one model's frameworks run their steps by turns
+(`run_turns`), each waiting while another runs.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.contract.cases import Case
+from harness.measure import keep_awake
+from harness.measure.contention import ContentionMeter
+from harness.measure.environment import measured_environment
+from harness.measure.process_facts import stat_fields
+from harness.results.records import Status
+from harness.run.options import RunOptions
+from harness.run.worker import PROGRESS_PREFIX, TURN_PREFIX
+
+STDERR_TAIL = 2000
+IDLE_WAIT_S = 0.5  # the longest a turn waits for the last turn's process to go idle
+
+
+class WorkerError(Exception):
+    def __init__(self, status: Status, reason: str) -> None:
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+class _Worker:
+    """One pass of one case in a fresh process, started; `finish` waits for its result."""
+
+    def __init__(self, case: Case, pass_name: str, options: RunOptions,
+                 on_progress: Callable[[dict], None] = lambda p: None,
+                 turn_steps: int = 0) -> None:
+        self.case, self.pass_name, self.options = case, pass_name, options
+        self.tmp = tempfile.TemporaryDirectory(prefix="adh-")
+        tmp = self.tmp.name
+        job, self.result_path = Path(tmp, "job.json"), Path(tmp, "result.json")
+        spec = {"case": case.settings(), "pass": pass_name, "data_dir": options.data_dir,
+                "turn_steps": turn_steps}
+        launcher, threads = list(options.launcher), case.threads
+        overrides: dict[str, str | None] = {"PYTHONUNBUFFERED": "1"}
+        if pass_name == "instructions":
+            from harness.measure.instructions import (
+                COUNTING_ENVIRONMENT,
+                marks_library,
+                valgrind_command,
+            )
+
+            out_file = Path(tmp, "callgrind.out")
+            spec.update(callgrind_out=str(out_file), marks_library=str(marks_library()))
+            launcher, threads = valgrind_command(out_file), 1
+            overrides.update(COUNTING_ENVIRONMENT)
+        job.write_text(json.dumps(spec))
+        env = measured_environment(threads, overrides={**overrides, **options.env})
+        if options.code_dir:  # that tree's harness and engine are imported, not this one's
+            paths = [options.code_dir, env.get("PYTHONPATH")]
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
+        self.stderr_path = Path(tmp, "stderr")
+        command = [*launcher, sys.executable, "-m", "harness.run.worker", str(job),
+                   str(self.result_path)]
+        self.turns: queue.Queue[str] = queue.Queue()  # "wait", "end"; "end" at EOF too
+        with open(self.stderr_path, "w") as stderr:
+            self.proc = subprocess.Popen(
+                command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env,
+                cwd=options.code_dir, stdin=subprocess.PIPE if turn_steps else subprocess.DEVNULL)
+        self.reader = threading.Thread(target=_read_progress,
+                                       args=(self.proc.stdout, on_progress, self.turns),
+                                       daemon=True)
+        self.reader.start()
+        # The pass's own time: while it waits for a turn the deadline moves on (give_turn).
+        self.deadline = time.monotonic() + options.timeout_s
+        self.paused_at: float | None = None
+        self.error: WorkerError | None = None  # a timeout seen between turns, for finish()
+
+    def next_turn_message(self) -> str:
+        """The worker's next turn message ("wait" or "end"); WorkerError past the timeout."""
+        try:
+            message = self.turns.get(timeout=max(0.0, self.deadline - time.monotonic()))
+        except queue.Empty:
+            self.kill()
+            self.error = WorkerError(Status.TIMEOUT, f"{self.pass_name} pass ran past "
+                                                     f"{self.options.timeout_s:g} s")
+            raise self.error from None
+        self.paused_at = time.monotonic()
+        return message
+
+    def give_turn(self) -> None:
+        assert self.proc.stdin is not None
+        if self.paused_at is not None:  # the others' turns are not this pass's time
+            self.deadline += time.monotonic() - self.paused_at
+        try:
+            self.proc.stdin.write("go\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:  # it ended meanwhile; finish() says how
+            self.turns.put("end")
+
+    def wait_exit(self) -> None:
+        """Wait for the process to exit, until the pass's deadline (`finish` then says how)."""
+        try:
+            self.proc.wait(timeout=max(0.0, self.deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def finish(self) -> dict:
+        """The pass's result; WorkerError on a crash or a timeout."""
+        try:
+            if self.error is not None:
+                self.kill()
+                raise self.error
+            try:
+                self.proc.wait(timeout=max(0.0, self.deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise WorkerError(Status.TIMEOUT, f"{self.pass_name} pass ran past "
+                                                  f"{self.options.timeout_s:g} s") from None
+            except KeyboardInterrupt:
+                self.kill()
+                raise
+            finally:
+                self.reader.join(timeout=5)
+            code = self.proc.returncode
+            if code != 0 or not self.result_path.exists():
+                tail = self.stderr_path.read_text()[-STDERR_TAIL:].strip()
+                how = (f"killed by {signal.Signals(-code).name}" if code < 0
+                       else f"exit status {code}")
+                hint = " (out of memory, or killed from outside)" if code == -signal.SIGKILL else ""
+                raise WorkerError(Status.CRASHED, f"{self.pass_name} pass {how}{hint}: {tail}")
+            return json.loads(self.result_path.read_text())
+        finally:
+            if self.proc.stdin:
+                try:
+                    self.proc.stdin.close()
+                except BrokenPipeError:
+                    pass
+            if self.proc.stdout and not self.reader.is_alive():  # read to its end
+                self.proc.stdout.close()
+            self.tmp.cleanup()
+
+
+def run_worker(case: Case, pass_name: str, options: RunOptions,
+               on_progress: Callable[[dict], None] = lambda p: None) -> dict:
+    """Run one pass of `case` in a fresh process; raise WorkerError on crash or timeout. The
+    instructions pass runs under valgrind, on one thread (harness.measure.instructions)."""
+    return _Worker(case, pass_name, options, on_progress).finish()
+
+
+def run_turns(cases: list[Case], options: RunOptions, turn_steps: int,
+              on_progress: Callable[[dict], None] = lambda p: None) -> list[dict | WorkerError]:
+    """The timing passes of `cases` (one model's frameworks) in turns: all their processes
+    started at once, and once each has loaded and built its model, one trains at a time for
+    `turn_steps` steps, in the order of `cases`, round and round until all have ended. A slow
+    second of the host then falls on every framework alike, where passes run one after the other
+    put it on one framework only. A turn starts once the last one's process is idle: its
+    library threads spin for a while after their work (OpenBLAS for up to about 0.1 s) and would
+    take a core from the next; one that ended has exited. Meanwhile every CPU is kept awake
+    (harness.measure.keep_awake): a CPU that went idle between turns came back at another speed.
+    The result of each, or its WorkerError."""
+    with keep_awake.cpus_kept_awake():
+        return _take_turns(cases, options, turn_steps, on_progress)
+
+
+def _take_turns(cases: list[Case], options: RunOptions, turn_steps: int,
+                on_progress: Callable[[dict], None]) -> list[dict | WorkerError]:
+    workers: list[_Worker] = []
+    meter = ContentionMeter()  # of the machine less this process and its children
+    try:
+        workers += [_Worker(case, "time", options, on_progress, turn_steps) for case in cases]
+        waiting = []
+        for worker in workers:  # every process has started up (imports, data, build)
+            try:
+                if worker.next_turn_message() == "wait":
+                    waiting.append(worker)
+            except WorkerError:
+                pass
+        meter.start()
+        while waiting:
+            for worker in list(waiting):
+                worker.give_turn()
+                try:
+                    ended = worker.next_turn_message() == "end"
+                except WorkerError:
+                    ended = True
+                if ended:  # its writing and exiting must not overlap the next turn
+                    waiting.remove(worker)
+                    worker.wait_exit()
+                else:
+                    wait_idle(worker.proc.pid)
+        meter.stop()
+    except KeyboardInterrupt:
+        for worker in workers:
+            worker.kill()
+            worker.tmp.cleanup()
+        raise
+    results: list[dict | WorkerError] = []
+    contention = meter.value
+    for worker in workers:
+        try:
+            result = worker.finish()
+        except WorkerError as error:
+            results.append(error)
+            continue
+        if result.get("status") == Status.OK:  # each took its turns: the group's contention
+            result.update(foreign_cpu_s=contention.foreign_cpu_s,
+                          foreign_fraction=contention.foreign_fraction)
+        results.append(result)
+    return results
+
+
+def wait_idle(pid: int, most_s: float = IDLE_WAIT_S) -> float:
+    """Wait until no thread of process `pid` is running (its spinning library threads have gone
+    to sleep), at most `most_s`; the seconds waited. Returns at once where /proc is missing."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < most_s:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            break
+        running = False
+        for tid in tids:
+            stat = stat_fields(f"/proc/{pid}/task/{tid}/stat")
+            if stat is not None and stat[0] == "R":
+                running = True
+                break
+        if not running:
+            break
+        time.sleep(0.0005)
+    return time.perf_counter() - start
+
+
+def _read_progress(stream, on_progress, turns: queue.Queue) -> None:
+    """Drain the worker's stdout to its end, handing progress lines to `on_progress` and turn
+    messages to `turns` ("end" at the end of the stream). Progress is cosmetic: a failing
+    callback or a garbled line must not stop the draining, or a worker that writes more than the
+    pipe holds blocks until the timeout."""
+    for line in stream:
+        if line.startswith(TURN_PREFIX):
+            turns.put(line[len(TURN_PREFIX):].strip())
+        elif line.startswith(PROGRESS_PREFIX):
+            try:
+                on_progress(json.loads(line[len(PROGRESS_PREFIX):]))
+            except Exception:
+                pass
+    turns.put("end")

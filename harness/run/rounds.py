@@ -1,0 +1,90 @@
+"""More rounds while a suite's ratios are too wide (a suite's `until_within`): which cases take
+another round, and in what order when the time left does not hold them all.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from harness.measure.stats import half_width
+from harness.results.estimates import REFERENCE, step_ratios
+from harness.results.records import CaseResult, Status
+from harness.results.store import ResultsStore
+from harness.run.options import RunOptions
+
+
+def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
+               options: RunOptions, rounds: int, elapsed_s: float, case_s: dict[tuple, float],
+               note: Callable[[str], None] = lambda m: None) -> list[list[CaseResult]]:
+    """What `options.more_rounds` runs another round of after `rounds`: of each unit of `units` (a
+    model's frameworks taking turns, or one case), the cases whose step ratio against torch
+    (harness.results.estimates.step_ratios, over the store's runs of these cases) reaches further
+    than the rule's `within`, with torch's case of their settings (a ratio needs both sides in the
+    round); while fewer than its `most` rounds have run and another round, at its cases' last pace
+    (`case_s`, a case's share of its unit's last round, by `settings_key`), ends within its
+    `minutes` of the run (`elapsed_s` so far); none when the run stops. A ratio that is narrow takes
+    no more rounds, so that the time left goes to those that are not (as asv repeats only the
+    benchmark whose samples are still too few); where the time left does not hold a round of every
+    wide ratio, they go in the order of the suite's frameworks (its first, the contestant, before
+    the rest), the widest first within a framework, as many as fit. Says why it goes on and why it
+    stops."""
+    rule = options.more_rounds
+    if rule is None:
+        return []
+    keys = {r.key for unit in units for r in unit if r.status == Status.OK}
+    runs = store.runs(suite)
+    ratios = step_ratios(runs[runs["key"].isin(keys)])
+    ratios = ratios[(ratios["framework"] != REFERENCE) & (ratios["pairs"] > 0)]
+    wide = {(row.model, row.framework): half_width(row.ratio) for row in ratios.itertuples()
+            if not half_width(row.ratio) <= rule.within}  # NaN (no interval): wide
+    if not wide:
+        return []
+    names = sorted(f"{model} {framework}" for model, framework in wide)
+    what = f"{len(names)} ratio{'s' * (len(names) > 1)} wider than ±{rule.within:.0%} " + \
+        f"({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+    if rounds >= rule.most:
+        note(f"{what} after {rounds} rounds, the most until_within takes")
+        return []
+    order = list(dict.fromkeys(r.case.framework for unit in units for r in unit))
+    chosen: set[tuple[str, str]] = set()
+    going: list[list[CaseResult]] = []
+    def priority(ratio: tuple[str, str]) -> tuple[int, float]:
+        return order.index(ratio[1]), -(math.inf if math.isnan(wide[ratio]) else wide[ratio])
+
+    for ratio in sorted(wide, key=priority):
+        trial = _round_of(units, chosen | {ratio})
+        next_s = sum(case_s.get(settings_key(unit[0]), 0.0) * len(unit) for unit in trial)
+        if not rule.minutes or elapsed_s + next_s <= 60 * rule.minutes:
+            chosen, going = chosen | {ratio}, trial
+    if not going:
+        note(f"{what} after {rounds} rounds: another would not end within {rule.minutes:g} "
+             "minutes")
+        return []
+    waiting = len(wide) - len(chosen)
+    note(f"{what}: round {rounds + 1} of " + ", ".join(
+        f"{unit[0].case.model} {'+'.join(r.case.framework for r in unit)}" for unit in going)
+        + (f" ({waiting} more would not end within {rule.minutes:g} minutes)" if waiting else ""))
+    return going
+
+
+def _round_of(units: list[list[CaseResult]], ratios: set[tuple[str, str]]
+              ) -> list[list[CaseResult]]:
+    """Of each unit, the cases a round of `ratios` (model, framework) needs: theirs and torch's
+    of the same model (a ratio needs both sides in the round)."""
+    models = {model for model, _ in ratios}
+    going = []
+    for unit in units:
+        kept = [r for r in unit if r.status == Status.OK
+                and ((r.case.model, r.case.framework) in ratios
+                     or (r.case.framework == REFERENCE and r.case.model in models))]
+        # torch's case with the wide ones it takes turns with, or alone in its own unit
+        if kept and (len(unit) == 1 or any(r.case.framework != REFERENCE for r in kept)):
+            going.append(kept)
+    return going
+
+
+def settings_key(result: CaseResult) -> tuple:
+    """`result`'s settings but the framework: what the cases that take turns share."""
+    settings = result.case.settings()
+    settings.pop("framework")
+    return tuple(sorted((k, str(v)) for k, v in settings.items()))
