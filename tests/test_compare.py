@@ -404,3 +404,31 @@ def test_a_shift_that_holds_in_every_run_is_flagged() -> None:
     base, new = sets([steps(rng, 80, s, sigma=0.05) for s in (1.0, 1.03, 0.98)],
                      [steps(rng, 80, 1.2 * s, sigma=0.05) for s in (1.01, 0.97, 1.02)])
     assert row(compare(base, new), "step_time_s").verdict == "regressed"
+
+
+def test_a_commit_before_the_layers_runs_its_own_worker(tmp_path: Path) -> None:
+    """`adh compare --against REF` runs REF's worker from REF's checkout: harness/worker.py in
+    a tree that predates harness/run/, this tree's module otherwise."""
+    from harness.measure.provenance import REPO_DIR
+    from harness.run.processes import worker_module
+
+    (tmp_path / "harness").mkdir()
+    (tmp_path / "harness" / "worker.py").touch()
+    assert worker_module(str(tmp_path)) == "harness.worker"
+    assert worker_module(str(REPO_DIR)) == worker_module(None) == "harness.run.worker"
+    assert abtest.REPO_DIR == REPO_DIR and (REPO_DIR / "harness" / "run").is_dir()
+
+
+def test_a_baseline_that_did_not_run_is_no_comparison() -> None:
+    """A regression check whose BASE crashed must not pass: every verdict would be `~`."""
+    import pandas as pd
+
+    from harness.commands.compare import require_base_ran
+
+    cases = pd.DataFrame({"model": ["mlp", "cnn"], "framework": ["engine-static"] * 2,
+                          "status": ["ok", "crashed"],
+                          "reason": [None, "time pass exit status 1: Traceback\nImportError: x"]})
+    with pytest.raises(UsageError, match=r"1 of 2 passes at abc did not finish \(first: "
+                                         r"cnn/engine-static crashed: ImportError: x\)"):
+        require_base_ran(cases, "abc")
+    require_base_ran(cases.iloc[:1], "abc")  # all finished: nothing said

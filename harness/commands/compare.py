@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.commands.common import (
     cluster_options,
@@ -19,6 +20,9 @@ from harness.commands.common_args import (
     positive_int,
 )
 from harness.errors import UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -66,6 +70,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_no_wait(compare)
 
 
+def require_base_ran(cases: pd.DataFrame, ref: str) -> None:
+    """UsageError where REF's side crashed, failed or timed out: a comparison with a baseline
+    that did not run says nothing, and a regression check must not pass on it."""
+    from harness.results.records import Status
+
+    broken = cases[cases["status"].isin([Status.FAILED, Status.CRASHED, Status.TIMEOUT])]
+    if len(broken):
+        first = broken.iloc[0]
+        reason = (str(first["reason"] or "").strip().splitlines() or [""])[-1][:160]
+        raise UsageError(f"{len(broken)} of {len(cases)} passes at {ref} did not finish (first: "
+                         f"{first['model']}/{first['framework']} {first['status']}: {reason}); "
+                         f"nothing to compare against: check that `adh run` works at {ref}")
+
+
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -100,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         # (REF's worker may predate the fingerprint: the working tree's side says where)
         require_one_machine(outcome.new.cases, f"this comparison with {args.against}",
                             args.allow_mixed_machines)
+        require_base_ran(outcome.base.cases, args.against)
         rows, labels = outcome.rows, (args.against, "working tree")
         if args.store:
             from harness.results.store import ResultsStore

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from harness.errors import UsageError
-from harness.measure.provenance import code_version
+from harness.measure.provenance import REPO_DIR, code_version
 from harness.measure.threads import pin_threads
 from harness.results.compare import ComparisonRow, ResultSet, Thresholds, compare
 from harness.results.records import CaseResult, Status
@@ -28,7 +28,6 @@ from harness.run.options import RunOptions
 from harness.run.runner import Probes, case_keys, measure_round, rotated
 from harness.run.suites import Suite
 
-REPO_DIR = Path(__file__).resolve().parents[1]  # the repository holding this harness
 DEFAULT_THRESHOLDS = Thresholds()
 
 

@@ -27,8 +27,18 @@ from harness.results.records import Status
 from harness.run.options import RunOptions
 from harness.run.worker import PROGRESS_PREFIX, TURN_PREFIX
 
+WORKER = "harness.run.worker"
 STDERR_TAIL = 2000
 IDLE_WAIT_S = 0.5  # the longest a turn waits for the last turn's process to go idle
+
+
+def worker_module(code_dir: str | None) -> str:
+    """The worker's module in the tree a pass runs from: this one's, or that of another commit's
+    checkout (`code_dir`, `adh compare --against REF`), which may predate harness/run/ (its
+    worker was harness/worker.py; the job and result files are the same)."""
+    if code_dir and not Path(code_dir, *WORKER.split(".")).with_suffix(".py").exists():
+        return "harness.worker"
+    return WORKER
 
 
 class WorkerError(Exception):
@@ -68,7 +78,7 @@ class _Worker:
             paths = [options.code_dir, env.get("PYTHONPATH")]
             env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
         self.stderr_path = Path(tmp, "stderr")
-        command = [*launcher, sys.executable, "-m", "harness.run.worker", str(job),
+        command = [*launcher, sys.executable, "-m", worker_module(options.code_dir), str(job),
                    str(self.result_path)]
         self.turns: queue.Queue[str] = queue.Queue()  # "wait", "end"; "end" at EOF too
         with open(self.stderr_path, "w") as stderr:
