@@ -91,7 +91,8 @@ def load_weights(spec: ModelSpec, model: nn.ModuleList, weights: dict[str, np.nd
     with torch.no_grad():
         for name, tensor, transpose in _pairs(spec, model):
             value = weights[name].T if transpose else weights[name]
-            tensor.copy_(torch.from_numpy(np.ascontiguousarray(value)))
+            # a writable copy: torch warns on the read-only arrays the harness hands adapters
+            tensor.copy_(torch.from_numpy(np.array(value)))
         for module in model.modules():
             if isinstance(module, LastState):
                 module.recurrent.bias_hh_l0.zero_()

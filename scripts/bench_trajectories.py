@@ -1,14 +1,14 @@
 """Do the frameworks' float32 training trajectories stay comparable over a suite's steps?
 
 Trains a model in float32 in each framework from the same weights on the same batches (as `adh
-check` does, harness.run.check.ParityCase) for as many steps as a suite takes, at each learning rate
-asked, and prints per rate and framework: the first step whose loss parts from the reference's
-by more than --apart (relative), the largest relative difference over the steps, the final
-losses, the test accuracy of each and how often its predicted class is the reference's. In
-float64 the frameworks agree to 1e-12; in float32 rounding differences grow where training is
-chaotic (a high rate with momentum), and two frameworks then train different models: their
-accuracies differ by chance, not by what the frameworks compute. A rate whose trajectories stay
-together for the suite's steps makes the accuracy column comparable.
+check` does, harness.run.parity.ParityCase) for as many steps as a suite takes, at each learning
+rate asked, and prints per rate and framework: the first step whose loss parts from the reference's
+by more than --apart (relative), the largest relative difference over the steps, the final losses,
+the test accuracy of each and how often its predicted class is the reference's. In float64 the
+frameworks agree to 1e-12; in float32 rounding differences grow where training is chaotic (a high
+rate with momentum), and two frameworks then train different models: their accuracies differ by
+chance, not by what the frameworks compute. A rate whose trajectories stay together for the suite's
+steps makes the accuracy column comparable.
 
     python scripts/bench_trajectories.py --model lstm --suite quick --lrs 0.3 0.1 0.03
 """
@@ -24,7 +24,7 @@ from harness.contract.data import load_dataset
 from harness.contract.frameworks import get_framework
 from harness.contract.specs import get_model
 from harness.measure.threads import pin_threads
-from harness.run.check import ParityCase, run_framework
+from harness.run.parity import ParityCase, run_framework
 from harness.run.suites import load_suite
 
 

@@ -733,7 +733,8 @@ def test_latex_tables_fit_the_page() -> None:
 @pytest.mark.slow
 def test_the_report_opens_with_its_setup_and_parity(store: ResultsStore, tmp_path: Path) -> None:
     from harness.report.parity import ParityCheck
-    from harness.run.check import TOLERANCES, CheckResult, Parity
+    from harness.run.check import CheckResult
+    from harness.run.parity import TOLERANCES, Parity
 
     parity = Parity(1e-6, "0.weight", 2e-6, 0, 3e-6, "0.bias", 1.0, TOLERANCES["float32"])
     results = [CheckResult("cnn", "engine-static", "float32", parity=parity)]

@@ -17,12 +17,22 @@ from harness.run.check import ENGINES, format_table
 from harness.testing import DTYPES, check_framework, parametrize_with_checks
 from toy_adapters import activate
 from toy_adapters.toy_conformance import (
+    ToyFloat64Weights,
+    ToyGradientsCountAStep,
+    ToyGradientsStepTheOptimizer,
     ToyKerasAdam,
     ToyKinkedRelu,
     ToyLateOutputs,
     ToyLimited,
+    ToyLiveWeights,
+    ToyLossAfterUpdate,
     ToyRenamedGradient,
+    ToySilentUpcast,
+    ToySquareTransposed,
+    ToyStaleBias,
+    ToyTransposedGradients,
     ToyUnorderedSums,
+    ToyWritesGivenWeights,
 )
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -49,7 +59,7 @@ def test_check_framework_returns_a_result_per_model_and_dtype():
     (ToyLateOutputs, "mlp", DTYPES, "outputs before update",
      "train_step's outputs differ from predict's before the step by rho 2.94e-02 > 1e-05; "
      "they are the outputs after the update"),
-    (ToyRenamedGradient, "mlp", DTYPES, "parameters", "mlp: gradients lack parameter 0.weight"),
+    (ToyRenamedGradient, "mlp", DTYPES, "parameters", "mlp: gradients() lack parameter 0.weight"),
     (ToyKinkedRelu, "cnn", DTYPES, "parity",
      "gradient of 0.bias on one batch differs from the reference's by rho 1.86e-02 > 2e-06"),
     # Keras's eps moves the trajectory by ~1e-6: inside float32's bounds, caught by float64's
@@ -67,6 +77,54 @@ def test_a_broken_adapter_fails_the_check_for_what_it_breaks(adapter, model, fai
     prefixes = [f"{adapter.name}, {model}, {dtype}: {check}: " for dtype in failing_dtypes]
     assert [line[:len(prefix)] for line, prefix in zip(lines, prefixes, strict=True)] == prefixes
     assert words in lines[0]
+
+
+# A plugin author's mistakes (toy_adapters/toy_conformance.py): each fails `adh check` and the
+# kit (the same checks) with a message that names the method and the rule it breaks.
+MISTAKES = [
+    (ToyLossAfterUpdate, "mlp", DTYPES, "outputs before update",
+     "train_step's loss {} is not the softmax_cross_entropy of its outputs"),
+    (ToyLateOutputs, "mlp", DTYPES, "outputs before update",
+     "they are the outputs after the update"),
+    (ToyTransposedGradients, "mlp", DTYPES, "parameters",
+     "mlp: gradients(): parameter 0.weight should have shape (784, 128), got (128, 784): the "
+     "canonical shape transposed"),
+    (ToySquareTransposed, "circles-tanh", DTYPES, "parity",
+     "gradient of 1.weight is the reference's transposed: gradients() returns it in the "
+     "canonical layout"),
+    (ToyWritesGivenWeights, "mlp", DTYPES, "parameters",
+     "train_step wrote into a weight array the harness handed to __init__, which is read-only"),
+    (ToyLiveWeights, "mlp", DTYPES, "parameters",
+     "weights() returned arrays that the next train_step changed (0.weight, 0.bias, 1.weight, "
+     "1.bias, 2.weight, 2.bias): return copies"),
+    (ToyGradientsStepTheOptimizer, "mlp", DTYPES, "gradients leave no trace",
+     "gradients() left a trace in the next train_step"),
+    (ToyGradientsCountAStep, "circles-tanh", DTYPES, "gradients leave no trace",
+     "gradients() left a trace in the next train_step"),
+    (ToyFloat64Weights, "mlp", ["float32"], "parameters",
+     "weights() should be numpy arrays of float32: 0.weight is float64"),
+    (ToySilentUpcast, "mlp", ["float32"], "outputs before update",
+     "train_step's outputs are float64 in a float32 run"),
+    # a bias 2e-3 behind after 3 steps: inside float32's trajectory bounds, caught by float64's
+    (ToyStaleBias, "mlp", ["float64"], "parity",
+     "train_step: final 2.bias (weights() after the steps)"),
+]
+
+
+@pytest.mark.parametrize("adapter, model, failing_dtypes, check, words", MISTAKES,
+                         ids=[m[0].name for m in MISTAKES])
+def test_each_mistake_of_the_catalogue_fails_with_its_method_and_rule(adapter, model,
+                                                                     failing_dtypes, check, words):
+    with pytest.raises(AssertionError) as failure:
+        check_framework(adapter, [model], **FAST)
+    _, *lines = str(failure.value).splitlines()
+    for dtype in failing_dtypes:
+        prefix = f"{adapter.name}, {model}, {dtype}: {check}: "
+        found = [line for line in lines if line.startswith(prefix)]
+        assert found, f"no {check!r} failure in {dtype}: {lines}"
+        head, _, tail = words.partition("{}")
+        assert head in found[0] and tail in found[0], found[0]
+    assert {line.split(", ")[2].split(":")[0] for line in lines} == set(failing_dtypes)
 
 
 def test_declared_refusals_are_reported_and_nothing_is_built_for_them():

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from harness.commands.common_args import add_data_dir, add_no_wait, add_threads, positive_int
+from harness.run.check import COLUMNS_NOTE
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -21,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "The conformance kit (harness.testing) runs the same checks. A model a "
                     "framework\ndeclares unsupported shows as 'n/a (reason)', a dtype it lacks "
                     "as 'no float64';\nneither is a failure. Exit status 1 on any failure, each "
-                    "explained below the table.",
+                    "explained below the table.\n\n" + textwrap.fill(COLUMNS_NOTE, 79),
         epilog="examples:\n  adh check                             the engine's two modes\n"
                "  adh check --frameworks my-engine      a plugin (see adh list)\n"
                "  adh check --dtype float64 --models mlp rnn\n"

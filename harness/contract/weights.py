@@ -44,6 +44,18 @@ def initial_weights(spec: ModelSpec, seed: int, dtype: str = "float32") -> dict[
     return weights
 
 
+def read_only(weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Copies of `weights` that cannot be written: what the harness hands an adapter's
+    constructor. An adapter must copy the arrays it is given (the contract); one that updates
+    them in place fails at its first write (ValueError: assignment destination is read-only)
+    instead of changing the start of the next framework given the same dict."""
+    handed = {}
+    for name, value in weights.items():
+        handed[name] = np.array(value)
+        handed[name].flags.writeable = False
+    return handed
+
+
 def check_weights(spec: ModelSpec, weights: dict[str, np.ndarray], what: str = "weights") -> None:
     """Raise ValueError, naming the parameter, unless `weights` has exactly the spec's
     parameters with the canonical shapes; `what` names the arrays in the message (e.g.
@@ -57,6 +69,9 @@ def check_weights(spec: ModelSpec, weights: dict[str, np.ndarray], what: str = "
         raise ValueError(f"{spec.name}: {what} have {', '.join(extra)}, not a parameter of the "
                          f"spec (it has {', '.join(expected)})")
     for name, shape in expected.items():
-        if weights[name].shape != shape:
-            raise ValueError(f"{spec.name}: parameter {name} should have shape {shape}, "
-                             f"got {weights[name].shape}")
+        got = weights[name].shape
+        if got != shape:
+            hint = (": the canonical shape transposed (return it in the spec's layout, "
+                    "harness.contract.specs.Parameter)" if got == shape[::-1] else "")
+            raise ValueError(f"{spec.name}: {what}: parameter {name} should have shape {shape}, "
+                             f"got {got}{hint}")

@@ -2,19 +2,23 @@
 dtype, that a framework honours the Framework contract and computes what the reference (torch)
 computes.
 
-Every check starts a fresh framework from the harness's initial weights and feeds it the
-harness's batches; in order:
+Every check starts a fresh framework from read-only copies of the harness's initial weights (one
+that writes into them fails, naming the method) and feeds it the harness's batches; in order:
 - parameters: `weights()` and `gradients()` give numpy arrays of the requested dtype with exactly
   the names and shapes of `spec.parameters()`, and `weights()` of a new framework gives back the
   initial weights unchanged. Without that nothing can be compared: the later checks do not run;
+  A `train_step` after them changes none of the arrays they returned (copies, not live ones);
 - outputs before update: `train_step` returns the outputs that `predict` gives before the step,
-  and the spec's loss of them (harness.contract.metrics.loss);
+  in the run's dtype, and the spec's loss of them (harness.contract.metrics.loss);
+- gradients leave no trace: a step after `gradients()` is the step of a framework that never
+  called it (no accumulated gradient, optimizer state or step counted);
 - parity with the reference: every parameter's gradient on one batch (max rho), then `steps`
   training steps: the largest relative loss difference over the steps, the final weights' max
   rho, and the share of test examples on which the final models predict the same class;
 - determinism: a second run from the same weights on the same batches is bit-identical
   (gradients, losses, weights, predictions): a result must be a function of its inputs.
-rho(x, y) = |x - y| / max(1, |x| + |y|): relative for large values, absolute near zero.
+rho(x, y) = |x - y| / max(1, |x| + |y|): relative for large values, absolute near zero
+(harness.run.parity).
 
 A framework that raises fails the check it raised in (the later checks do not run); the failure
 names the exception and where it was raised. A framework is not built at all for what it
@@ -35,164 +39,47 @@ from pathlib import Path
 import numpy as np
 
 from harness.contract import metrics
-from harness.contract.batches import batch_indices
-from harness.contract.data import Dataset, load_dataset
+from harness.contract.data import load_dataset
 from harness.contract.frameworks import get_framework, not_installed
 from harness.contract.frameworks.base import Framework, unsupported_dtype
 from harness.contract.specs import DTYPES, MODELS, ModelSpec, get_model
-from harness.contract.weights import check_weights, initial_weights
+from harness.contract.weights import check_weights
 from harness.errors import AdhError, UsageError
 from harness.results.markdown import markdown_table
+from harness.run.parity import (
+    TOLERANCES,
+    Parity,
+    ParityCase,
+    Run,
+    parity,
+    rho,
+    run_framework,
+    worst,
+)
 
 ENGINES = ("engine-static", "engine-dynamic")
 
 
-@dataclass(frozen=True)
-class Tolerance:
-    forward: float  # max rho of one forward pass computed twice, and of its loss from the harness's
-    gradient: float  # max rho of any parameter's gradient
-    loss: float  # max relative difference of the loss at any step
-    weights: float  # max rho of any final weight
-    agreement: float  # min share of test predictions that agree
 
 
-TOLERANCES = {
-    # float32: numpy (OpenBLAS) and torch sum in different orders, so their gradients differ by
-    # rounding alone, a few 1e-7: the gradient bound is tight. Trajectories agree to about 1e-6
-    # until a max-pool window holds a near-tie (two values equal to 7 digits) that float32
-    # rounding breaks differently in the two frameworks; from there the runs drift apart slowly,
-    # by a few 1e-3 in loss and weights over 50 steps. The trajectory bounds allow that drift;
-    # float64, where such ties do not occur, is the strict proof.
-    # forward: predict and train_step agree exactly in the engine and torch, and a loss computed
-    # in float32 differs from the harness's float64 loss of the same outputs by about 1e-7; one
-    # update moves every model's outputs by 1e-2 or more, far beyond the bound.
-    "float32": Tolerance(forward=1e-5, gradient=2e-6, loss=2e-2, weights=1e-2, agreement=0.99),
-    "float64": Tolerance(forward=1e-12, gradient=1e-12, loss=1e-12, weights=1e-12, agreement=1.0),
-}
 
 
 class CheckFailed(AssertionError):
     """A check found the framework wrong; the message says how."""
 
 
-@dataclass(frozen=True)
-class ParityCase:
-    """What every framework is fed for one model and dtype: the same initial weights, the same
-    training batch at every step, the same test inputs."""
-
-    spec: ModelSpec
-    dtype: str
-    weights: dict[str, np.ndarray]
-    x_train: np.ndarray
-    labels: np.ndarray  # the class of every training example
-    batches: list[np.ndarray]  # one array of indices into x_train per step
-    x_test: np.ndarray
-    threads: int
-
-    @classmethod
-    def prepare(cls, spec: ModelSpec, data: Dataset, dtype: str, steps: int, seed: int = 0,
-                test_limit: int | None = None, threads: int = 1) -> ParityCase:
-        """`steps` batches of the seed's epochs (as many epochs as it takes) of `data`."""
-        np_dtype = np.dtype(dtype)
-        x_train = data.x_train.astype(np_dtype, copy=False).reshape((-1,) + spec.input_shape)
-        x_test = data.x_test[:test_limit].astype(np_dtype, copy=False)
-        batches: list[np.ndarray] = []
-        epoch = 1
-        while len(batches) < steps:
-            batches.extend(batch_indices(len(x_train), spec.batch_size, seed, epoch))
-            epoch += 1
-        return cls(spec, dtype, initial_weights(spec, seed, dtype), x_train, data.y_train,
-                   batches[:steps], x_test.reshape((-1,) + spec.input_shape), threads)
-
-    def batch(self, step: int) -> tuple[np.ndarray, np.ndarray]:
-        """Inputs and targets (harness.contract.metrics.targets) of training step `step`."""
-        indices = self.batches[step]
-        return (self.x_train[indices],
-                metrics.targets(self.spec, self.labels[indices], np.dtype(self.dtype)))
-
-    def build(self, cls: type[Framework]) -> Framework:
-        """A new `cls` from copies of the initial weights: a framework may update the arrays it
-        is given in place, and every framework must start from the same values."""
-        weights = {name: value.copy() for name, value in self.weights.items()}
-        return cls(self.spec, weights, self.dtype, self.threads)
 
 
-@dataclass(frozen=True)
-class Run:
-    """What a framework computed on a case: the gradients on the first batch (no update), the
-    loss at every training step, the final weights, the final model's predicted test classes."""
-
-    gradients: dict[str, np.ndarray]
-    losses: np.ndarray
-    weights: dict[str, np.ndarray]
-    predictions: np.ndarray
 
 
-def run_framework(cls: type[Framework], case: ParityCase) -> Run:
-    """Build `cls` on `case`, take its gradients on the first batch, then train it on every
-    batch and predict the test set."""
-    framework = case.build(cls)
-    gradients = framework.gradients(*case.batch(0))
-    losses = np.array([framework.train_step(*case.batch(step))[0]
-                       for step in range(len(case.batches))])
-    outputs = np.asarray(framework.predict_all(case.x_test))
-    return Run(gradients, losses, framework.weights(), metrics.predictions(case.spec, outputs))
 
 
-def rho(a: np.ndarray, b: np.ndarray) -> float:
-    """The largest |a - b| / max(1, |a| + |b|) over the elements, in float64."""
-    a, b = a.astype(np.float64), b.astype(np.float64)
-    return float(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(a) + np.abs(b))))
 
 
-def _worst(arrays: dict[str, np.ndarray], reference: dict[str, np.ndarray]) -> tuple[float, str]:
-    """The largest rho of any array from the reference's, and the array's name."""
-    names = list(reference)
-    values = [rho(arrays[name], reference[name]) for name in names]
-    worst = int(np.argmax(values))  # the first NaN, if any: NaN must not hide behind a number
-    return values[worst], names[worst]
 
 
-@dataclass(frozen=True)
-class Parity:
-    """How far a run is from the reference's, and how far it may be (see the module docstring)."""
-
-    gradient_rho: float
-    worst_gradient: str  # the parameter whose gradient is furthest from the reference's
-    loss_rel_diff: float
-    worst_step: int  # the step (0-based) whose loss is furthest from the reference's
-    weights_rho: float
-    worst_weight: str
-    agreement: float
-    tolerance: Tolerance
-
-    def failures(self) -> list[str]:
-        """One line per bound exceeded (`not x <= bound`: a NaN exceeds every bound)."""
-        t, out = self.tolerance, []
-        if not self.gradient_rho <= t.gradient:
-            out.append(f"gradient of {self.worst_gradient} on one batch differs from the "
-                       f"reference's by rho {self.gradient_rho:.2e} > {t.gradient:.0e}")
-        if not self.loss_rel_diff <= t.loss:
-            out.append(f"loss at step {self.worst_step + 1} differs from the reference's by "
-                       f"{self.loss_rel_diff:.2e} (relative) > {t.loss:.0e}")
-        if not self.weights_rho <= t.weights:
-            out.append(f"final {self.worst_weight} differs from the reference's by rho "
-                       f"{self.weights_rho:.2e} > {t.weights:.0e}")
-        if not self.agreement >= t.agreement:
-            out.append(f"final model predicts the reference's class on {100 * self.agreement:.2f}"
-                       f" % of test examples < {100 * t.agreement:.2f} %")
-        return out
 
 
-def parity(run: Run, reference: Run, tolerance: Tolerance) -> Parity:
-    """How far `run` is from the reference's run of the same case."""
-    gradient_rho, worst_gradient = _worst(run.gradients, reference.gradients)
-    loss_diffs = np.abs(run.losses - reference.losses) / np.abs(reference.losses)
-    worst_step = int(np.argmax(loss_diffs))
-    weights_rho, worst_weight = _worst(run.weights, reference.weights)
-    return Parity(gradient_rho, worst_gradient, float(loss_diffs[worst_step]), worst_step,
-                  weights_rho, worst_weight,
-                  float(np.mean(run.predictions == reference.predictions)), tolerance)
 
 
 def check_parameters(cls: type[Framework], case: ParityCase) -> None:
@@ -200,7 +87,8 @@ def check_parameters(cls: type[Framework], case: ParityCase) -> None:
     case's dtype with the spec's names and shapes, and its weights the initial ones."""
     framework = case.build(cls)
     weights = framework.weights()
-    for what, arrays in (("weights", weights), ("gradients", framework.gradients(*case.batch(0)))):
+    gradients = framework.gradients(*case.batch(0))
+    for what, arrays in (("weights()", weights), ("gradients()", gradients)):
         wrong = {name: f"{type(a).__module__}.{type(a).__name__}" for name, a in arrays.items()
                  if not isinstance(a, np.ndarray)}
         wrong.update({name: str(a.dtype) for name, a in arrays.items()
@@ -217,6 +105,34 @@ def check_parameters(cls: type[Framework], case: ParityCase) -> None:
     if changed:
         raise CheckFailed(f"weights() of a new framework should be the initial weights it was "
                           f"given; {', '.join(changed)} differ (wrong layout?)")
+    kept = {what: {name: a.copy() for name, a in arrays.items()}
+            for what, arrays in (("weights()", weights), ("gradients()", gradients))}
+    framework.train_step(*case.batch(0))
+    for what, arrays in (("weights()", weights), ("gradients()", gradients)):
+        moved = [name for name, a in arrays.items() if not np.array_equal(a, kept[what][name])]
+        if moved:
+            raise CheckFailed(f"{what} returned arrays that the next train_step changed "
+                              f"({', '.join(moved)}): return copies (np.array(a)), not the "
+                              "framework's live arrays")
+
+
+def check_gradients_leave_no_trace(cls: type[Framework], case: ParityCase) -> None:
+    """Raise CheckFailed unless a training step after `gradients` is the step of a framework
+    that never called it: no gradient accumulated, no optimizer state, no step counted."""
+    x, y = case.batch(0)
+    plain, asked = case.build(cls), case.build(cls)
+    asked.gradients(x, y)
+    plain.train_step(x, y)
+    asked.train_step(x, y)
+    # the same framework's step twice: rounding alone may differ (another kernel), as in a
+    # forward pass computed twice; a trace moves the update by far more
+    bound = TOLERANCES[case.dtype].forward
+    difference, name = worst(asked.weights(), plain.weights())
+    if not difference <= bound:
+        raise CheckFailed(f"gradients() left a trace in the next train_step: after it, {name} "
+                          f"differs by rho {difference:.2e} > {bound:.0e} from a step without "
+                          "it (an accumulated gradient, optimizer state or a step counted); "
+                          "gradients() must change nothing the update reads")
 
 
 def check_outputs_before_update(cls: type[Framework], case: ParityCase) -> None:
@@ -230,6 +146,11 @@ def check_outputs_before_update(cls: type[Framework], case: ParityCase) -> None:
     shape = (len(x), case.spec.n_outputs)
     if outputs.shape != shape:
         raise CheckFailed(f"train_step's outputs have shape {outputs.shape}, not {shape}")
+    for method, array in (("train_step", outputs), ("predict", before)):
+        if array.dtype != case.dtype:
+            raise CheckFailed(f"{method}'s outputs are {array.dtype} in a {case.dtype} run: an op "
+                              "computes in another dtype (a float64 constant or array upcasts "
+                              "float32); compute in the run's dtype throughout")
     bound = TOLERANCES[case.dtype].forward
     difference = rho(outputs, before)
     if not difference <= bound:
@@ -311,6 +232,7 @@ def check_case(framework: str, cls: type[Framework], case: ParityCase,
 
     checks = (("parameters", lambda: check_parameters(cls, case)),
               ("outputs before update", lambda: check_outputs_before_update(cls, case)),
+              ("gradients leave no trace", lambda: check_gradients_leave_no_trace(cls, case)),
               ("parity", parity_with_reference), ("determinism", determinism))
     for name, check in checks:
         try:
@@ -327,10 +249,23 @@ def check_case(framework: str, cls: type[Framework], case: ParityCase,
     return result
 
 
+ADAPTER_METHODS = ("__init__", "train_step", "gradients", "predict", "weights")
+
+
 def _raised(error: Exception) -> str:
-    """'raised Type: message (at file:line)', the line being the innermost frame's."""
-    frame = traceback.extract_tb(error.__traceback__)[-1]
-    return f"raised {type(error).__name__}: {error} (at {frame.filename}:{frame.lineno})"
+    """'raised Type: message (at file:line)', the line being the innermost frame's; for a write
+    into the read-only weights the harness handed over, the method that wrote and the rule."""
+    frames = traceback.extract_tb(error.__traceback__)
+    frame = frames[-1]
+    where = f"at {frame.filename}:{frame.lineno}"
+    if isinstance(error, ValueError) and "read-only" in str(error):
+        method = next((f.name for f in frames if f.name in ADAPTER_METHODS
+                       and not f.filename.endswith(("run/check.py", "frameworks/base.py"))),
+                      "the adapter")
+        return (f"{method} wrote into a weight array the harness handed to __init__, which is "
+                f"read-only ({where}): an adapter copies the arrays it is given (np.array(w)) "
+                "and updates its own copies")
+    return f"raised {type(error).__name__}: {error} ({where})"
 
 
 def check_frameworks(frameworks: Iterable[str | type[Framework]],
@@ -418,6 +353,14 @@ def _named(framework: str | type[Framework]) -> tuple[str, type[Framework]]:
     return framework_name(framework), cls
 
 
+# What the table's columns are, printed under it and in `adh check --help`.
+COLUMNS_NOTE = ("grad rho, weights rho: the largest rho(x, y) = |x - y| / max(1, |x| + |y|) over "
+                "every entry of every parameter, the framework's against torch's (relative for "
+                "large values, absolute near zero); loss rel diff: the largest relative "
+                "difference of the loss over the steps; same preds: the test examples both "
+                "models give the same class.")
+
+
 def format_table(results: list[CheckResult]) -> str:
     headers = ["model", "framework", "dtype", "grad rho", "loss rel diff", "weights rho",
                "same preds", "result"]
@@ -428,7 +371,7 @@ def format_table(results: list[CheckResult]) -> str:
                    else [f"{p.gradient_rho:.2e}", f"{p.loss_rel_diff:.2e}", f"{p.weights_rho:.2e}",
                          f"{100 * p.agreement:.2f} %"])
         rows.append([r.model, r.framework, r.dtype, *numbers, r.verdict])
-    return markdown_table(headers, rows)
+    return f"{markdown_table(headers, rows)}\n\n{COLUMNS_NOTE}"
 
 
 def format_failures(results: Iterable[CheckResult]) -> str:

@@ -24,7 +24,7 @@ def profile_case(case: Case, data_dir: str | None = None, steps: int = 50,
     from harness.contract.batches import batch_indices
     from harness.contract.cases import prepare
     from harness.contract.frameworks import get_framework
-    from harness.contract.weights import initial_weights
+    from harness.contract.weights import initial_weights, read_only
 
     try:
         prepared = prepare(case, data_dir)
@@ -33,7 +33,7 @@ def profile_case(case: Case, data_dir: str | None = None, steps: int = 50,
                          f"({error}); pick another with --dataset") from None
     spec, x_train, targets = prepared.spec, prepared.x_train, prepared.targets
     framework = get_framework(case.framework)(
-        spec, initial_weights(spec, case.seed, case.dtype), case.dtype, case.threads)
+        spec, read_only(initial_weights(spec, case.seed, case.dtype)), case.dtype, case.threads)
     order = (idx for epoch in itertools.count(1)
              for idx in batch_indices(len(x_train), spec.batch_size, case.seed, epoch))
     batches = [(x_train[idx], targets[idx])

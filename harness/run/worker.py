@@ -194,7 +194,7 @@ def time_pass(case, data_dir, turn_steps: int = 0) -> dict:
     from harness.contract.flops import train_step_flops
     from harness.contract.frameworks import framework_origin, get_framework
     from harness.contract.frameworks.base import Framework, reported_facts, why_unsupported
-    from harness.contract.weights import initial_weights
+    from harness.contract.weights import initial_weights, read_only
     from harness.measure.contention import ContentionMeter
     from harness.measure.drift import probe
     from harness.measure.environment import recorded_environment
@@ -223,7 +223,7 @@ def time_pass(case, data_dir, turn_steps: int = 0) -> dict:
     refusal = why_unsupported(adapter, spec, case.dtype)
     if refusal is not None:
         return {"status": Status.UNSUPPORTED, "reason": refusal, "provenance": record}
-    weights = initial_weights(spec, case.seed, case.dtype)
+    weights = read_only(initial_weights(spec, case.seed, case.dtype))
     start = time.perf_counter()
     framework = adapter(spec, weights, case.dtype, case.threads)
     # Building the model: a framework that compiles ahead of the first step (jax) does it here,
@@ -310,13 +310,13 @@ def memory_pass(case, data_dir) -> dict:
     from the rest (harness.measure.memory.LoopMemory): the loop's numbers leave out the first
     call's own allocations and high-water mark, which `first_call` reports."""
     from harness.contract.frameworks import get_framework
-    from harness.contract.weights import initial_weights
+    from harness.contract.weights import initial_weights, read_only
     from harness.measure.memory import track_loop_memory
 
     prepared = prepare(case, data_dir)
     spec = prepared.spec
-    framework = get_framework(case.framework)(spec, initial_weights(spec, case.seed, case.dtype),
-                                              case.dtype, case.threads)
+    weights = read_only(initial_weights(spec, case.seed, case.dtype))
+    framework = get_framework(case.framework)(spec, weights, case.dtype, case.threads)
     start_numeric_libraries()
     with track_loop_memory() as memory:
         status, reason = train(framework, spec, case, prepared.x_train, prepared.y_train,
@@ -342,7 +342,7 @@ def instructions_pass(case, data_dir, callgrind_out: str, marks_library: str) ->
 
     from harness.contract.batches import batch_indices
     from harness.contract.frameworks import get_framework
-    from harness.contract.weights import initial_weights
+    from harness.contract.weights import initial_weights, read_only
     from harness.measure.instructions import (
         COUNTED_STEPS,
         WARMUP_STEPS,
@@ -356,7 +356,8 @@ def instructions_pass(case, data_dir, callgrind_out: str, marks_library: str) ->
                 "instructions_note": adapter.uncountable}
     prepared = prepare(case, data_dir)
     spec, x_train, targets = prepared.spec, prepared.x_train, prepared.targets
-    framework = adapter(spec, initial_weights(spec, case.seed, case.dtype), case.dtype, 1)
+    framework = adapter(spec, read_only(initial_weights(spec, case.seed, case.dtype)),
+                        case.dtype, 1)
     epochs = itertools.count(1)
     indices = itertools.chain.from_iterable(
         batch_indices(len(x_train), spec.batch_size, case.seed, epoch) for epoch in epochs)

@@ -102,3 +102,116 @@ class ToyUnorderedSums(EngineDynamic):
 
 ADAPTERS = {cls.name: cls for cls in (ToyLimited, ToyLateOutputs, ToyRenamedGradient,
                                       ToyKinkedRelu, ToyKerasAdam, ToyUnorderedSums)}
+
+
+# The catalogue of a plugin author's mistakes (tests/test_testing.py): each breaks one rule of
+# docs/plugin-contract.md the way an adapter written in a hurry does, and fails the check for that
+# rule with a message that names the method and the rule.
+
+class ToyLossAfterUpdate(EngineDynamic):
+    """train_step returns the loss of the weights after its update."""
+
+    name = "toy-loss-after-update"
+
+    def train_step(self, x, y):
+        _, outputs = super().train_step(x, y)
+        loss, _ = self._forward_backward(x, y)
+        return loss.item(), outputs
+
+
+class ToyTransposedGradients(EngineDynamic):
+    """gradients() in torch's layout (out, in) instead of the canonical (in, out): of the square
+    matrices only where `square_only`, whose shapes cannot tell."""
+
+    name = "toy-transposed-gradients"
+    square_only = False
+
+    def gradients(self, x, y):
+        return {name: g.T if g.ndim == 2 and (g.shape[0] == g.shape[1] or not self.square_only)
+                else g for name, g in super().gradients(x, y).items()}
+
+
+class ToySquareTransposed(ToyTransposedGradients):
+    name = "toy-square-transposed"
+    square_only = True
+
+
+class ToyWritesGivenWeights(EngineDynamic):
+    """Trains the very arrays the harness handed to __init__, in place."""
+
+    name = "toy-writes-given-weights"
+
+    def __init__(self, spec, weights, dtype, threads) -> None:
+        super().__init__(spec, weights, dtype, threads)
+        for name, p in self.model.named_parameters():
+            p.value = weights[name]
+
+
+class ToyLiveWeights(EngineDynamic):
+    """weights() hands out the arrays the next step updates."""
+
+    name = "toy-live-weights"
+
+    def weights(self):
+        return {name: p.value for name, p in self.model.named_parameters()}
+
+
+class ToyGradientsStepTheOptimizer(EngineDynamic):
+    """gradients() runs the optimizer and puts the weights back: its momentum stays."""
+
+    name = "toy-gradients-step-the-optimizer"
+
+    def gradients(self, x, y):
+        gradients = super().gradients(x, y)
+        kept = [p.value.copy() for p in self.model.parameters()]
+        self.optimizer.step()
+        for p, value in zip(self.model.parameters(), kept, strict=True):
+            p.value[...] = value
+        return gradients
+
+
+class ToyGradientsCountAStep(EngineDynamic):
+    """gradients() counts an Adam step (the bias correction of the next update moves)."""
+
+    name = "toy-gradients-count-a-step"
+
+    def gradients(self, x, y):
+        gradients = super().gradients(x, y)
+        for p in self.model.parameters():
+            self.optimizer.steps[id(p)] = self.optimizer.steps.get(id(p), 0) + 1
+        return gradients
+
+
+class ToyFloat64Weights(EngineDynamic):
+    """weights() in float64 whatever the run's dtype."""
+
+    name = "toy-float64-weights"
+
+    def weights(self):
+        return {name: w.astype(np.float64) for name, w in super().weights().items()}
+
+
+class ToySilentUpcast(EngineDynamic):
+    """One op with a float64 constant: the outputs come out float64 in a float32 run."""
+
+    name = "toy-silent-upcast"
+    scale = np.ones(1)  # float64
+
+    def train_step(self, x, y):
+        loss, outputs = super().train_step(x, y)
+        return loss, outputs * self.scale
+
+    def predict(self, x):
+        return super().predict(x) * self.scale
+
+
+class ToyStaleBias(EngineDynamic):
+    """The last layer's bias is never updated (left out of the optimizer's step)."""
+
+    name = "toy-stale-bias"
+
+    def train_step(self, x, y):
+        loss, outputs = self._forward_backward(x, y)
+        self.model.parameters()[-1].grad = None  # the optimizer skips a parameter without one
+        self.optimizer.step()
+        return loss.item(), outputs.value

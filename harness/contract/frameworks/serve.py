@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from harness.contract.frameworks import get_framework
 from harness.contract.frameworks.base import Framework
 from harness.contract.frameworks.process import PROTOCOL_VERSION
+from harness.contract.weights import read_only
 
 
 def train_steps(model: Framework, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -54,7 +55,8 @@ def serve(framework: type[Framework], stdin: TextIO, stdout: TextIO) -> None:
             if message.get("protocol") != PROTOCOL_VERSION:
                 return {"error": f"protocol {message.get('protocol')} is not {PROTOCOL_VERSION}"}
             spec = ModelSpec.from_dict(message["spec"])
-            weights = {name: np.load(path) for name, path in message["weights"].items()}
+            weights = read_only({name: np.load(path)
+                                 for name, path in message["weights"].items()})
             model = framework(spec, weights, message["dtype"], message["threads"])
             return {"train_steps": True}
         if model is None:
