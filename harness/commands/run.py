@@ -45,14 +45,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--seeds", type=int, metavar="K", help="run seeds 0..K-1")
     run.add_argument("--rounds", type=positive_int, metavar="R",
                      help="timing passes per case, each in a fresh process, interleaved across the "
-                          "suite's cases round by round (default: the suite's; quick 6, paper 2)")
+                          "suite's cases round by round (default: the suite's; quick 6, paper 2; "
+                          "quick then adds rounds while a ratio is wide: --until-within 0 stops "
+                          "at R)")
     run.add_argument("--until-within", type=float, metavar="PCT",
                      help="after --rounds, the cases whose step ratio against torch reaches "
                           "further than PCT %% from its value go on round by round (quick: 10; "
                           "0: never), within --max-rounds and --max-minutes")
     run.add_argument("--max-rounds", type=positive_int, metavar="N",
-                     help="the most rounds --until-within may take (default: the suite's, else "
-                          "twice --rounds)")
+                     help="the most rounds --until-within may take (default: the suite's, "
+                          "quick 30; else twice --rounds)")
     run.add_argument("--max-minutes", type=float, metavar="M",
                      help="--until-within starts another round only if it fits in M minutes "
                           "from the run's start, at its cases' last pace (0: no limit)")

@@ -1,5 +1,5 @@
 """The conformance kit on the template's framework: every model in both dtypes, each a test.
-cnn and rnn are skipped with the reason NumpyMLP.supports gives (n/a, not a failure)."""
+cnn, rnn and lstm are skipped with the reason NumpyMLP.supports gives (n/a, not a failure)."""
 from harness.testing import parametrize_with_checks
 
 
