@@ -121,6 +121,44 @@ def test_bad_names_are_one_line_errors(tmp_path, capsys, argv, words):
     assert not (tmp_path / "s.sqlite").exists()  # refused before anything ran
 
 
+# Every path a command reads, given one that does not exist ("MISSING" is replaced by it); the
+# paths a command writes (--out, --export, --trace-dir, --json, run's --store) are created.
+@pytest.mark.parametrize("argv", [
+    ["run", "MISSING.toml", "--dry-run"],
+    ["run", "quick", "--models", "mlp", "--dataset", "MISSING.npz", "--dry-run"],
+    ["run", "quick", "--models", "mlp", "--data-dir", "MISSING", "--dry-run"],
+    ["check", "--suite", "MISSING.toml"],
+    ["check", "--models", "mlp", "--data-dir", "MISSING"],
+    ["list", "--suite", "MISSING.toml"],
+    ["report", "quick", "--store", "MISSING.sqlite"],
+    ["report", "quick", "--profiles", "MISSING"],
+    ["report", "quick", "--data-dir", "MISSING"],
+    ["compare", "--against", "HEAD", "--data-dir", "MISSING"],
+    ["profile", "mlp", "--dataset", "MISSING.npz"],
+    ["profile", "mlp", "--data-dir", "MISSING"],
+    ["results", "--store", "MISSING.sqlite"],
+    ["history", "--store", "MISSING.sqlite"],
+    ["history", "--repo", "MISSING"],
+    ["publish", "--store", "MISSING.sqlite"],
+    ["publish", "--repo", "MISSING"],
+    ["merge", "OUT.sqlite", "MISSING.sqlite"],
+], ids=lambda argv: " ".join(argv))
+def test_every_path_a_command_reads_when_missing_is_one_line_naming_it(tmp_path, capsys, argv):
+    argv = [a.replace("MISSING", str(tmp_path / "missing")).replace("OUT", str(tmp_path / "out"))
+            for a in argv]
+    try:
+        status = main(argv)
+    except SystemExit as exit_:  # argparse's refusal of a flag's value: usage, then one line
+        status = exit_.code
+    assert status == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    line = captured.err.splitlines()[-1]
+    assert "error: " in line and str(tmp_path / "missing") in line, line
+    assert "Traceback" not in captured.err
+    assert list(tmp_path.iterdir()) == []  # refused before anything was written
+
+
 def test_bad_flag_in_a_real_process_has_no_traceback(tmp_path):
     result = adh("run", "--models", "lenet", "--frameworks", "torch",
                  "--store", str(tmp_path / "s.sqlite"))

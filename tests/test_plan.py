@@ -117,6 +117,7 @@ def test_a_dataset_that_is_missing_or_does_not_fit_is_a_problem(tmp_path, capsys
     if "train_limit" not in fields:
         text = suite.read_text().replace("train_limit = 500\n", "")
         suite.write_text(text)
+    (tmp_path / "no-data").mkdir()  # a folder without the IDX files
     code, lines = dry_run(capsys, str(suite), "--store", str(tmp_path / "s.sqlite"),
                           "--data-dir", str(tmp_path / "no-data"))
     assert code == 2

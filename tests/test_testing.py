@@ -26,6 +26,7 @@ from toy_adapters.toy_conformance import (
     ToyLimited,
     ToyLiveWeights,
     ToyLossAfterUpdate,
+    ToyRecurrentTorchLayout,
     ToyRenamedGradient,
     ToySilentUpcast,
     ToySquareTransposed,
@@ -92,6 +93,9 @@ MISTAKES = [
     (ToySquareTransposed, "circles-tanh", DTYPES, "parity",
      "gradient of 1.weight is the reference's transposed: gradients() returns it in the "
      "canonical layout"),
+    (ToyRecurrentTorchLayout, "rnn", DTYPES, "parity",
+     "gradients(): every gradient is the reference's with 0.weight_hh transposed: the model uses "
+     "0.weight_hh in torch's layout"),
     (ToyWritesGivenWeights, "mlp", DTYPES, "parameters",
      "train_step wrote into a weight array the harness handed to __init__, which is read-only"),
     (ToyLiveWeights, "mlp", DTYPES, "parameters",

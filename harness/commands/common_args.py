@@ -25,6 +25,16 @@ def nonnegative_int(text: str) -> int:
     return value
 
 
+def existing_folder(text: str) -> str:
+    """An argparse type: the path of a folder that exists (a typo is refused before anything
+    runs, not found later, or never: a dataset that needs no folder would ignore it)."""
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"no folder {path}" if not path.exists()
+                                         else f"{path} is a file, not a folder")
+    return text
+
+
 def add_store(parser: argparse.ArgumentParser) -> None:
     """--store: the results database."""
     parser.add_argument("--store", default=DEFAULT_STORE,
@@ -41,7 +51,7 @@ def add_threads(parser: argparse.ArgumentParser, default: int | None,
 
 def add_data_dir(parser: argparse.ArgumentParser, what: str = "") -> None:
     """--data-dir: the folder of mnist / fashion-mnist's IDX files."""
-    parser.add_argument("--data-dir", metavar="DIR",
+    parser.add_argument("--data-dir", metavar="DIR", type=existing_folder,
                         help="folder holding the IDX files of mnist / fashion-mnist" + what)
 
 
@@ -84,6 +94,6 @@ def add_cluster(parser: argparse.ArgumentParser) -> None:
 def add_history(parser: argparse.ArgumentParser) -> None:
     """--store and --repo: a store of several commits' results, placed in a checkout's order."""
     add_store(parser)
-    parser.add_argument("--repo", type=Path,
+    parser.add_argument("--repo", type=lambda text: Path(existing_folder(text)),
                         help="the git checkout whose commit order places the results (default: "
                              "this harness's)")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from harness.commands.common import measuring, refuse_misplaced
 from harness.commands.common_args import add_data_dir, add_no_wait, add_threads, positive_int
+from harness.errors import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -31,7 +32,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     profile.add_argument("--frameworks", nargs="+", metavar="F",
                          default=["engine-static", "torch"],
                          help="frameworks to profile (default: %(default)s)")
-    profile.add_argument("--dataset", help="dataset (default: the model's)")
+    profile.add_argument("--dataset", metavar="NAME",
+                         help="dataset, by name (default: the model's; see adh list)")
     add_data_dir(profile, ", for models on them")
     profile.add_argument("--batch-size", type=positive_int, help="batch size (default: the "
                          "model's)")
@@ -52,6 +54,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.contract.cases import Case
+    from harness.contract.data import dataset_names
     from harness.contract.frameworks import get_framework
     from harness.contract.specs import get_model
     from harness.measure.roofs import bandwidth_gbs, gemm_peak_gflops
@@ -60,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
 
     refuse_misplaced(args.model, "model", "profile")
     spec = get_model(args.model)
+    if args.dataset is not None and args.dataset not in dataset_names():
+        raise UsageError(f"--dataset {args.dataset}: no dataset of that name; adh profile takes "
+                         f"one of {', '.join(dataset_names())} (a file of your own trains with "
+                         "adh run SUITE --dataset FILE)")
     for name in args.frameworks:
         get_framework(name)  # an unknown or uninstalled one: one line, before anything runs
     with measuring(args):

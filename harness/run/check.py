@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -54,32 +54,15 @@ from harness.run.parity import (
     parity,
     rho,
     run_framework,
+    transposed_use,
     worst,
 )
 
 ENGINES = ("engine-static", "engine-dynamic")
 
 
-
-
-
-
 class CheckFailed(AssertionError):
     """A check found the framework wrong; the message says how."""
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def check_parameters(cls: type[Framework], case: ParityCase) -> None:
@@ -216,14 +199,20 @@ def not_applicable(cls: type[Framework], spec: ModelSpec, dtype: str) -> str | N
 
 
 def check_case(framework: str, cls: type[Framework], case: ParityCase,
-               reference: Run) -> CheckResult:
-    """Every check of `cls` (named `framework`) on `case`, against the reference's run of it."""
+               reference: Run, reference_cls: type[Framework]) -> CheckResult:
+    """Every check of `cls` (named `framework`) on `case`, against the reference's run of it
+    (by `reference_cls`, which also tells a square weight used transposed)."""
     result = CheckResult(case.spec.name, framework, case.dtype)
     runs: list[Run] = []
 
     def parity_with_reference() -> None:
         runs.append(run_framework(cls, case))
-        result.parity = parity(runs[0], reference, TOLERANCES[case.dtype])
+        tolerance = TOLERANCES[case.dtype]
+        result.parity = parity(runs[0], reference, tolerance)
+        if not result.parity.gradient_rho <= tolerance.gradient \
+                and not result.parity.transposed_gradient:
+            result.parity = replace(result.parity, transposed_weight=transposed_use(
+                runs[0], case, reference_cls, tolerance))
         if result.parity.failures():
             raise CheckFailed("; ".join(result.parity.failures()))
 
@@ -312,7 +301,7 @@ def check_frameworks(frameworks: Iterable[str | type[Framework]],
                                         file=(data_files or {}).get(spec.dataset))
                     case = ParityCase.prepare(spec, data, dtype, steps, seed, test_limit, threads)
                     prepared = case, run_framework(reference_cls, case)
-                results.append(check_case(name, cls, *prepared))
+                results.append(check_case(name, cls, *prepared, reference_cls))
     return results
 
 
@@ -322,8 +311,6 @@ def suite_checks(suite_name: str, frameworks: Sequence[str] | None = None,
     """What `adh check --suite` checks: the suite's frameworks (unless given), one spec per
     model of the suite (its settings, on the suite's dataset, or `dataset`; only `models` where
     given), and the dataset files; the arguments of `check_frameworks`."""
-    from dataclasses import replace
-
     from harness.contract.cases import case_spec, dataset_file
     from harness.run.suites import load_suite
 

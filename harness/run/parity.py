@@ -7,7 +7,7 @@ rho(x, y) = |x - y| / max(1, |x| + |y|): relative for large values, absolute nea
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -135,6 +135,8 @@ class Parity:
     tolerance: Tolerance
     # a square parameter whose gradient is the reference's transposed: the wrong one, named first
     transposed_gradient: str | None = None
+    # a square weight the framework uses transposed (`transposed_use`): named before the rest
+    transposed_weight: str | None = None
 
     def failures(self) -> list[str]:
         """One line per bound exceeded (`not x <= bound`: a NaN exceeds every bound)."""
@@ -143,6 +145,12 @@ class Parity:
             out.append(f"gradient of {self.transposed_gradient} is the reference's transposed: "
                        "gradients() returns it in the canonical layout "
                        "(harness.contract.specs.Parameter), and so does weights()")
+        elif self.transposed_weight:
+            name = self.transposed_weight
+            out.append(f"gradients(): every gradient is the reference's with {name} transposed: "
+                       f"the model uses {name} in torch's layout (out, in), where the spec's is "
+                       "(in, out) (harness.contract.specs.Parameter): use the array as given, or "
+                       "transpose it once at construction and back in weights() and gradients()")
         elif not self.gradient_rho <= t.gradient:
             out.append(f"gradients(): gradient of {self.worst_gradient} on one batch differs "
                        f"from the reference's by rho {self.gradient_rho:.2e} > {t.gradient:.0e}")
@@ -174,3 +182,21 @@ def parity(run: Run, reference: Run, tolerance: Tolerance) -> Parity:
                   weights_rho, worst_weight,
                   float(np.mean(run.predictions == reference.predictions)), tolerance,
                   transposed)
+
+
+def transposed_use(run: Run, case: ParityCase, reference: type[Framework],
+                   tolerance: Tolerance) -> str | None:
+    """The square weight that `run`'s gradients say its framework uses transposed (torch's
+    layout read as the canonical one): the reference fed that weight transposed computes the
+    same gradients (that weight's transposed back). None when no square weight explains them.
+    A reference pass per square weight: only worth it once the gradients are known wrong, where
+    the largest difference may be a parameter downstream of the wrong one."""
+    for name, weight in case.weights.items():
+        if weight.ndim != 2 or weight.shape[0] != weight.shape[1]:
+            continue
+        swapped = replace(case, weights={**case.weights, name: np.ascontiguousarray(weight.T)})
+        gradients = swapped.build(reference).gradients(*case.batch(0))
+        gradients[name] = gradients[name].T
+        if worst(run.gradients, gradients)[0] <= tolerance.gradient:
+            return name
+    return None

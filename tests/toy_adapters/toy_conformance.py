@@ -136,6 +136,26 @@ class ToySquareTransposed(ToyTransposedGradients):
     square_only = True
 
 
+class ToyRecurrentTorchLayout(EngineDynamic):
+    """Uses the recurrent weight as torch stores it, (out, in), where the spec's is (in, out):
+    h @ W.T instead of h @ W; weights() and gradients() in the canonical layout."""
+
+    name = "toy-recurrent-torch-layout"
+
+    def __init__(self, spec, weights, dtype, threads) -> None:
+        super().__init__(spec, _transposed_hh(weights), dtype, threads)
+
+    def weights(self):
+        return _transposed_hh(super().weights())
+
+    def gradients(self, x, y):
+        return _transposed_hh(super().gradients(x, y))
+
+
+def _transposed_hh(arrays):
+    return {name: a.T.copy() if name.endswith("weight_hh") else a for name, a in arrays.items()}
+
+
 class ToyWritesGivenWeights(EngineDynamic):
     """Trains the very arrays the harness handed to __init__, in place."""
 
