@@ -42,16 +42,19 @@ fast: $(BIN)/.installed
 # The `ci` suite measured at this machine's baseline commit (adh baseline: its entry in
 # benchmarks/ci-baselines.toml, else the parent commit) and in the working tree, side by side,
 # round by round, on this machine: a baseline measured earlier or elsewhere would carry another
-# machine's speed (or another minute's) into the verdict. Instructions per step (valgrind) within
-# 1 %, memory within 2 % and test accuracy within 0.5 points, strictly; step time only beyond
-# 1.5x with a paired 95 % interval that excludes 1, so that a shared 2-core machine does not
-# raise false alarms. A finer time verdict: adh compare --against REF --rounds 10 --min-factor 1.1
+# machine's speed (or another minute's) into the verdict. The baseline's memory and instructions,
+# deterministic, as adh baseline --set measured them (benchmarks/ci-baseline-passes.json), where
+# this machine and its CPU flags and library versions are those they were measured with.
+# Instructions per step (valgrind) within 1 %, memory within 2 % and test accuracy within 0.5
+# points, strictly; step time only beyond 1.5x with a paired 95 % interval that excludes 1, so
+# that a shared 2-core machine does not raise false alarms. A finer time verdict: adh compare --against REF --rounds 10 --min-factor 1.1
 regression: $(BIN)/.installed
 	base=$$($(BIN)/adh baseline) && $(BIN)/adh compare --against "$$base" --suite ci --rounds 3 \
 		--min-factor 1.5 --count-instructions
 
 # After an intended change (slower, hungrier, less accurate): commit it, then make HEAD this
-# machine's baseline, then commit benchmarks/ci-baselines.toml.
+# machine's baseline (and measure its memory and instructions once), then commit
+# benchmarks/ci-baselines.toml and benchmarks/ci-baseline-passes.json.
 baseline: $(BIN)/.installed
 	$(BIN)/adh baseline --set
 

@@ -14,6 +14,16 @@ import pytest
 
 from harness.contract.cases import Case, CaseExtra
 from harness.errors import UsageError
+from harness.results.baselines import (
+    PASSES,
+    BaselinePasses,
+    RecordedPasses,
+    counting_environment,
+    read_passes,
+    settings_digest,
+    this_machine,
+    write_passes,
+)
 from harness.results.compare import (
     ResultSet,
     Thresholds,
@@ -26,6 +36,7 @@ from harness.results.compare import (
 from harness.results.records import CaseResult, EpochRecord, RunRecord
 from harness.results.store import ResultsStore
 from harness.run import abtest
+from harness.run.options import RunOptions
 from harness.run.suites import Suite
 
 MEDIAN_STEP_S = 1e-3
@@ -355,6 +366,59 @@ def test_ab_test_hands_back_both_sides_cases_for_a_store(repo: Path, tmp_path: P
         for r in out.results:
             store.save(r)
         assert len(store.cases()) == 2
+
+
+def test_the_baselines_recorded_passes_are_used_only_where_they_were_measured(
+        repo: Path, monkeypatch) -> None:
+    calls: list = []
+    monkeypatch.setattr(abtest, "measure_round", fake_round(calls, set(), repo))
+    case = result([]).case
+    sha = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    recorded = RecordedPasses(1234, 5, 6, 7, None, 8.0e6, "")
+    passes = BaselinePasses(sha, this_machine(), counting_environment(),
+                            "2026-11-27T18:00:00+00:00", {settings_digest(case): recorded})
+    write_passes(repo / PASSES, passes)
+    assert read_passes(repo / PASSES, sha) == passes
+    notes: list[str] = []
+    options = RunOptions(progress=False, count_instructions=True)
+    out = abtest.ab_test("HEAD", Suite("ci", "", [case]), rounds=2, options=options, repo=repo,
+                         on_run=notes.append)
+    # REF's memory pass is not run again, the working tree's is
+    assert calls[:2] == [("mlp", "A", 0, False), ("mlp", "B", 0, True)]
+    base, new = out.results
+    assert (base.alloc_bytes, base.peak_bytes, base.instructions_per_step) == (1234, 6, 8.0e6)
+    assert base.provenance["recorded_passes"] == "adh baseline --set" and new.alloc_bytes == 1000
+    assert any("1 of 1 cases as `adh baseline --set` measured them on this machine on "
+               "2026-11-27T18:00:00+00:00" in note for note in notes)
+    # another commit, or another counting environment (other CPU flags, another numpy): measured
+    for other in (replace(passes, commit="0" * 40), replace(passes, environment="elsewhere")):
+        write_passes(repo / PASSES, other)
+        assert read_passes(repo / PASSES, sha) is None
+        calls.clear()
+        abtest.ab_test("HEAD", Suite("ci", "", [case]), rounds=1, options=options, repo=repo)
+        assert calls == [("mlp", "A", 0, True), ("mlp", "B", 0, True)]
+    (repo / PASSES).write_text("{}")
+    with pytest.raises(UsageError, match="is not a record of `adh baseline --set`"):
+        read_passes(repo / PASSES, sha)
+
+
+def test_adh_baseline_set_measures_the_passes_at_the_commit_in_a_worktree(repo: Path,
+                                                                          monkeypatch) -> None:
+    trees: list[str] = []
+
+    def passes(result, options):
+        trees.append(options.code_dir)
+        result.alloc_bytes, result.instructions_per_step = 99, 1.5e6
+
+    monkeypatch.setattr(abtest, "deterministic_passes", passes)
+    cases = [result([], model=m).case for m in ("mlp", "cnn")]
+    measured = abtest.measure_passes("HEAD", Suite("ci", "", cases), RunOptions(), repo=repo)
+    assert len(trees) == 2 and trees[0] != str(repo) and not Path(trees[0]).exists()
+    assert measured.machine == this_machine() and measured.environment == counting_environment()
+    assert set(measured.cases) == {settings_digest(c) for c in cases}
+    assert all(p.alloc_bytes == 99 and p.instructions_per_step == 1.5e6
+               for p in measured.cases.values())
 
 
 def test_ab_test_pairs_rounds_so_that_drift_cancels(repo: Path, monkeypatch) -> None:

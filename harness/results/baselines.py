@@ -8,14 +8,27 @@ executes differs between CPUs, so an intended change accepted on one kind of mac
 about another. BASELINES maps a machine fingerprint (CPU model, logical cores, BLAS:
 `harness.measure.provenance.machine_fingerprint`) to its baseline commit; a machine without an
 entry measures against the parent commit (the change under test alone).
+
+The baseline's memory and instructions, deterministic, are measured once, when `adh baseline
+--set` records it (PASSES), not again by every check: `adh compare --against` takes them from
+there for the commit, machine and counting environment (`counting_environment`: the CPU's
+flags, by which numpy and OpenBLAS pick their kernels, and the versions of Python, numpy,
+memray and valgrind) they were measured with, and measures them where any of those differs.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import platform
+import subprocess
 import tomllib
+from dataclasses import asdict, dataclass, fields
+from importlib import metadata
 from pathlib import Path
+from typing import Any
 
+from harness.contract.cases import Case
 from harness.errors import UsageError
 from harness.measure.provenance import (
     REPO_DIR,
@@ -26,6 +39,7 @@ from harness.measure.provenance import (
 )
 
 BASELINES = Path("benchmarks/ci-baselines.toml")
+PASSES = Path("benchmarks/ci-baseline-passes.json")
 HEADER = """\
 # The commit `make regression` measures the working tree against, per machine: `adh baseline`
 # reads it, `adh baseline --set` (make baseline) writes it after an intended change. Both sides
@@ -89,7 +103,7 @@ def set_baseline(repo: Path | None = None, path: Path | None = None) -> tuple[st
     repo = repo or REPO_DIR
     path = path or repo / BASELINES
     if git_output(repo, "status", "--porcelain", "--untracked-files=no", "--", ".",
-            f":!{BASELINES}"):
+                  f":!{BASELINES}", f":!{PASSES}"):
         raise UsageError("commit your changes first: the baseline is a commit, not a working "
                          "tree")
     commit = _resolve(repo, "HEAD")
@@ -101,3 +115,90 @@ def set_baseline(repo: Path | None = None, path: Path | None = None) -> tuple[st
     # json.dumps writes a valid TOML basic string for the fingerprint (quotes, backslashes)
     path.write_text(f"{HEADER}\n[baselines]\n{json.dumps(machine)} = \"{commit}\"\n")
     return commit, machine, dropped
+
+
+@dataclass(frozen=True)
+class RecordedPasses:
+    """One case's memory and instructions passes at the baseline commit (the fields of
+    `harness.results.records.CaseResult` they fill), as `adh baseline --set` measured them."""
+
+    alloc_bytes: int | None
+    alloc_count: int | None
+    peak_bytes: int | None
+    peak_rss_bytes: int | None
+    memory_first_call: dict[str, Any] | None
+    instructions_per_step: float | None
+    instructions_note: str
+
+
+@dataclass(frozen=True)
+class BaselinePasses:
+    """What PASSES holds: each case's passes (by `settings_digest`) at `commit`, measured on
+    `machine` in `environment` on `measured_at` (UTC, ISO 8601)."""
+
+    commit: str
+    machine: str
+    environment: str
+    measured_at: str
+    cases: dict[str, RecordedPasses]
+
+
+def settings_digest(case: Case) -> str:
+    """A case's settings, hashed: the same case in any commit's run (not its key, which holds
+    the code version)."""
+    return hashlib.sha256(json.dumps(case.settings(), sort_keys=True, default=str)
+                          .encode()).hexdigest()[:16]
+
+
+def counting_environment() -> str:
+    """What the memory and instruction counts of the same code depend on beyond
+    `this_machine`, hashed: the CPU's flags (numpy and OpenBLAS dispatch on them), and the
+    versions of Python, numpy, memray and valgrind."""
+    flags = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line for line in f if line.startswith("flags")), "")
+    except OSError:
+        pass
+    try:
+        valgrind = subprocess.run(["valgrind", "--version"], capture_output=True,
+                                  text=True).stdout.strip()
+    except OSError:
+        valgrind = "none"
+    versions = [platform.python_version(), valgrind,
+                *(_version(name) for name in ("numpy", "memray"))]
+    return hashlib.sha256(json.dumps([flags.split(), versions]).encode()).hexdigest()[:16]
+
+
+def _version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+def write_passes(path: Path, passes: BaselinePasses) -> None:
+    """Write `passes` to `path` (JSON), replacing what it held."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = asdict(passes)
+    path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+
+def read_passes(path: Path, commit: str) -> BaselinePasses | None:
+    """The passes in `path` if they were measured at `commit` on this machine in this counting
+    environment; else None (the baseline's passes are then measured)."""
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text())
+        cases = {key: RecordedPasses(**{f.name: value[f.name] for f in fields(RecordedPasses)})
+                 for key, value in record["cases"].items()}
+        passes = BaselinePasses(**{**record, "cases": cases})
+    except (ValueError, KeyError, TypeError) as error:
+        raise UsageError(f"{path} is not a record of `adh baseline --set` ({error}); delete it "
+                         "(the baseline's passes are then measured by each check) or run "
+                         "`adh baseline --set` again") from None
+    if (passes.commit, passes.machine, passes.environment) != (commit, this_machine(),
+                                                               counting_environment()):
+        return None
+    return passes

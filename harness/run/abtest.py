@@ -5,8 +5,10 @@ Ctrl-C). The suite runs in `rounds` rounds, as `adh run` does (the cases interle
 rotated each round); within a round each case's two sides run next to each other, each in a
 fresh process, REF first in even rounds and the working tree first in odd ones. Drift of a
 shared machine (a neighbour's job, the CPU's thermal state) then hits both sides alike, and
-`compare` pairs the sides round by round: one ratio per round, then its 95 % interval. Memory is
-measured once per side, in the first round, since it is deterministic.
+`compare` pairs the sides round by round: one ratio per round, then its 95 % interval. Memory
+and instructions are measured once per side, in the first round, since they are deterministic;
+REF's not at all where `adh baseline --set` recorded them for REF on this machine
+(harness.results.baselines.PASSES): `measure_passes` is how.
 """
 from __future__ import annotations
 
@@ -21,11 +23,21 @@ from typing import Callable, Iterator
 from harness.errors import UsageError
 from harness.measure.provenance import REPO_DIR, code_version
 from harness.measure.threads import pin_threads
+from harness.results.baselines import (
+    PASSES,
+    BaselinePasses,
+    RecordedPasses,
+    counting_environment,
+    read_passes,
+    settings_digest,
+    this_machine,
+)
 from harness.results.compare import ComparisonRow, ResultSet, Thresholds, compare
 from harness.results.records import CaseResult, Status
 from harness.run.cluster import ClusterOptions, failed_task
 from harness.run.options import RunOptions
-from harness.run.runner import Probes, case_keys, measure_round, rotated
+from harness.run.processes import WorkerError
+from harness.run.runner import Probes, case_keys, deterministic_passes, measure_round, rotated
 from harness.run.suites import Suite
 
 DEFAULT_THRESHOLDS = Thresholds()
@@ -119,6 +131,14 @@ def ab_test(ref: str, suite: Suite, rounds: int = 5, options: RunOptions | None 
                                             strict=True)]
                    for side, o in sides.items()}
         pairs = [{side: results[side][i] for side in sides} for i in range(len(suite.cases))]
+        recorded = read_passes(repo / PASSES, _git(ref_dir, "rev-parse", "HEAD"))
+        if recorded and (options.memory or options.count_instructions):
+            filled = sum(_fill_recorded(r, recorded.cases.get(settings_digest(r.case)), options)
+                         for r in results["base"])
+            on_run(f"{ref}: the memory and instructions passes of {filled} of "
+                   f"{len(suite.cases)} cases as `adh baseline --set` measured them on this "
+                   f"machine on {recorded.measured_at} (same CPU flags and versions of Python, "
+                   "numpy, memray and valgrind); not measured again")
         if cluster is not None:
             _on_cluster(pairs, rounds, sides, ref, cluster, on_run)
         else:
@@ -134,6 +154,50 @@ def ab_test(ref: str, suite: Suite, rounds: int = 5, options: RunOptions | None 
     base.paired = new.paired = True
     return ABResult(base, new, compare(base, new, thresholds),
                     [p[side] for side in ("base", "new") for p in pairs])
+
+
+def _fill_recorded(result: CaseResult, passes: RecordedPasses | None,
+                   options: RunOptions) -> bool:
+    """Give `result` the recorded passes that `options` asks for; whether there were any."""
+    if passes is None:
+        return False
+    if options.memory:
+        for name in ("alloc_bytes", "alloc_count", "peak_bytes", "peak_rss_bytes"):
+            setattr(result, name, getattr(passes, name))
+        result.provenance["memory_first_call"] = passes.memory_first_call
+    if options.count_instructions:
+        result.instructions_per_step = passes.instructions_per_step
+        result.instructions_note = passes.instructions_note
+    result.provenance["recorded_passes"] = "adh baseline --set"
+    return True
+
+
+def measure_passes(ref: str, suite: Suite, options: RunOptions, repo: Path = REPO_DIR,
+                   on_run: Callable[[str], None] = lambda message: None) -> BaselinePasses:
+    """The memory and instructions passes of every case of `suite` at REF, measured as
+    `ab_test` measures REF's (in a worktree, by REF's own worker): what `adh baseline --set`
+    records. UsageError naming the case where a memory pass fails."""
+    from datetime import datetime, timezone
+
+    options = replace(options, memory=True, count_instructions=True)
+    cases: dict[str, RecordedPasses] = {}
+    with worktree(ref, repo) as ref_dir:
+        side = replace(options, code_dir=str(ref_dir), code_version=code_version(ref_dir))
+        for i, case in enumerate(suite.cases):
+            on_run(f"{case.label()}: memory and instructions passes ({i + 1}/"
+                   f"{len(suite.cases)}) at {ref}")
+            result = CaseResult(case=case, key="", status=Status.OK)
+            try:
+                deterministic_passes(result, side)
+            except WorkerError as error:
+                raise UsageError(f"{case.label()} at {ref}: {error.reason.strip()}") from None
+            cases[settings_digest(case)] = RecordedPasses(
+                result.alloc_bytes, result.alloc_count, result.peak_bytes, result.peak_rss_bytes,
+                result.provenance.get("memory_first_call"), result.instructions_per_step,
+                result.instructions_note)
+        commit = _git(ref_dir, "rev-parse", "HEAD")
+    return BaselinePasses(commit, this_machine(), counting_environment(),
+                          datetime.now(timezone.utc).isoformat(timespec="seconds"), cases)
 
 
 def _on_cluster(pairs: list[dict[str, CaseResult]], rounds: int, sides: dict[str, RunOptions],

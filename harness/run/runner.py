@@ -186,6 +186,13 @@ def _record(result: CaseResult, round_: int, timing: dict, options: RunOptions, 
         turn_steps=timing.get("turn_steps", 0), turn_medians_s=timing.get("turn_medians_s", []),
         facts={**(timing.get("process_facts") or {}),
                "level_shift": level_shift(timing["step_times_s"])}))
+    deterministic_passes(result, options)
+
+
+def deterministic_passes(result: CaseResult, options: RunOptions) -> None:
+    """The case's memory pass (with `options.memory`) and instructions pass (with
+    `options.count_instructions`), each where `result` has none yet: what they measure does not
+    vary from round to round; WorkerError where the memory pass fails."""
     if options.memory and result.alloc_bytes is None:
         memory, _pass_walls(result)["memory"] = _timed(run_worker, result.case, "memory", options)
         if memory["status"] != Status.OK:
@@ -272,7 +279,8 @@ def _fill_first(result: CaseResult, timing: dict, options: RunOptions) -> None:
                 "cpus_kept_awake": bool(timing.get("turn_steps")) and keep_awake.available(),
                 "rounds": options.rounds, "more_rounds": (options.more_rounds.describe()
                                                           if options.more_rounds else None)}
-    result.provenance = {**timing.get("provenance", {}), "policy": POLICY.record(), **forced,
+    result.provenance = {**result.provenance, **timing.get("provenance", {}),
+                         "policy": POLICY.record(), **forced,
                          "schedule": schedule, "command": options.command or None,
                          "pass_wall_s": result.provenance.get("pass_wall_s", {"time": []})}
     result.flops_per_step = timing.get("flops_per_step")
