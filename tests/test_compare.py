@@ -375,7 +375,7 @@ def test_the_baselines_recorded_passes_are_used_only_where_they_were_measured(
     case = result([]).case
     sha = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
                          text=True, check=True).stdout.strip()
-    recorded = RecordedPasses(1234, 5, 6, 7, None, 8.0e6, "")
+    recorded = RecordedPasses(case.label(), 1234, 5, 6, 7, None, 8.0e6, "")
     passes = BaselinePasses(sha, this_machine(), counting_environment(),
                             "2026-11-27T18:00:00+00:00", {settings_digest(case): recorded})
     write_passes(repo / PASSES, passes)

@@ -122,6 +122,7 @@ class RecordedPasses:
     """One case's memory and instructions passes at the baseline commit (the fields of
     `harness.results.records.CaseResult` they fill), as `adh baseline --set` measured them."""
 
+    case: str  # its label, for a reader of the file
     alloc_bytes: int | None
     alloc_count: int | None
     peak_bytes: int | None
