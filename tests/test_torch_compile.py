@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness.contract.frameworks import get_framework
-from harness.contract.specs import DTYPES, get_model
+from harness.contract.specs import DTYPES, MODELS, get_model
 from harness.contract.weights import initial_weights
 from harness.testing import parametrize_with_checks
 
@@ -31,17 +31,23 @@ def compiled_throughout():
     assert counters["stats"]["unique_graphs"] > graphs, "Dynamo compiled no graph"
 
 
-# Every model in float32, the suites' dtype; float64, the strict proof (1e-12), on one model of
-# each kind: the five other circles models differ from circles-tanh only in their activations
-# (relu is in mlp and cnn) and cost some 10 s of compilation each, which kept the whole kit over
-# three minutes. `adh check --dtype float64 --frameworks torch-compile` checks them all.
-@parametrize_with_checks(["torch-compile"], dtypes=["float32"])
+# The kit's compilations took 157 s of the test suite's 10 minutes on 2 cores (measured
+# 2026-11-27), so it checks what compiling can change, once. float32, the suites' dtype: every
+# model but four circles ones, which differ from circles-tanh and circles-sigmoid-clipped only by
+# an activation (relu is in mlp and cnn) or a clipping, each 3-9 s of compilation. float64, the
+# strict proof (1e-12): the dense and recurrent models; not the CNN, whose convolution Inductor
+# hands to aten's own kernel (torch's, the reference's) and which cost 29 s. `adh check
+# --frameworks torch-compile` (--dtype float64) checks every model the same way.
+@parametrize_with_checks(["torch-compile"], models=[
+    name for name in MODELS if name not in ("circles-tanh-clipped", "circles-relu",
+                                            "circles-relu-clipped", "circles-sigmoid")],
+    dtypes=["float32"])
 @pytest.mark.slow
 def test_conformance(check, compiled_throughout):
     check()
 
 
-@parametrize_with_checks(["torch-compile"], models=["cnn", "mlp", "rnn", "lstm", "circles-tanh"],
+@parametrize_with_checks(["torch-compile"], models=["mlp", "rnn", "lstm", "circles-tanh"],
                          dtypes=["float64"])
 @pytest.mark.slow
 def test_conformance_float64(check, compiled_throughout):

@@ -192,9 +192,9 @@ def measure_passes(ref: str, suite: Suite, options: RunOptions, repo: Path = REP
             except WorkerError as error:
                 raise UsageError(f"{case.label()} at {ref}: {error.reason.strip()}") from None
             cases[settings_digest(case)] = RecordedPasses(
-                case.label(), result.alloc_bytes, result.alloc_count, result.peak_bytes, result.peak_rss_bytes,
-                result.provenance.get("memory_first_call"), result.instructions_per_step,
-                result.instructions_note)
+                case.label(), result.alloc_bytes, result.alloc_count, result.peak_bytes,
+                result.peak_rss_bytes, result.provenance.get("memory_first_call"),
+                result.instructions_per_step, result.instructions_note)
         commit = _git(ref_dir, "rev-parse", "HEAD")
     return BaselinePasses(commit, this_machine(), counting_environment(),
                           datetime.now(timezone.utc).isoformat(timespec="seconds"), cases)
