@@ -93,8 +93,13 @@ def wait_for(what: str, ready, timeout_s: float = 30.0) -> None:
         time.sleep(0.5)
 
 
-def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(args, capture_output=True, text=True, env=env)
+def run(*args: str, env: dict[str, str] | None = None,
+        check: bool = True) -> subprocess.CompletedProcess:
+    """Run a command; with `check`, exit naming it and its error output where it fails."""
+    done = subprocess.run(args, capture_output=True, text=True, env=env)
+    if check and done.returncode:
+        sys.exit(f"slurm_cluster: {args[0]} failed: {(done.stderr or done.stdout).strip()}")
+    return done
 
 
 def start(folder: Path) -> dict[str, str]:
@@ -146,13 +151,13 @@ def start(folder: Path) -> dict[str, str]:
         "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;")
 
     run("slurmdbd", env=env)
-    wait_for("slurmdbd", lambda: run("sacctmgr", "-n", "list", "cluster", env=env).returncode
-             == 0)
-    run("sacctmgr", "-i", "add", "cluster", "adh", env=env)
+    wait_for("slurmdbd", lambda: run("sacctmgr", "-n", "list", "cluster", env=env,
+                                     check=False).returncode == 0)
+    run("sacctmgr", "-i", "add", "cluster", "adh", env=env, check=False)  # there from a restart
     run("slurmctld", env=env)
     run("slurmd", env=env)
-    wait_for("the node", lambda: run("sinfo", "-h", "-o", "%T", env=env).stdout.strip()
-             == "idle")
+    wait_for("the node", lambda: run("sinfo", "-h", "-o", "%T", env=env,
+                                     check=False).stdout.strip() == "idle")
     return env
 
 
@@ -162,6 +167,8 @@ def stop(folder: Path) -> None:
         pid_file = folder / "run" / f"{daemon}.pid"
         try:
             pid = int(pid_file.read_text().split()[0])
+            if not Path(f"/proc/{pid}/comm").read_text().startswith(daemon[:15]):
+                continue  # a stale pid file: that number is another process now
             os.kill(pid, signal.SIGTERM)
         except (OSError, ValueError, IndexError):  # no pid file, or the process is gone
             continue

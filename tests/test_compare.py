@@ -403,6 +403,56 @@ def test_the_baselines_recorded_passes_are_used_only_where_they_were_measured(
         read_passes(repo / PASSES, sha)
 
 
+def test_recorded_passes_stay_on_this_machine_and_follow_the_measuring_code(
+        repo: Path, tmp_path: Path, monkeypatch) -> None:
+    import harness.results.baselines as baselines
+
+    case = result([]).case
+    sha = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    write_passes(repo / PASSES, BaselinePasses(
+        sha, this_machine(), counting_environment(), "2026-11-27T18:00:00+00:00",
+        {settings_digest(case): RecordedPasses(case.label(), 1234, 5, 6, 7, None, 8.0e6, "")}))
+    # a Slurm node measures both sides of its case: nothing recorded on the login node goes in
+    seen: list = []
+    fake = fake_round([], set(), repo)
+
+    def on_cluster(pairs, rounds, sides, ref, cluster, on_run):
+        seen.extend(pair["base"].alloc_bytes for pair in pairs)
+        for pair in pairs:
+            for side in ("base", "new"):
+                fake(pair[side], 0, sides[side], None)
+
+    monkeypatch.setattr(abtest, "_on_cluster", on_cluster)
+    abtest.ab_test("HEAD", Suite("ci", "", [case]), rounds=1, repo=repo,
+                   options=RunOptions(progress=False, count_instructions=True),
+                   cluster=abtest.ClusterOptions(folder=tmp_path / "cluster"))
+    assert seen == [None]
+    # the code that launches the passes, or a variable that picks kernels, voids the record
+    monkeypatch.setattr(baselines, "REPO_DIR", tmp_path)
+    (tmp_path / "harness" / "measure").mkdir(parents=True)
+    code = tmp_path / baselines.MEASURING_CODE[1]
+    code.write_text("VALGRIND_FLAGS = ['--tool=callgrind']\n")
+    before = counting_environment()
+    code.write_text("VALGRIND_FLAGS = ['--tool=callgrind', '--cache-sim=yes']\n")
+    assert counting_environment() != before
+    changed = counting_environment()
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    assert counting_environment() != changed
+
+
+def test_a_failed_instructions_pass_is_not_recorded(repo: Path, monkeypatch) -> None:
+    def passes(result, options):
+        result.alloc_bytes = 99
+        result.instructions_note = "the instructions pass failed: timeout"
+
+    monkeypatch.setattr(abtest, "deterministic_passes", passes)
+    with pytest.raises(UsageError, match="mlp/engine-static/mnist-10k/seed0 at HEAD: the "
+                                         "instructions pass failed: timeout; nothing recorded"):
+        abtest.measure_passes("HEAD", Suite("ci", "", [result([]).case]), RunOptions(),
+                              repo=repo)
+
+
 def test_adh_baseline_set_measures_the_passes_at_the_commit_in_a_worktree(repo: Path,
                                                                           monkeypatch) -> None:
     trees: list[str] = []

@@ -34,6 +34,10 @@ def run(args: argparse.Namespace) -> int:
     from harness.run.suites import load_suite
 
     if args.set:
+        from harness.measure.instructions import marks_library, require_valgrind
+
+        require_valgrind()  # before anything is written: what to install, where it is missing
+        marks_library()
         commit, machine, dropped = set_baseline()
         print(f"{BASELINES}: {commit} is the baseline of {machine}"
               + (f"; the entries of {dropped} other machine{'s' * (dropped > 1)} dropped"

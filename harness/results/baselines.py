@@ -30,6 +30,7 @@ from typing import Any
 
 from harness.contract.cases import Case
 from harness.errors import UsageError
+from harness.measure.environment import ALLOCATOR_POLICY, RECORDED
 from harness.measure.provenance import (
     REPO_DIR,
     blas_library,
@@ -37,6 +38,7 @@ from harness.measure.provenance import (
     git_output,
     machine_fingerprint,
 )
+from harness.measure.threads import THREAD_VARIABLES
 
 BASELINES = Path("benchmarks/ci-baselines.toml")
 PASSES = Path("benchmarks/ci-baseline-passes.json")
@@ -151,14 +153,28 @@ def settings_digest(case: Case) -> str:
                           .encode()).hexdigest()[:16]
 
 
+# The harness's code that launches and instruments the passes (valgrind's flags, the callgrind
+# marks, the allocator policy and thread variables): the working tree's runs the baseline's worker
+# too, so a change to it must void the recorded passes
+MEASURING_CODE = ("harness/run/processes.py", "harness/measure/instructions.py",
+                  "harness/measure/environment.py", "harness/measure/callgrind_marks.c",
+                  "harness/measure/memory.py")
+# variables that change which kernels run or how memory is allocated, where the measured
+# environment (harness.measure.environment) does not set them itself
+COUNTING_VARIABLES = (*(name for name in RECORDED
+                        if name not in THREAD_VARIABLES and name not in ALLOCATOR_POLICY),
+                      "OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES")
+
+
 def counting_environment() -> str:
     """What the memory and instruction counts of the same code depend on beyond
-    `this_machine`, hashed: the CPU's flags (numpy and OpenBLAS dispatch on them), and the
-    versions of Python, numpy, memray and valgrind."""
+    `this_machine`, hashed: the CPU's flags (numpy and OpenBLAS dispatch on them), the versions
+    of Python, numpy, memray and valgrind, the measuring code (MEASURING_CODE) and the
+    variables that steer kernels and allocators (COUNTING_VARIABLES)."""
     flags = ""
     try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((line for line in f if line.startswith("flags")), "")
+        with open("/proc/cpuinfo") as f:  # x86's "flags", Arm's "Features"
+            flags = next((line for line in f if line.startswith(("flags", "Features"))), "")
     except OSError:
         pass
     try:
@@ -168,7 +184,11 @@ def counting_environment() -> str:
         valgrind = "none"
     versions = [platform.python_version(), valgrind,
                 *(_version(name) for name in ("numpy", "memray"))]
-    return hashlib.sha256(json.dumps([flags.split(), versions]).encode()).hexdigest()[:16]
+    code = [hashlib.sha256((REPO_DIR / name).read_bytes()).hexdigest()
+            if (REPO_DIR / name).exists() else "none" for name in MEASURING_CODE]
+    variables = [os.environ.get(name) for name in COUNTING_VARIABLES]
+    return hashlib.sha256(json.dumps([flags.split(), versions, code, variables]).encode()
+                          ).hexdigest()[:16]
 
 
 def _version(distribution: str) -> str:

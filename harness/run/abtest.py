@@ -131,14 +131,21 @@ def ab_test(ref: str, suite: Suite, rounds: int = 5, options: RunOptions | None 
                                             strict=True)]
                    for side, o in sides.items()}
         pairs = [{side: results[side][i] for side in sides} for i in range(len(suite.cases))]
-        recorded = read_passes(repo / PASSES, _git(ref_dir, "rev-parse", "HEAD"))
-        if recorded and (options.memory or options.count_instructions):
+        # on this machine only: a cluster's nodes measure both sides of a case themselves
+        here = cluster is None or cluster.executor == "local"
+        recorded = (read_passes(repo / PASSES, _git(ref_dir, "rev-parse", "HEAD"))
+                    if here and (options.memory or options.count_instructions) else None)
+        if recorded:
             filled = sum(_fill_recorded(r, recorded.cases.get(settings_digest(r.case)), options)
                          for r in results["base"])
-            on_run(f"{ref}: the memory and instructions passes of {filled} of "
-                   f"{len(suite.cases)} cases as `adh baseline --set` measured them on this "
-                   f"machine on {recorded.measured_at} (same CPU flags and versions of Python, "
-                   "numpy, memray and valgrind); not measured again")
+            passes = " and ".join(name for name, asked in (("memory", options.memory),
+                                                          ("instructions",
+                                                           options.count_instructions)) if asked)
+            if filled:
+                on_run(f"{ref}: the {passes} passes of {filled} of {len(suite.cases)} cases as "
+                       f"`adh baseline --set` measured them on this machine on "
+                       f"{recorded.measured_at} (the same CPU flags, versions of Python, numpy, "
+                       "memray and valgrind, and measuring code); not measured again")
         if cluster is not None:
             _on_cluster(pairs, rounds, sides, ref, cluster, on_run)
         else:
@@ -191,6 +198,9 @@ def measure_passes(ref: str, suite: Suite, options: RunOptions, repo: Path = REP
                 deterministic_passes(result, side)
             except WorkerError as error:
                 raise UsageError(f"{case.label()} at {ref}: {error.reason.strip()}") from None
+            if result.instructions_per_step is None:  # recorded, it would void the gate
+                raise UsageError(f"{case.label()} at {ref}: {result.instructions_note}; "
+                                 "nothing recorded (adh run --count-instructions shows why)")
             cases[settings_digest(case)] = RecordedPasses(
                 case.label(), result.alloc_bytes, result.alloc_count, result.peak_bytes,
                 result.peak_rss_bytes, result.provenance.get("memory_first_call"),
