@@ -92,6 +92,10 @@ class RunRecord:
         return float(median(self.step_times_s)) if self.step_times_s else None
 
 
+# The fields of a CaseResult that its memory pass fills
+MEMORY_PASS_FIELDS = ("alloc_bytes", "alloc_count", "peak_bytes", "peak_rss_bytes")
+
+
 @dataclass
 class CaseResult:
     """A case and its runs: the timing pass in several processes (`runs`, one per round), the

@@ -33,7 +33,7 @@ from harness.results.baselines import (
     this_machine,
 )
 from harness.results.compare import ComparisonRow, ResultSet, Thresholds, compare
-from harness.results.records import CaseResult, Status
+from harness.results.records import MEMORY_PASS_FIELDS, CaseResult, Status
 from harness.run.cluster import ClusterOptions, failed_task
 from harness.run.options import RunOptions
 from harness.run.processes import WorkerError
@@ -169,7 +169,7 @@ def _fill_recorded(result: CaseResult, passes: RecordedPasses | None,
     if passes is None:
         return False
     if options.memory:
-        for name in ("alloc_bytes", "alloc_count", "peak_bytes", "peak_rss_bytes"):
+        for name in MEMORY_PASS_FIELDS:
             setattr(result, name, getattr(passes, name))
         result.provenance["memory_first_call"] = passes.memory_first_call
     if options.count_instructions:

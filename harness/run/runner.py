@@ -34,6 +34,7 @@ from harness.measure.policy import DEFAULT_POLICY
 from harness.measure.warmup import warmup_steps
 from harness.results.records import (
     FINISHED,
+    MEMORY_PASS_FIELDS,
     BatchRecord,
     CaseResult,
     EpochRecord,
@@ -197,7 +198,7 @@ def deterministic_passes(result: CaseResult, options: RunOptions) -> None:
         memory, _pass_walls(result)["memory"] = _timed(run_worker, result.case, "memory", options)
         if memory["status"] != Status.OK:
             raise WorkerError(Status(memory["status"]), "memory pass: " + memory.get("reason", ""))
-        for name in ("alloc_bytes", "alloc_count", "peak_bytes", "peak_rss_bytes"):
+        for name in MEMORY_PASS_FIELDS:
             setattr(result, name, memory[name])
         # the first step's own memory (a lazy compiler's), kept apart from the loop's
         result.provenance["memory_first_call"] = memory.get("first_call")
