@@ -591,9 +591,10 @@ def test_more_rounds_go_on_until_the_ratios_are_narrow(tmp_path, monkeypatch):
     assert "after 6 rounds: another would not end within 1e-05 minutes" in notes
 
 
-def test_when_time_is_short_the_contestants_ratios_get_the_round(monkeypatch):
-    """Where the time left does not hold a round of every wide ratio, the suite's first framework
-    (the contestant) goes first, the widest first, as many as fit; the rest wait."""
+def test_the_headline_ratios_take_the_rounds_first(monkeypatch):
+    """While a ratio of the suite's first framework (the contestant) is wide, a round holds only
+    the contestant's wide ratios, the widest first, as many as fit; the other frameworks' wide
+    ratios take rounds once every headline is narrow."""
     import pandas as pd
 
     from harness.measure.stats import Estimate
@@ -620,17 +621,19 @@ def test_when_time_is_short_the_contestants_ratios_get_the_round(monkeypatch):
                                 notes.append)
         return [[f"{r.case.model} {r.case.framework}" for r in unit] for unit in out], notes
 
-    everything, _ = going(60)  # time for all three wide ratios: 5 cases, 50 s
-    assert everything == [["cnn engine-static", "cnn jax", "cnn torch"],
-                          ["lstm engine-static", "lstm torch"]]
-    # 40 s: the contestant's two ratios (4 cases); cnn jax, the widest of all, waits
-    contestant, notes = going(40)
-    assert contestant == [["cnn engine-static", "cnn torch"], ["lstm engine-static", "lstm torch"]]
-    assert notes[-1].endswith("(1 more would not end within 1 minutes)")
-    widest, _ = going(25)  # 20 s: one ratio, the contestant's widest (lstm)
+    # time for all three wide ratios, yet the contestant's alone: cnn jax, the widest of all,
+    # waits for the headlines to narrow
+    headline, notes = going(60)
+    assert headline == [["cnn engine-static", "cnn torch"], ["lstm engine-static", "lstm torch"]]
+    assert notes[-1].endswith("; the others' after the headline (engine-static) is narrow")
+    widest, notes = going(25)  # 20 s: one ratio, the contestant's widest (lstm)
     assert widest == [["lstm engine-static", "lstm torch"]]
+    assert "(1 more would not end within 1 minutes)" in notes[-1]
     none, notes = going(15)
     assert none == [] and "another would not end within 1 minutes" in notes[-1]
+    reach.update({("cnn", "engine-static"): 0.05, ("lstm", "engine-static"): 0.08})
+    others, _ = going(60)  # the headlines narrow: now jax's wide ratio
+    assert others == [["cnn jax", "cnn torch"]]
 
 
 def test_a_drifted_pass_is_retried_then_flagged(monkeypatch):

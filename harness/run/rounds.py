@@ -24,10 +24,12 @@ def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
     (`case_s`, a case's share of its unit's last round, by `settings_key`), ends within its
     `minutes` of the run (`elapsed_s` so far); none when the run stops. A ratio that is narrow takes
     no more rounds, so that the time left goes to those that are not (as asv repeats only the
-    benchmark whose samples are still too few); where the time left does not hold a round of every
-    wide ratio, they go in the order of the suite's frameworks (its first, the contestant, before
-    the rest), the widest first within a framework, as many as fit. Says why it goes on and why it
-    stops."""
+    benchmark whose samples are still too few). The headline ratios come first: while a ratio of
+    the suite's first framework (the contestant) is wide, a round holds only those (with
+    torch's cases), so that the time goes to the verdicts the suite is for; the other
+    frameworks' wide ratios take rounds once every headline is narrow. Where the time left does
+    not hold a round of every wide ratio, the widest go first, as many as fit. `units` are all the
+    run's units, whichever took the last round. Says why it goes on and why it stops."""
     rule = options.more_rounds
     if rule is None:
         return []
@@ -45,13 +47,17 @@ def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
     if rounds >= rule.most:
         note(f"{what} after {rounds} rounds, the most until_within takes")
         return []
-    order = list(dict.fromkeys(r.case.framework for unit in units for r in unit))
+    order = list(dict.fromkeys(r.case.framework for unit in units for r in unit
+                               if r.case.framework != REFERENCE))
+    headline = {ratio: width for ratio, width in wide.items() if ratio[1] == order[0]}
+    candidates = headline or wide
     chosen: set[tuple[str, str]] = set()
     going: list[list[CaseResult]] = []
+
     def priority(ratio: tuple[str, str]) -> tuple[int, float]:
         return order.index(ratio[1]), -(math.inf if math.isnan(wide[ratio]) else wide[ratio])
 
-    for ratio in sorted(wide, key=priority):
+    for ratio in sorted(candidates, key=priority):
         trial = _round_of(units, chosen | {ratio})
         next_s = sum(case_s.get(settings_key(unit[0]), 0.0) * len(unit) for unit in trial)
         if not rule.minutes or elapsed_s + next_s <= 60 * rule.minutes:
@@ -60,10 +66,13 @@ def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
         note(f"{what} after {rounds} rounds: another would not end within {rule.minutes:g} "
              "minutes")
         return []
-    waiting = len(wide) - len(chosen)
+    waiting = len(candidates) - len(chosen)
+    later = (f"; the others' after the headline ({order[0]}) is narrow"
+             if headline and len(wide) > len(headline) else "")
     note(f"{what}: round {rounds + 1} of " + ", ".join(
         f"{unit[0].case.model} {'+'.join(r.case.framework for r in unit)}" for unit in going)
-        + (f" ({waiting} more would not end within {rule.minutes:g} minutes)" if waiting else ""))
+        + (f" ({waiting} more would not end within {rule.minutes:g} minutes)" if waiting else "")
+        + later)
     return going
 
 

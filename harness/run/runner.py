@@ -353,6 +353,7 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
     bar = tqdm(total=passes, desc=f"suite {suite.name}", unit="pass", position=0, disable=disable)
     current: list[CaseResult] = []
     units = _turn_groups(todo) if options.turn_steps else [[result] for result in todo]
+    every_unit = units  # rounds until narrow choose among all of them, round after round
     case_s: dict[tuple, float] = {}  # a case's share of its unit's last round, by settings_key
     started, round_ = time.monotonic(), 0
     try:
@@ -390,7 +391,7 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
             round_ += 1
             if round_ < rounds:
                 continue
-            units = wide_units(store, suite.name, units, options, round_,
+            units = wide_units(store, suite.name, every_unit, options, round_,
                                time.monotonic() - started, case_s, note)
             if not units:
                 break
