@@ -115,7 +115,7 @@ def test_memray_sees_the_buffers_xla_allocates_for_a_step():
 
 def test_jax_profiles_its_step_by_the_jax_ops_of_its_xla_instructions():
     from harness.contract.cases import Case
-    from harness.results.profiles import UNACCOUNTED
+    from harness.results.profiles import OVERLAP, UNACCOUNTED
     from harness.run.profile import profile_case
 
     result = profile_case(Case("profile", "mlp", "jax", "mnist-10k", threads=1), steps=4,
@@ -124,7 +124,10 @@ def test_jax_profiles_its_step_by_the_jax_ops_of_its_xla_instructions():
     for layer in ("layer_0", "layer_1", "layer_2"):  # each dense layer's product
         assert rows[f"{layer}/dot_general", "forward"].calls_per_step >= 1
     assert rows["layer_2/dot_general", "backward"].calls_per_step >= 1
-    assert result.rows[-1].name == UNACCOUNTED
+    # what no instruction covers, then what instructions on several threads at once counted
+    # twice, taken back (where any ran at once)
+    assert [row.name for row in result.rows if row.name in (UNACCOUNTED, OVERLAP)] in (
+        [UNACCOUNTED], [UNACCOUNTED, OVERLAP])
     assert all(row.flops is None for row in result.rows)  # XLA counts the whole step only
 
 

@@ -22,6 +22,7 @@ from harness.contract.weights import initial_weights
 from harness.errors import UsageError
 from harness.report.roofline import roofline
 from harness.results.profiles import (
+    OVERLAP,
     PROFILE_SUFFIX,
     UNACCOUNTED,
     ProfileRow,
@@ -186,11 +187,16 @@ def test_the_table_gives_each_op_per_step_and_what_no_op_accounts_for():
 
 
 def test_what_no_op_accounts_for_counts_calls_on_two_threads_at_once_once():
-    # XLA runs independent instructions at once: 0-4 ms and 2-5 ms cover 5 ms of the 10, not 7
+    """XLA runs independent instructions at once: 0-4 ms and 2-5 ms cover 5 ms of the 10, not
+    7; their rows hold 2-4 ms twice, which a row of their overlap takes back, so that the rows
+    sum to the profiled step."""
     steps = [ProfiledStep(0.0, 0.010, [OpCall("dot", "forward", 0.0, 0.004),
                                        OpCall("conv", "forward", 0.002, 0.003),
                                        OpCall("relu", "forward", 0.008, 0.001)])]
-    assert profile_table(steps, step_s=0.010)[-1].seconds == pytest.approx(0.004)
+    rows = profile_table(steps, step_s=0.010)
+    assert [r.name for r in rows[-2:]] == [UNACCOUNTED, OVERLAP]
+    assert rows[-2].seconds == pytest.approx(0.004) and rows[-1].seconds == pytest.approx(-0.002)
+    assert sum(r.seconds for r in rows) == pytest.approx(0.010)
 
 
 def test_the_trace_is_chrome_trace_json():

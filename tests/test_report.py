@@ -22,6 +22,7 @@ from matplotlib.container import ErrorbarContainer
 from harness.contract.cases import Case, CaseExtra
 from harness.errors import UsageError
 from harness.measure.policy import FlagPolicy
+from harness.measure.stats import ratio_verdict
 from harness.report import build_report, figures, rates
 from harness.report.build import load_suite_data, plan_figures, regenerate_note
 from harness.report.method import method_section
@@ -302,6 +303,21 @@ def test_an_accuracy_difference_is_judged_against_the_seeds_spread() -> None:
     assert diff.n == 2 and diff.value == pytest.approx(0.0)  # +10 and -10, paired by seed
 
 
+def test_a_difference_to_a_published_mean_is_judged_against_both_spreads() -> None:
+    """Ours against a study's table (mean ± std over its runs): Welch's interval from the two
+    means, spreads and run counts; a gap the spreads hold is no verdict."""
+    from scipy import stats as scipy_stats
+
+    from harness.measure.stats import summary_difference
+
+    # the circles study's tanh training accuracy, 98.3 ± 0.42 over 10 runs, against 97.1 ± 0.3
+    d = summary_difference(97.1, 0.3, 10, 98.3, 0.42, 10)
+    welch = scipy_stats.ttest_ind_from_stats(97.1, 0.3, 10, 98.3, 0.42, 10, equal_var=False)
+    assert d.value == pytest.approx(-1.2) and d.high < 0 and welch.pvalue < 0.05
+    assert not summary_difference(96.4, 1.2, 10, 96.9, 0.81, 10).excludes(0.0)
+    assert not summary_difference(96.4, 1.2, 1, 96.9, 0.81, 10).has_interval  # one run
+
+
 def test_a_ratio_whose_interval_holds_1_is_no_difference() -> None:
     from harness.measure.stats import Estimate, estimate, format_ratio, paired_ratio
 
@@ -372,23 +388,76 @@ def test_batch_figure(store: ResultsStore) -> None:
     assert max(acc.get_lines()[0].get_ydata()) <= 100
 
 
-def test_bar_figures(store: ResultsStore) -> None:
+def test_cost_figures_are_dot_plots_with_the_tables_numbers(store: ResultsStore) -> None:
+    """Figures 4b and 5: a row per framework under each model, a panel per quantity; the dot
+    is the tables' estimate (median over processes for times, mean over seeds for memory), the
+    grey dots what it was estimated from; axes spanning more than 5x are logarithmic."""
+    from harness.report import cost
+
     data = load_suite_data(store, "plain")
-    time_fig = figures.time_bars(data)
-    cnn_time = time_fig.axes[0]
-    heights = [p.get_height() for p in cnn_time.patches]
-    assert heights == pytest.approx([2.05, 1.05, 4.05])  # mean over seeds, legend order
-    assert cnn_time.get_ylabel() == "Training time (s)"
-    assert time_fig.axes[2].get_ylabel() == "Step time (ms)"  # two models: two panels a row
-    memory = figures.memory_bars(data)
-    assert [p.get_height() for p in memory.axes[0].patches] == pytest.approx([1, 2, 3])
-    assert [p.get_height() for p in memory.axes[2].patches] == pytest.approx([40, 10, 20])
+    time_fig = cost.time_dots(data)
+    training, step = time_fig.axes
+    assert [training.get_title(), step.get_title()] == ["Training time (s)", "Step time (ms)"]
+    names = [t.get_text() for t in training.get_yticklabels()]
+    assert names == ["engine-static", "torch", "acme-grad", "engine-static", "torch",
+                     "acme-grad", "cnn", "mlp"]
+    assert training.get_xscale() == "linear"  # 1.0-4.1 s: within 5x
+    cnn_torch_y = training.get_yticks()[1]
+    dot = [line for line in training.get_lines()
+           if list(line.get_ydata()) == [cnn_torch_y] and line.get_marker() != "None"][0]
+    # the median over cnn torch's 4 processes (2 seeds x 2 rounds), as Training (s) in the table
+    assert dot.get_xdata()[0] == pytest.approx(summary_of(store, "plain").set_index(
+        ["model", "framework"]).loc[("cnn", "torch"), "train"].value)
+    memory = cost.memory_dots(data)
+    allocated, peak = memory.axes
+    assert allocated.get_xscale() == peak.get_xscale() == "linear"  # 10-40 MiB: within 5x
+    grey = [c for c in allocated.collections if len(c.get_offsets())]
+    assert sum(len(c.get_offsets()) for c in grey) == 12  # a dot per seed: 2 models x 3 x 2
+
+
+def test_the_ratio_figure_shows_each_verdict_and_its_interval(store: ResultsStore) -> None:
+    """Figure 4a: torch is the line at 1, every other framework's paired step-time ratio with
+    its 95 % PI on a log axis, the tables' verdict word beside it, memory ratios beside."""
+    from harness.report import cost
+
+    data = load_suite_data(store, "plain")
+    fig = cost.ratio_dots(data)
+    step, allocated, peak = fig.axes
+    assert [ax.get_xscale() for ax in fig.axes] == ["log", "log", "log"]
+    assert "torch" not in [t.get_text() for t in step.get_yticklabels()]
+    summary = summary_of(store, "plain").set_index(["model", "framework"])
+    words = [t.get_text() for t in step.texts]
+    assert len(words) == 4  # engine-static and acme-grad, cnn and mlp
+    for m, f in (("cnn", "engine-static"), ("mlp", "acme-grad")):
+        e = summary.loc[(m, f), "ratio"]
+        assert f"{e.value:.2f}× {ratio_verdict(e)}" in words  # the tables' verdict
+    interval = [line for line in step.get_lines() if len(line.get_xdata()) == 2
+                and line.get_linestyle() == "-"][0]
+    low, high = interval.get_xdata()
+    assert low < high
+    one = [line for line in step.get_lines() if line.get_linestyle() == "--"][0]
+    assert list(one.get_xdata()) == [1, 1]  # torch
+    assert [allocated.get_title(), peak.get_title()] == ["Allocated vs torch",
+                                                         "Peak live vs torch"]
 
 
 def test_time_to_accuracy_figure(store: ResultsStore) -> None:
-    fig = figures.time_to_accuracy(load_suite_data(store, "plain"))
-    torch = [line for line in fig.axes[0].get_lines() if line.get_label() == "torch"][0]
-    np.testing.assert_allclose(torch.get_xdata(), [0.35, 0.7, 1.05])  # cumulative, seeds' mean
+    """Training time alone on top, with the build and the warm-up steps below; bands over the
+    seeds."""
+    data = load_suite_data(store, "plain")
+    fig = figures.time_to_accuracy(data)
+    top, bottom = fig.axes[0], fig.axes[2]  # cnn's: two models, two columns
+    assert (top.get_title(), bottom.get_title()) == ("cnn: training", "cnn: + build, warm-up")
+
+    def torch(ax):
+        return [line for line in ax.get_lines() if line.get_label() == "torch"][0]
+
+    np.testing.assert_allclose(torch(top).get_xdata(), [0.35, 0.7, 1.05])  # cumulative, mean
+    cases = data.ok[(data.ok["model"] == "cnn") & (data.ok["framework"] == "torch")]
+    offset = (cases["warmup_s"] + cases["prov_build_s"].astype(float)).mean()
+    assert offset > 0
+    np.testing.assert_allclose(torch(bottom).get_xdata(), np.array([0.35, 0.7, 1.05]) + offset)
+    assert len(top.collections) == 3  # a band per framework over the two seeds
 
 
 def test_scaling_figures(store: ResultsStore) -> None:
@@ -441,9 +510,9 @@ def test_plans_follow_the_data(store: ResultsStore) -> None:
     def numbers(suite: str) -> list[str]:
         return [f.number for f in plan_figures(load_suite_data(store, suite))[0]]
 
-    assert numbers("plain") == ["1", "2", "3", "4", "5", "7"]
+    assert numbers("plain") == ["1", "2", "3", "4a", "4b", "5", "7"]
     assert numbers("scaling") == ["6a", "6b"]
-    assert numbers("circles") == ["4", "8"]  # no memory pass; one figure 8 for all frameworks
+    assert numbers("circles") == ["4a", "4b", "8"]  # no memory pass; one figure 8 for all
 
 
 @pytest.mark.slow
@@ -454,7 +523,7 @@ def test_a_two_epoch_suite_is_a_smoke_test_without_two_point_lines(store: Result
             smoke.save(make_result("smoke", "mlp", fw, 0, epochs=2))
         planned, skipped = plan_figures(load_suite_data(smoke, "smoke"))
         text = build_report(smoke, "smoke", tmp_path / "out").read_text()
-    assert [f.number for f in planned] == ["3", "4", "5"]
+    assert [f.number for f in planned] == ["3", "4a", "4b", "5"]
     assert ("Figures 1, 2 and 7", "2 epochs make lines of 2 points; the final accuracies are in "
             "the tables, and figure 3 shows learning batch by batch") in skipped
     assert "**A smoke test, not a study:** 2 epochs and 1 seed per case" in text
@@ -468,8 +537,8 @@ def test_plain_report(store: ResultsStore, tmp_path: Path) -> None:
     report = build_report(store, "plain", tmp_path / "out")
     assert report == tmp_path / "out" / "report.md"
     figs = {p.name for p in (tmp_path / "out" / "figures").iterdir()}
-    for stem in ("fig1_train_accuracy", "fig2_test_accuracy", "fig3_batches", "fig4_time",
-                 "fig5_memory", "fig7_time_to_accuracy"):
+    for stem in ("fig1_train_accuracy", "fig2_test_accuracy", "fig3_batches", "fig4a_ratios",
+                 "fig4b_time", "fig5_memory", "fig7_time_to_accuracy"):
         assert {f"{stem}.png", f"{stem}.pdf"} <= figs
     tabs = {p.name for p in (tmp_path / "out" / "tables").iterdir()}
     assert {f"model_{m}.{ext}" for m in ("cnn", "mlp") for ext in ("md", "tex", "csv")} == tabs
@@ -714,10 +783,13 @@ def test_numbers_print_without_noise() -> None:
     assert tables.mean_std(row, "c", 3) == "1.500"  # one run
     assert [tables.three_figures(v) for v in (100.4, 12.34, 1.5, 0.01234)] == [
         "100", "12.3", "1.50", "0.0123"]
-    points = pd.DataFrame({"model": ["mlp"], "framework": ["torch"], "batch_size": [1024],
-                           "median": [0.1004], "q1": [0.1001], "q3": [0.1012]})
+    points = pd.DataFrame({"model": ["mlp", "mlp"], "framework": ["torch", "torch"],
+                           "batch_size": [1024, 2048], "median": [0.1004, 0.2],
+                           "low": [0.1001, float("nan")], "high": [0.1012, float("nan")],
+                           "processes": [3, 1]})
     _, rows = tables.sweep_table(points, "batch_size", "Batch size", ["torch"])
-    assert rows == [["mlp", "1024", "100 [100, 101]"]]
+    assert rows == [["mlp", "1024", "100 [100, 101; 3]"],
+                    ["mlp", "2048", "200 (1 process, no CI)"]]
 
 
 def test_latex_tables_fit_the_page() -> None:
@@ -794,11 +866,16 @@ def test_the_published_studies_beside_ours(store: ResultsStore, tmp_path: Path) 
     from harness.report.studies import JULIA_CNN, study_table
 
     summary = summary_of(store, "plain")
-    headers, rows = study_table(JULIA_CNN, summary[summary["model"] == "cnn"])
+    headers, rows = study_table(JULIA_CNN, summary[summary["model"] == "cnn"], "mnist-10k")
     by = {row[0]: dict(zip(headers, row, strict=True)) for row in rows}
     engine = by["own engine (Julia)"]
     assert engine["Time vs PyTorch"] == "4.57× slower"  # 168.7 / 36.9
-    assert engine["Ours"] == "engine-static" and engine["Ours: step vs torch"].startswith("2.0")
+    # like with like: the study's time is its whole training, so is ours, paired by seed and
+    # round (2.0 s against 1.0 s, 2.1 against 1.1)
+    assert engine["Ours"] == "engine-static"
+    assert engine["Ours: training time vs torch"].startswith("1.95x (95% PI 1.")
+    assert engine["Ours: test accuracy on mnist-10k (%)"] != "-"
+    assert "Test accuracy on MNIST (%)" in headers
     assert engine["Ours: allocations vs torch"] == "2.00× less"  # half torch's bytes
     assert by["PyTorch (Python)"]["Allocations (GiB)"] == "not reported"
     assert by["Flux (Julia)"]["Ours"] == "no counterpart"
@@ -810,8 +887,12 @@ def test_the_published_studies_beside_ours(store: ResultsStore, tmp_path: Path) 
     assert "Julia RNN" not in studies  # the plain suite has no rnn
     circles = build_report(store, "circles", tmp_path / "circles").read_text()
     table = circles.split("### Python circles study, Table I")[1]
-    assert re.search(r"\| circles-tanh +\| 98\.3 +\| 96\.9 +\| 93\.", table)
-    assert "time and accuracy (mean ± std over runs" in circles  # no memory pass: no memory
+    # the study's spreads beside its means, ours against its with Welch's interval
+    assert re.search(r"\| circles-tanh +\| 98\.3 ± 0\.4 +\| 96\.9 ± 0\.8 +\| 93\.", table)
+    assert re.search(r"\| (≈ )?[-+]\d+\.\d\d \(95% CI [-+]\d+\.\d\d to [-+]\d+\.\d\d\)", table)
+    assert "Ranked by test accuracy, the study's variants: tanh-clipped > sigmoid > tanh" in table
+    assert "gaps between neighbours in our ranking exceed" in table
+    assert "time and accuracy (accuracy: mean ± std over runs" in circles  # no memory pass
     assert "Beside the published" not in build_report(store, "scaling", tmp_path / "s").read_text()
 
 
@@ -857,6 +938,9 @@ def test_a_learning_rate_search_keeps_each_models_best_rate(tmp_path: Path) -> N
     assert re.search(r"\| circles-tanh +\| engine-static +\| 90\.2 ± 0\.2 +\| \*\*95\.2 ± 0\.2\*\* "
                      r"+\| 0\.01 +\|", search)
     assert "99.3 ± 0.1 (3 of 5 folds finished)" in search  # relu at 0.001: not eligible
+    # both chose the grid's largest rate: the best may lie beyond it
+    assert ("At the grid's edge, where a better rate may lie beyond it (extend the grid there): "
+            "circles-tanh (engine-static) at 0.01, circles-relu (engine-static) at 0.01.") in search
     # the tables show the chosen rate alone: 10 runs per model, not 20
     table = (tmp_path / "out" / "tables" / "accuracy.md").read_text()
     assert re.search(r"\| circles-tanh +\| engine-static +\| [\d.]+ ± [\d.]+ +\| 88\.20 ± 7\.38 "
@@ -877,7 +961,16 @@ def test_the_report_shows_how_the_engine_differentiates(store: ResultsStore,
         assert not os.environ.get("CI") and "apt-get install graphviz" in section
     else:
         assert (tmp_path / "out" / "figures" / "mlp-graph.png").stat().st_size > 1000
-        assert "![The MLP's graph](figures/mlp-graph.png)" in section
+        assert "![The graph of mlp](figures/mlp-graph.png)" in section
+
+
+def test_a_suite_without_the_mlp_shows_its_own_models_graph() -> None:
+    """The circles suites show the circles network's graph, not the MLP's."""
+    from harness.report.explain import graph_model
+
+    assert graph_model(["cnn", "mlp", "rnn"]) == "mlp"
+    assert graph_model(["circles-tanh", "circles-relu"]) == "circles-tanh"
+    assert graph_model(["my-own-model"]) is None
 
 
 def test_parity_at_a_later_commit_proves_the_measured_code_where_it_computes_alike(
@@ -907,3 +1000,135 @@ def test_parity_at_a_later_commit_proves_the_measured_code_where_it_computes_ali
     assert same_computation(measured, tmp_path) is False
     assert same_computation("abc1234", tmp_path) is None  # a commit this repository lacks
     assert same_computation(f"{measured}+dirty.0123456789", tmp_path) is None
+
+
+# --- ready to print: tables that compile, captions that keep their promises ---------------------
+
+def tex_engine() -> str:
+    """pdflatex's path; skips with one line where it is missing, fails under CI (which installs
+    it)."""
+    found = shutil.which("pdflatex")
+    if not found:
+        message = ("needs pdflatex (apt-get install texlive-latex-base texlive-latex-recommended; "
+                   ".ci/run installs them)")
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return found
+
+
+def test_every_character_outside_ascii_the_harness_writes_has_a_latex_escape() -> None:
+    """A symbol new to the harness's text (a ≈, a µ) needs its LaTeX form, or a table holding
+    it stops pdflatex: every one in harness/'s source is in tables.LATEX_ESCAPES."""
+    root = Path(__file__).resolve().parent.parent / "harness"
+    found = {ch for path in root.rglob("*.py") for ch in path.read_text() if not ch.isascii()}
+    assert found and found <= set(tables.LATEX_ESCAPES), found - set(tables.LATEX_ESCAPES)
+
+
+@pytest.mark.slow
+def test_every_latex_table_compiles(store: ResultsStore, tmp_path: Path) -> None:
+    """Every table of the plain, scaling and circles reports, and one of every symbol the
+    escapes know (and one they do not), compiled by pdflatex in a two-column paper with the
+    packages the tables name (booktabs, graphicx)."""
+    engine = tex_engine()
+    tex = []
+    for suite in ("plain", "scaling", "circles"):
+        build_report(store, suite, tmp_path / suite)
+        tex += sorted((tmp_path / suite / "tables").glob("*.tex"))
+    assert len(tex) >= 5
+    symbols = tmp_path / "symbols.tex"
+    symbols.write_text(tables.latex_table(
+        ["Symbol", "In a cell"], [[ch, f"a {ch} b"] for ch in [*tables.LATEX_ESCAPES, "é", "✓"]],
+        caption="every escape ≈ 1.00×", label="tab:symbols"))
+    tex.append(symbols)
+    document = tmp_path / "paper.tex"
+    document.write_text("\n".join([
+        r"\documentclass[twocolumn]{article}",
+        r"\usepackage{booktabs}", r"\usepackage{graphicx}", r"\begin{document}",
+        *(rf"\input{{{path.as_posix()}}}" + "\n" + r"\clearpage" for path in tex),
+        r"\end{document}"]))
+    done = subprocess.run([engine, "-interaction=nonstopmode", "-halt-on-error",
+                           "-output-directory", str(tmp_path), str(document)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert (tmp_path / "paper.pdf").stat().st_size > 0
+
+
+# The panels a caption can promise, and how a drawn figure keeps each promise: by its panels'
+# titles (every model or framework named in one), by the rows of its first panel (every name
+# among its tick labels), or by where its panels sit (left and right: two columns at least).
+PER_PANEL = re.compile(r"\b(?:[Oo]ne|a) (panel|column|row) per (model|profiled model|framework)\b"
+                       r"(?! (?:but \S+ )?under)")
+PER_ROW = re.compile(r"\ba row per framework(?: but (\S+))? under each model\b")
+SIDES = {"left": "columns", "right": "columns", "middle": "columns", "top": "rows",
+         "bottom": "rows"}
+
+
+def broken_promises(caption: str, fig, models: list[str], frameworks: list[str]) -> list[str]:
+    """What `caption` promises of `fig`'s panels that the figure does not draw."""
+    fig.canvas.draw()  # settles the layout: where each panel sits
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    titles = " | ".join(ax.get_title() for ax in shown)
+    broken = []
+    for _, per in PER_PANEL.findall(caption):
+        for name in (frameworks if per == "framework" else models):
+            if not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", titles):
+                broken.append(f"'a panel per {per}': no panel for {name}")
+    for but in PER_ROW.findall(caption):
+        rows = {t.get_text() for t in shown[0].get_yticklabels()}
+        for name in [*models, *(f for f in frameworks if f != but)]:
+            if name not in rows:
+                broken.append(f"'a row per framework under each model': no row {name}")
+    words = set(re.findall(r"\b(left|right|middle|top|bottom)\b", caption))
+    columns = len({round(ax.get_position().x0, 2) for ax in shown})
+    rows = len({round(ax.get_position().y0, 2) for ax in shown})
+    for word in words:
+        wanted = 3 if word == "middle" else 2
+        if (columns if SIDES[word] == "columns" else rows) < wanted:
+            broken.append(f"'{word}': the panels are {rows} rows x {columns} columns")
+    return broken
+
+
+def test_every_figure_draws_the_panels_its_caption_promises(store: ResultsStore) -> None:
+    """Every figure of the plain, scaling and circles suites and the roofline of two profiled
+    models draw what their captions say: a panel per model, a row per framework, a left and a
+    right panel. The check itself fails on a roofline that leaves out a profiled model."""
+    from harness.report.roofline import caption as roofline_caption
+    from harness.report.roofline import roofline
+
+    checked = 0
+    for suite in ("plain", "scaling", "circles"):
+        data = load_suite_data(store, suite)
+        frameworks = framework_order(data.ok["framework"])
+        for planned in plan_figures(data)[0]:
+            caption = planned.caption.render(data)
+            fig = planned.draw()
+            assert broken_promises(caption, fig, data.models, frameworks) == [], (suite,
+                                                                                  planned.stem)
+            checked += 1
+    assert checked == 12
+    rows = [ProfileRow("Conv2d", "backward", 2, 0.004, 0.4, 8e7, 2.5e6)]
+    settings = {"dataset": "mnist-10k", "batch_size": 100, "dtype": "float32", "threads": 2,
+                "cpu_model": "Test CPU", "code_version": "abc1234"}
+    profiles = [SavedProfile(model, framework, settings, 0.01, 0.011, 150.0, 20.0, rows)
+                for model in ("cnn", "mlp") for framework in ("engine-static", "torch")]
+    caption = roofline_caption(profiles)
+    assert caption.startswith("One panel per profiled model (cnn, mlp)")
+    assert broken_promises(caption, roofline(profiles), ["cnn", "mlp"], []) == []
+    assert broken_promises(caption, roofline(profiles[:2]), ["cnn", "mlp"], []) == [
+        "'a panel per profiled model': no panel for mlp"]
+
+
+def test_a_swept_point_against_the_trend_is_explained() -> None:
+    """A step that costs less at a larger batch: within overlapping CIs it is the processes'
+    scatter, beyond them the report says to measure it again."""
+    nan = float("nan")
+    points = pd.DataFrame({"model": "mlp", "framework": "torch", "batch_size": [64, 128, 256],
+                           "median": [0.0020, 0.00271, 0.00245],
+                           "low": [0.0019, 0.0026, 0.0023], "high": [0.0021, 0.0028, 0.0026],
+                           "processes": 3})
+    assert tables.against_the_trend(points, "batch_size") == [
+        "torch on mlp: 2.71 ms at 128 but 2.45 ms at 256, within their 95 % CIs, which "
+        "overlap: the processes' scatter"]
+    apart = points.assign(low=[0.0019, 0.0027, nan], high=[0.0021, 0.00275, 0.00250])
+    assert "beyond their 95 % CIs" in tables.against_the_trend(apart, "batch_size")[0]

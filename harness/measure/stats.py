@@ -151,6 +151,22 @@ def mean_difference(differences: Sequence[float], confidence: float = CONFIDENCE
     return Estimate(mean, *_t_interval(x, confidence), len(x))
 
 
+def summary_difference(mean: float, sd: float, n: int, other_mean: float, other_sd: float,
+                       other_n: int, confidence: float = CONFIDENCE) -> Estimate:
+    """`mean` - `other_mean` of two independent samples known only by their means, standard
+    deviations and sizes (a published table's mean ± std over its runs), with Welch's
+    t-interval; no interval below two values on either side."""
+    difference = mean - other_mean
+    if n < 2 or other_n < 2 or not (math.isfinite(sd) and math.isfinite(other_sd)):
+        return Estimate(difference, math.nan, math.nan, 1)
+    a, b = sd ** 2 / n, other_sd ** 2 / other_n
+    if a + b == 0:
+        return Estimate(difference, difference, difference, n + other_n)
+    df = (a + b) ** 2 / (a ** 2 / (n - 1) + b ** 2 / (other_n - 1))
+    reach = float(stats.t.ppf(0.5 + confidence / 2, df)) * math.sqrt(a + b)
+    return Estimate(difference, difference - reach, difference + reach, n + other_n)
+
+
 def format_difference(e: Estimate, words: tuple[str, str] = ("higher", "lower")) -> str:
     """'+3.10 (95% CI +1.20 to +5.00) higher'; '≈ +1.20 (95% CI -2.10 to +4.50)' when the
     interval holds 0 (no difference beyond what the seeds give); '+10.30 (one seed: no verdict)'.
@@ -232,6 +248,17 @@ def processes_to_narrow(e: Estimate, target: float = 0.10) -> int | None:
 UNDECIDED_BEYOND = 0.25  # an interval that reaches further from its ratio decides nothing
 
 
+def ratio_verdict(e: Estimate, words: tuple[str, str] = ("slower", "faster")) -> str:
+    """What a ratio's interval decides: words[0] (above 1) or words[1] (below 1) where it
+    excludes 1, '≈' where it holds 1 within ±25 %, 'undecided' where it holds 1 and reaches
+    further (`UNDECIDED_BEYOND`), '' without an interval."""
+    if not math.isfinite(e.value) or not e.has_interval:
+        return ""
+    if e.excludes(1.0):
+        return words[0] if e.low > 1 else words[1]
+    return "undecided" if half_width(e) > UNDECIDED_BEYOND else "≈"
+
+
 def format_ratio(e: Estimate, words: tuple[str, str] = ("slower", "faster")) -> str:
     """'0.62x (95% PI 0.58-0.66) faster' (PI: where a rerun's ratio falls, `ratio_estimate`);
     '≈ 1.01x (95% PI 0.97-1.05)' when the interval holds 1; 'undecided: 0.73x (95% PI
@@ -243,14 +270,13 @@ def format_ratio(e: Estimate, words: tuple[str, str] = ("slower", "faster")) -> 
     if not e.has_interval:
         return f"{e.value:.2f}x (one round, no PI)"
     ratio = f"{e.value:.2f}x (95% PI {e.low:.2f}-{e.high:.2f})"
-    if not e.excludes(1.0) and half_width(e) > UNDECIDED_BEYOND:
+    verdict = ratio_verdict(e, words)
+    if verdict == "undecided":
         n = processes_to_narrow(e)
         more = f"about {n}" if n else "more than 1000"
         return (f"undecided: {e.value:.2f}x (95% PI {e.low:.2f}-{e.high:.2f}; {more} paired "
                 f"processes for ±10%)")
-    if not e.excludes(1.0):
-        return f"≈ {ratio}"
-    return f"{ratio} {words[0] if e.low > 1 else words[1]}"
+    return f"≈ {ratio}" if verdict == "≈" else f"{ratio} {verdict}"
 
 
 def format_value(e: Estimate, scale: float = 1.0, digits: int = 2) -> str:

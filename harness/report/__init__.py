@@ -4,8 +4,9 @@
     build_report(ResultsStore("results/adh.sqlite"), "quick")  # writes reports/quick/
 
 Modules: `style` (the look of every figure), `panels` (captions, panels, legends and axes every
-figure shares), `frames` (the store's frames shaped for figures), `figures` (one function per
-figure, each returning a matplotlib Figure), `method`, `setup`, `parity`, `studies`, `rates`,
+figure shares), `frames` (the store's frames shaped for figures), `cost` (the dot plots of time,
+memory and the ratios to torch) and `figures` (the others; one function per figure, each
+returning a matplotlib Figure), `method`, `setup`, `parity`, `studies`, `rates`,
 `roofline` (report.md's sections), `build` (what a suite gets, and report.md). Beside the report:
 `history` (`adh history`), `publish` (the dashboard) and `ci_exports`. The tables' formats live
 in `harness.results.tables`.

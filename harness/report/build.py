@@ -1,26 +1,26 @@
 """`build_report`: a suite's figures, tables and report.md, from the results store.
 
 Which figures a suite gets depends on its data: a plain suite (quick, paper) gets the learning
-curves, the time, memory and time-to-accuracy figures (1-5, 7); a sweep suite (scaling) the
-cost-growth figures (6); a cross-validation suite (circles) the time and memory bars and the
-circles curves (4, 5, 8). Figure numbers are the same in every report.
+curves, the ratios to torch, the time, memory and time-to-accuracy figures (1-5, 7); a sweep
+suite (scaling) the cost-growth figures (6); a cross-validation suite (circles) the ratios, time
+and memory and the circles curves (4a, 4b, 5, 8). Figure numbers are the same in every report.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 from matplotlib.figure import Figure
 
 from harness.errors import UsageError
-from harness.report import figures, frames, rates
+from harness.report import cost, figures, frames, rates
 from harness.report.explain import explain_section
 from harness.report.method import column, distinct, method_section, provenance_section
 from harness.report.panels import Caption
 from harness.report.parity import ParityCheck, parity_section
-from harness.report.roofline import CAPTION as ROOFLINE_CAPTION
+from harness.report.roofline import caption as roofline_caption
 from harness.report.roofline import roofline
 from harness.report.setup import setting_values, setup_section
 from harness.report.studies import studies_section
@@ -57,6 +57,7 @@ class Table:
     rows: list[list[str]]
     csv: pd.DataFrame
     left: int = 1  # leading name columns (left-aligned in LaTeX)
+    notes: list[str] = field(default_factory=list)  # printed under the table
 
 
 def _standard_figures(data: frames.SuiteData) -> list[PlannedFigure]:
@@ -72,14 +73,17 @@ def _standard_figures(data: frames.SuiteData) -> list[PlannedFigure]:
     ]
 
 
-def _bar_figures(data: frames.SuiteData) -> list[PlannedFigure]:
+def _cost_figures(data: frames.SuiteData) -> list[PlannedFigure]:
     out = []
+    if not data.steps.empty and cost.has_ratios(data):
+        out.append(PlannedFigure("4a", "fig4a_ratios", "Each framework against torch",
+                                 cost.ratios_caption(data), lambda: cost.ratio_dots(data)))
     if not data.steps.empty:
-        out.append(PlannedFigure("4", "fig4_time", "Training time and step time",
-                                 figures.TIME_BARS_CAPTION, lambda: figures.time_bars(data)))
+        out.append(PlannedFigure("4b", "fig4b_time", "Training time and step time",
+                                 cost.TIME_CAPTION, lambda: cost.time_dots(data)))
     if data.has_memory:
-        out.append(PlannedFigure("5", "fig5_memory", "Memory", figures.MEMORY_BARS_CAPTION,
-                                 lambda: figures.memory_bars(data)))
+        out.append(PlannedFigure("5", "fig5_memory", "Memory", cost.MEMORY_CAPTION,
+                                 lambda: cost.memory_dots(data)))
     return out
 
 
@@ -111,7 +115,7 @@ def plan_figures(data: frames.SuiteData) -> tuple[list[PlannedFigure], list[tupl
                                                          "model and framework; see figure 6")]
     planned, skipped = [], []
     if data.has_folds:
-        planned += _bar_figures(data) + _circles_figures(data)
+        planned += _cost_figures(data) + _circles_figures(data)
         skipped.append(("Figures 1-3, 7", "the circles study's learning curves are figure 8 "
                                           "and its accuracies are in the table"))
     else:
@@ -128,7 +132,7 @@ def plan_figures(data: frames.SuiteData) -> tuple[list[PlannedFigure], list[tupl
                             f"of {data.epoch_count} point{plural}; the final accuracies are in "
                             f"the tables" + (", and figure 3 shows learning batch by batch"
                                              if standard else "")))
-        planned += standard + _bar_figures(data)
+        planned += standard + _cost_figures(data)
         if data.epoch_count >= MIN_EPOCHS_FOR_CURVES:
             planned.append(PlannedFigure("7", "fig7_time_to_accuracy",
                                          "Accuracy against training time",
@@ -137,7 +141,9 @@ def plan_figures(data: frames.SuiteData) -> tuple[list[PlannedFigure], list[tupl
         skipped.append(("Figures 6, 8 and 9", "figure 6 needs a sweep suite (scaling), figures 8 "
                                               "and 9 a cross-validation suite (circles)"))
     if data.steps.empty:
-        skipped.append(("Figure 4", "no step times were stored"))
+        skipped.append(("Figures 4a and 4b", "no step times were stored"))
+    elif not cost.has_ratios(data):
+        skipped.append(("Figure 4a", f"a ratio needs {REFERENCE} and another framework"))
     if not data.has_memory:
         skipped.append(("Figure 5", "this suite ran without the memory pass"))
     return sorted(planned, key=lambda f: f.number), skipped
@@ -154,20 +160,24 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
             headers, rows = tables.sweep_table(points, column, label[0].upper() + label[1:],
                                                framework_order(points["framework"]))
             name = column.removeprefix("extra_")
-            out.append(Table(f"Step time against {label} (median [quartiles], ms)",
-                             f"scaling_{name}", headers, rows, points, left=2))
+            out.append(Table(f"Step time against {label} (median [95% CI; processes], ms)",
+                             f"scaling_{name}", headers, rows, points, left=2,
+                             notes=tables.against_the_trend(points, column)))
         return out
     summary = estimates.model_summary(data.cases, data.epochs, data.runs, REFERENCE)
     count = "Runs" if data.has_folds else "Seeds"
     measured = "time, memory and accuracy" if data.has_memory else "time and accuracy"
+    spread = "memory and accuracy" if data.has_memory else "accuracy"
     for model, rows in summary.groupby("model", sort=False):
         headers, body = tables.paper_table(rows, REFERENCE)
         headers[-1] = count
-        out.append(Table(f"{model}: {measured} (mean ± std over {count.lower()}, the std left "
-                         f"out where it rounds to zero at the digits shown; step time and its "
-                         f"ratio to {REFERENCE}: median over processes, 95% CI; the ratio's "
-                         f"95% PI: where a rerun's falls)",
-                         f"model_{model}", headers, body, estimates.flat_estimates(rows)))
+        ratio = (f"; its ratio to {REFERENCE}: paired, with the 95% PI where a rerun's falls"
+                 if (rows["framework"] == REFERENCE).any() else "")
+        out.append(Table(f"{model}: {measured} ({spread}: mean ± std over {count.lower()}, the "
+                         f"std left out where it rounds to zero at the digits shown; training "
+                         f"and step time: median over processes, 95% CI{ratio})",
+                         f"model_{model}", headers, body, estimates.flat_estimates(rows),
+                         notes=tables.disagreements(rows, REFERENCE)))
     if data.has_folds:
         accuracy = estimates.accuracy_summary(data.ok, data.epochs)
         headers, rows = tables.accuracy_table(accuracy)
@@ -346,6 +356,8 @@ def _tables_section(data: frames.SuiteData, suite: str, table_dir: Path) -> list
             label=f"tab:{suite}-{table.stem}", left=table.left))
         table.csv.to_csv(table_dir / f"{table.stem}.csv", index=False)
         lines += [f"### {table.title}", "", markdown, "",
+                  *(f"- {note[0].upper()}{note[1:]}." for note in table.notes),
+                  *([""] if table.notes else []),
                   f"[LaTeX](tables/{table.stem}.tex) · [CSV](tables/{table.stem}.csv)", ""]
     return lines
 
@@ -391,7 +403,7 @@ def _profiles_section(profiles: list[SavedProfile], figure_dir: Path) -> list[st
     save(roofline(profiles), figure_dir / ROOFLINE_STEM)
     lines += ["### The roofline of the profiled ops", "",
               f"![The roofline of the profiled ops](figures/{ROOFLINE_STEM}.png)", "",
-              f"{ROOFLINE_CAPTION} [PDF](figures/{ROOFLINE_STEM}.pdf)", ""]
+              f"{roofline_caption(profiles)} [PDF](figures/{ROOFLINE_STEM}.pdf)", ""]
     return lines
 
 
@@ -444,7 +456,7 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
              *studies_section(data),
              *_figures_section(data, figure_dir),
              *_profiles_section(profiles or [], figure_dir),
-             *explain_section(frameworks, figure_dir)]
+             *explain_section(frameworks, data.models, figure_dir)]
     report = out_dir / "report.md"
     report.write_text("\n".join(lines))
     return report

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from engine.dot import to_dot
 from engine.trace import evaluation_trace, format_trace
-from harness.contract.specs import get_model
+from harness.contract.specs import MODELS, get_model
 from harness.contract.weights import initial_weights
 
 # The AD survey's running example (its Table 1): y = ln(x1) + x1 x2 - sin(x2) at (2, 5).
@@ -41,9 +41,17 @@ def draw(dot_path: Path, fmt: str) -> Path | None:
     return drawing
 
 
-def explain_section(frameworks: list[str], figure_dir: Path) -> list[str]:
-    """'How the engine differentiates': the textbook trace and the MLP's graph (as .dot, and as
-    .svg and .png where Graphviz is installed); nothing for a suite without the engine."""
+def graph_model(models: list[str]) -> str | None:
+    """The model whose graph the report draws: the MLP where the suite has it, else the suite's
+    first built-in model (the circles network in the circles suites); None without one."""
+    built_in = [m for m in models if m in MODELS]
+    return GRAPH_MODEL if GRAPH_MODEL in built_in else next(iter(built_in), None)
+
+
+def explain_section(frameworks: list[str], models: list[str], figure_dir: Path) -> list[str]:
+    """'How the engine differentiates': the textbook trace and the graph of one of the suite's
+    models (`graph_model`; as .dot, and as .svg and .png where Graphviz is installed); nothing
+    for a suite without the engine."""
     if not {"engine-static", "engine-dynamic"} & set(frameworks):
         return []
     expression, values = TEXTBOOK
@@ -54,15 +62,18 @@ def explain_section(frameworks: list[str], figure_dir: Path) -> list[str]:
              f"literature's textbook example at {at}, its forward primal trace and the reverse "
              "adjoint trace each op's backward gives (the survey's Table 1 has x1' = 5.5, "
              "x2' = 1.716).", "", format_trace(evaluation_trace(expression, values)), ""]
-    stem = figure_dir / f"{GRAPH_MODEL}-graph"
-    stem.with_suffix(".dot").write_text(graph_dot(GRAPH_MODEL))
+    model = graph_model(models)
+    if model is None:
+        return lines
+    stem = figure_dir / f"{model}-graph"
+    stem.with_suffix(".dot").write_text(graph_dot(model))
     drawn = draw(stem.with_suffix(".dot"), "svg")
-    where = f"`adh graph {GRAPH_MODEL}`: the graph engine-static builds once for a training step"
+    where = f"`adh graph {model}`: the graph engine-static builds once for a training step"
     if drawn is None:
         return lines + [f"{where}: [DOT](figures/{stem.name}.dot) (Graphviz was not installed "
                         "when this report was built: `apt-get install graphviz` draws it).", ""]
     draw(stem.with_suffix(".dot"), "png")
     return lines + [f"{where} (operators by op, parameters by name, shapes on the edges), and "
                     "re-feeds every batch:", "",
-                    f"![The MLP's graph](figures/{stem.name}.png)", "",
+                    f"![The graph of {model}](figures/{stem.name}.png)", "",
                     f"[SVG](figures/{stem.name}.svg) · [DOT](figures/{stem.name}.dot)", ""]

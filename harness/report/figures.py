@@ -1,5 +1,6 @@
-"""The report's figures. Each function takes a suite's `SuiteData` and returns a matplotlib
-`Figure`, so that tests can inspect its axes, lines and labels; `style.save` writes it.
+"""The report's figures but the cost figures (harness.report.cost: time, memory and the ratios
+to torch). Each function takes a suite's `SuiteData` and returns a matplotlib `Figure`, so that
+tests can inspect its axes, lines and labels; `style.save` writes it.
 
 Conventions in every figure: one panel per model, titled with the model's name; one colour,
 marker and line style per framework (`style.framework_look`); one legend above the panels;
@@ -32,7 +33,7 @@ from harness.report.panels import (
     swept_ticks,
 )
 from harness.report.style import (
-    MAX_COLUMNS,
+    COLUMN_WIDTH_IN,
     framework_look,
     framework_order,
     legend_above,
@@ -40,7 +41,6 @@ from harness.report.style import (
     styled,
     variant_look,
 )
-from harness.results.estimates import GIB, MIB, step_estimates, used_runs
 
 BAND_ALPHA = 0.18
 RAW_ALPHA = 0.3
@@ -48,36 +48,17 @@ RAW_ALPHA = 0.3
 SIZE_LABELS = {"extra_width": "Hidden width", "extra_seq_len": "Sequence length"}
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 # --- Figures 1 and 2: accuracy per epoch ------------------------------------------------------
 
 _OVERLAID = (" Frameworks that compute the same numbers overlap: their markers and line styles "
              "tell them apart.")
 ACCURACY_CAPTIONS = {
-    "train_acc": Caption("Mean training accuracy over each epoch's batches, a line per framework"
-                         "{over}." + _OVERLAID, "the band from their minimum to maximum", "band"),
-    "test_acc": Caption("Accuracy on the test set after each epoch, a line per framework{over}."
-                        + _OVERLAID, "the band from their minimum to maximum", "band"),
+    "train_acc": Caption("Mean training accuracy over each epoch's batches, a panel per model, a "
+                         "line per framework{over}." + _OVERLAID,
+                         "the band from their minimum to maximum", "band"),
+    "test_acc": Caption("Accuracy on the test set after each epoch, a panel per model, a line per "
+                        "framework{over}." + _OVERLAID,
+                        "the band from their minimum to maximum", "band"),
 }
 
 
@@ -115,9 +96,9 @@ def smoothing_span(steps_per_epoch: int) -> int:
 
 
 BATCH_CURVES_CAPTION = Caption(
-    "Training loss and accuracy of each batch, in order across epochs (grey lines mark the "
-    "epochs){over}. Faint: the raw series; solid: an exponential moving average over a tenth of "
-    "an epoch.")
+    "Training loss (left) and accuracy (right) of each batch, a row per model, in order across "
+    "epochs (grey lines mark the epochs){over}. Faint: the raw series; solid: an exponential "
+    "moving average over a tenth of an epoch.")
 
 
 @styled()
@@ -157,135 +138,6 @@ def batch_curves(data: frames.SuiteData) -> Figure:
     return fig
 
 
-# --- Figures 4 and 5: bars per model and framework --------------------------------------------
-
-def _errors(bars: pd.DataFrame):
-    """Error bar lengths (2 x n) for `ax.bar`, or None where no bar has a spread: with one seed,
-    or a deterministic number (bytes allocated are equal over seeds), bare caps would only
-    clutter."""
-    errors = bars[["err_low", "err_high"]].fillna(0.0)
-    return None if not (errors.to_numpy() > 0).any() else errors.to_numpy().T
-
-
-def _dots(ax: Axes, x: float, points: pd.DataFrame, model: str, framework: str,
-          half_width: float, size: float) -> None:
-    """`points`' values of one model and framework as dots over its bar at `x`, spread evenly
-    across `half_width` either side so that equal values stay apart."""
-    y = points.loc[(points["model"] == model) & (points["framework"] == framework),
-                   "value"].to_numpy()
-    offsets = np.linspace(-half_width, half_width, len(y)) if len(y) > 1 else np.zeros(len(y))
-    ax.scatter(x + offsets, y, s=size, color="0.1", zorder=3, linewidths=0)
-
-
-def _bar_rows(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]],
-              dots: dict[str, pd.DataFrame] | None = None) -> Figure:
-    """Bars per framework for each metric, whose frame has model, framework, value, err_low and
-    err_high (error bar lengths); `dots` (by metric label: model, framework, value) are drawn
-    over the bars, spread a little sideways. Up to three models: a panel per model, each with its
-    own linear scale (models differ by decades); more models: one panel per metric, grouped bars
-    (`_grouped_bars`)."""
-    if len(data.models) > MAX_COLUMNS:
-        return _grouped_bars(data, metrics, dots)
-    models, frameworks = data.models, framework_order(data.ok["framework"])
-    fig, grid = new_figure(len(metrics), len(models), panel_height=1.1)
-    for row, (ylabel, values) in zip(grid, metrics, strict=True):
-        for ax, model, title in zip(row, models, short_names(models), strict=True):
-            of_model = values[values["model"] == model].set_index("framework")
-            shown = [f for f in frameworks if f in of_model.index]
-            bars = of_model.loc[shown].dropna(subset=["value"])
-            points = (dots or {}).get(ylabel)
-            ax.bar(np.arange(len(bars)), bars["value"], width=0.7, yerr=_errors(bars),
-                   color=[framework_look(f).color for f in bars.index],
-                   alpha=1.0 if points is None else 0.6,  # the dots stay visible on the bars
-                   error_kw={"elinewidth": 0.9, "ecolor": "0.15",
-                             "capsize": 0 if points is None else 2})
-            if points is not None:
-                for x, fw in enumerate(bars.index):
-                    _dots(ax, x, points, model, fw, half_width=0.2, size=6)
-            ax.set_xticks([])  # the legend names the frameworks: their names do not fit below
-            ax.grid(axis="x", visible=False)
-            ax.set_title(title)
-        row[0].set_ylabel(ylabel)
-    framework_legend(fig, frameworks, patches=True)
-    return fig
-
-
-def _grouped_bars(data: frames.SuiteData, metrics: list[tuple[str, pd.DataFrame]],
-                  dots: dict[str, pd.DataFrame] | None = None) -> Figure:
-    """A panel per metric: a group of bars per model (named below), a bar per framework, with
-    `dots` (by metric label) over their bars; a log scale when the values span more than
-    `LOG_SPAN`."""
-    models, frameworks = data.models, framework_order(data.ok["framework"])
-    fig, grid = new_figure(len(metrics), 1, panel_height=1.3, sharex=True)
-    width = 0.8 / len(frameworks)
-    for (ax,), (ylabel, values) in zip(grid, metrics, strict=True):
-        points = (dots or {}).get(ylabel)
-        for i, fw in enumerate(frameworks):
-            bars = values[values["framework"] == fw].set_index("model").reindex(models)
-            x = np.arange(len(models)) + (i - (len(frameworks) - 1) / 2) * width
-            ax.bar(x, bars["value"], width=width, color=framework_look(fw).color,
-                   alpha=1.0 if points is None else 0.6, yerr=_errors(bars),
-                   error_kw={"elinewidth": 0.6, "ecolor": "0.15"})
-            if points is not None:
-                for j, model in enumerate(models):
-                    _dots(ax, x[j], points, model, fw, half_width=0.3 * width, size=3)
-        log_if_wide(ax, "y", values["value"])
-        ax.grid(axis="x", visible=False)
-        ax.set_ylabel(ylabel)
-    grid[-1][0].set_xticks(np.arange(len(models)), short_names(models), rotation=30, ha="right")
-    framework_legend(fig, frameworks, patches=True)
-    return fig
-
-
-def _seed_spread(data: frames.SuiteData, column: str, scale: float) -> pd.DataFrame:
-    """Mean of `column` over the repetitions, with +-1 std (NaN with one repetition) as error
-    bars."""
-    s = frames.spread(data.ok, ["model", "framework"], column)
-    err = scale * s["std"]
-    return pd.DataFrame({"model": s["model"], "framework": s["framework"],
-                         "value": scale * s["mean"], "err_low": err, "err_high": err})
-
-
-TIME_BARS_CAPTION = Caption(
-    "Top: training time of all epochs (warm-up steps and evaluation excluded){over}. Bottom: time "
-    "of one training step: a dot per process (the median of its timed steps), the bar at the "
-    "median over processes, the error bar its 95% confidence interval (the only error bars in "
-    "this figure).", "a dot per repetition", "spread to show")
-
-
-@styled()
-def time_bars(data: frames.SuiteData) -> Figure:
-    """Figure 4, as `TIME_BARS_CAPTION` describes it: bars per framework (`_bar_rows`)."""
-    estimates = step_estimates(data.runs)
-    value = estimates["step"].map(lambda e: 1000 * e.value)
-    steps = pd.DataFrame({"model": estimates["model"], "framework": estimates["framework"],
-                          "value": value,
-                          "err_low": value - estimates["step"].map(lambda e: 1000 * e.low),
-                          "err_high": estimates["step"].map(lambda e: 1000 * e.high) - value})
-    used = used_runs(data.runs)
-    processes = pd.DataFrame({"model": used["model"], "framework": used["framework"],
-                              "value": 1000 * used["median_s"]})
-    training = _seed_spread(data, "train_time_s", 1.0).assign(err_low=np.nan, err_high=np.nan)
-    seeds = pd.DataFrame({"model": data.ok["model"], "framework": data.ok["framework"],
-                          "value": data.ok["train_time_s"]})
-    time_label, step_label = "Training time (s)", "Step time (ms)"
-    return _bar_rows(data, [(time_label, training), (step_label, steps)],
-                     dots={time_label: seeds, step_label: processes})
-
-
-MEMORY_BARS_CAPTION = Caption(
-    "Top: bytes allocated in the whole training loop (memray; GiB). Bottom: peak of live bytes in "
-    "the loop (MiB){over}.", "error bars ±1 std", "error bars")
-
-
-@styled()
-def memory_bars(data: frames.SuiteData) -> Figure:
-    """Figure 5, as `MEMORY_BARS_CAPTION` describes it: bars per framework (`_bar_rows`)."""
-    allocated = _seed_spread(data, "alloc_bytes", 1 / GIB)
-    peak = _seed_spread(data, "peak_bytes", 1 / MIB)
-    return _bar_rows(data, [("Allocated in total (GiB)", allocated), ("Peak live (MiB)", peak)])
-
-
 # --- Figure 6: how cost grows ------------------------------------------------------------------
 
 def _sweep_lines(ax: Axes, points: pd.DataFrame, column: str, y: pd.Series, low: pd.Series,
@@ -293,9 +145,9 @@ def _sweep_lines(ax: Axes, points: pd.DataFrame, column: str, y: pd.Series, low:
     """A line per framework of `y` against `column`, with error bars from `low` to `high`."""
     for fw in framework_order(points["framework"]):
         mask = points["framework"] == fw
-        ax.errorbar(points.loc[mask, column], y[mask],
-                    yerr=[y[mask] - low[mask], high[mask] - y[mask]], label=fw, elinewidth=0.6,
-                    **framework_look(fw).kwargs())
+        errors = np.array([y[mask] - low[mask], high[mask] - y[mask]])
+        ax.errorbar(points.loc[mask, column], y[mask], yerr=np.nan_to_num(errors), label=fw,
+                    elinewidth=0.6, **framework_look(fw).kwargs())
     ax.set_xscale("log")
     ax.set_yscale("log")
     swept_ticks(ax, points[column])
@@ -303,8 +155,10 @@ def _sweep_lines(ax: Axes, points: pd.DataFrame, column: str, y: pd.Series, low:
 
 
 SCALING_BATCH_CAPTION = Caption(
-    "Time per training step (top) and per example (bottom) against the batch size, log-log; "
-    "medians over all timed steps, error bars from the first to the third quartile.")
+    "Time per training step (top) and per example (bottom) against the batch size, a column per "
+    "model, log-log: "
+    "the median over the processes of each point (the median of each one's timed steps), the "
+    "error bars its 95 % confidence interval.")
 
 
 @styled()
@@ -316,11 +170,11 @@ def scaling_batch(data: frames.SuiteData) -> Figure:
     fig, grid = new_figure(2, len(models), panel_height=1.25)
     for j, model in enumerate(models):
         p = points[points["model"] == model].reset_index(drop=True)
-        quartiles = p[["median", "q1", "q3"]]
-        step_ms = 1000 * quartiles
-        example_us = (1e6 * quartiles).div(p["batch_size"], axis=0)
+        estimates = p[["median", "low", "high"]]
+        step_ms = 1000 * estimates
+        example_us = (1e6 * estimates).div(p["batch_size"], axis=0)
         for ax, y in ((grid[0][j], step_ms), (grid[1][j], example_us)):
-            _sweep_lines(ax, p, "batch_size", y["median"], y["q1"], y["q3"])
+            _sweep_lines(ax, p, "batch_size", y["median"], y["low"], y["high"])
         grid[0][j].set_title(model)
         grid[1][j].set_xlabel("Batch size")
     grid[0][0].set_ylabel("Time per step (ms)")
@@ -330,9 +184,9 @@ def scaling_batch(data: frames.SuiteData) -> Figure:
 
 
 SCALING_SIZE_CAPTION = Caption(
-    "Time per training step against the MLP's hidden width and the RNN's sequence length (at the "
-    "default batch size), log-log; medians over all timed steps, error bars from the first to "
-    "the third quartile.")
+    "Time per training step against the MLP's hidden width and the RNN's and LSTM's sequence "
+    "length (at the default batch size), a panel per swept model, log-log: the median over the "
+    "processes of each point, the error bars its 95 % confidence interval.")
 
 
 @styled()
@@ -346,7 +200,7 @@ def scaling_size(data: frames.SuiteData) -> Figure:
         points = frames.sweep_points(data, column)
         p = points[points["model"] == model].reset_index(drop=True)
         frameworks |= set(p["framework"])
-        _sweep_lines(ax, p, column, 1000 * p["median"], 1000 * p["q1"], 1000 * p["q3"])
+        _sweep_lines(ax, p, column, 1000 * p["median"], 1000 * p["low"], 1000 * p["high"])
         ax.set_title(model)
         ax.set_xlabel(SIZE_LABELS[column])
     grid[0][0].set_ylabel("Time per step (ms)")
@@ -357,24 +211,34 @@ def scaling_size(data: frames.SuiteData) -> Figure:
 # --- Figure 7: accuracy against training time --------------------------------------------------
 
 TIME_TO_ACCURACY_CAPTION = Caption(
-    "Test accuracy after each epoch against the training time spent so far (evaluation "
-    "excluded){over}.")
+    "Test accuracy after each epoch against the time spent so far, a column per model: training "
+    "alone (top row; evaluation excluded) and with the model's build and warm-up steps before it "
+    "(bottom row: where torch.compile and tinygrad compile, and jax traces){over}.",
+    "the band from their minimum to maximum", "band")
 
 
 @styled()
 def time_to_accuracy(data: frames.SuiteData) -> Figure:
-    """Figure 7, as `TIME_TO_ACCURACY_CAPTION` describes it: a line per framework, a panel per
-    model; a log time axis where the times span more than `LOG_SPAN`."""
-    points = frames.time_to_accuracy(data.epochs)
-    fig, axes = model_panels(data.models)
-    for ax, model in zip(axes, data.models, strict=True):
+    """Figure 7, as `TIME_TO_ACCURACY_CAPTION` describes it: a column per model, a line per
+    framework; a log time axis where the times span more than `LOG_SPAN`."""
+    points = frames.time_to_accuracy(data.epochs, data.ok)
+    width = COLUMN_WIDTH_IN if len(data.models) <= 2 else 2 * COLUMN_WIDTH_IN
+    fig, grid = new_figure(2, len(data.models), sharey="col", width=width)
+    for j, (model, title) in enumerate(zip(data.models, short_names(data.models), strict=True)):
         of_model = points[points["model"] == model]
-        for fw in framework_order(of_model["framework"]):
-            p = of_model[of_model["framework"] == fw]
-            ax.plot(p["cum_time_s"], 100 * p["test_acc"], label=fw, **framework_look(fw).kwargs())
-        ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
-        log_if_wide(ax, "x", of_model["cum_time_s"])
-    shared_labels(fig, "Training time (s)", "Test accuracy (%)")
+        for ax, column, what in ((grid[0][j], "cum_time_s", "training"),
+                                 (grid[1][j], "cum_with_warmup_s", "+ build, warm-up")):
+            for fw in framework_order(of_model["framework"]):
+                p = of_model[of_model["framework"] == fw]
+                look = framework_look(fw)
+                ax.plot(p[column], 100 * p["test_acc"], label=fw, **look.kwargs())
+                if data.repetitions > 1:
+                    ax.fill_between(p[column], 100 * p["acc_min"], 100 * p["acc_max"],
+                                    color=look.color, alpha=BAND_ALPHA, linewidth=0)
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
+            log_if_wide(ax, "x", of_model[column])
+            ax.set_title(f"{title}: {what}")
+    shared_labels(fig, "Time (s)", "Test accuracy (%)")
     framework_legend(fig, framework_order(data.ok["framework"]))
     return fig
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from harness.contract.specs import MODELS
+from harness.measure.stats import estimate
+from harness.results.estimates import build_and_warmup_s, used_runs
 from harness.results.records import Status
 
 # Settings that a sweep suite varies within one model and framework, as cases() names them.
@@ -91,13 +93,20 @@ def epoch_curves(epochs: pd.DataFrame, value: str) -> pd.DataFrame:
         ["model", "framework", "epoch"], kind="stable")
 
 
-def time_to_accuracy(epochs: pd.DataFrame) -> pd.DataFrame:
-    """Test accuracy after each epoch against the training time spent so far, each the mean
-    over the repetitions, per model, framework and epoch."""
+def time_to_accuracy(epochs: pd.DataFrame, cases: pd.DataFrame) -> pd.DataFrame:
+    """Test accuracy after each epoch against the training time spent so far (`cum_time_s`) and
+    against that time with the model's build and warm-up steps added (`cum_with_warmup_s`:
+    where a compiling framework compiles), per model, framework and epoch: the times' means
+    over the repetitions, the accuracy's mean (`test_acc`), minimum and maximum."""
     frame = epochs.sort_values(["key", "epoch"]).copy()
     frame["cum_time_s"] = frame.groupby("key")["train_time_s"].cumsum()
-    return (frame.groupby(["model", "framework", "epoch"], sort=False)[["cum_time_s", "test_acc"]]
-            .mean().reset_index())
+    warmup = build_and_warmup_s(cases).set_axis(cases["key"])
+    frame["cum_with_warmup_s"] = frame["cum_time_s"] + frame["key"].map(warmup).fillna(0.0)
+    return (frame.groupby(["model", "framework", "epoch"], sort=False)
+            .agg(cum_time_s=("cum_time_s", "mean"),
+                 cum_with_warmup_s=("cum_with_warmup_s", "mean"), test_acc=("test_acc", "mean"),
+                 acc_min=("test_acc", "min"), acc_max=("test_acc", "max"))
+            .reset_index())
 
 
 def batch_series(batches: pd.DataFrame) -> pd.DataFrame:
@@ -111,25 +120,26 @@ def batch_series(batches: pd.DataFrame) -> pd.DataFrame:
             .reset_index())
 
 
-def step_stats(steps: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Median and quartiles of the step time in seconds per `by` group, all repetitions' steps
-    pooled (`median`, `q1`, `q3`, `count`)."""
-    grouped = steps.groupby(by, sort=False, dropna=False)["seconds"]
-    out = pd.DataFrame({"median": grouped.median(), "q1": grouped.quantile(0.25),
-                        "q3": grouped.quantile(0.75), "count": grouped.size()})
-    return out.reset_index()
-
-
 def sweep_points(data: SuiteData, column: str) -> pd.DataFrame:
-    """Step-time statistics against the swept `column` for the cases of that sweep: those that
-    leave the other swept extras unset (the `scaling` suite sweeps one setting at a time).
-    Models keep the suite's order, values ascend."""
-    steps = data.steps
+    """The step time against the swept `column`, for the cases of that sweep (those that leave
+    the other swept extras unset: the `scaling` suite sweeps one setting at a time): per model,
+    framework and value, the median over its processes' median steps with its 95 % CI
+    (`median`, `low`, `high`, in seconds; no interval from one process) and the number of
+    `processes`: the estimator of every step time in the report (`stats.estimate`). Models keep
+    the suite's order, values ascend."""
+    runs = used_runs(data.runs)
     for other in data.swept:
         if other.startswith("extra_"):
-            keep = steps[other].notna() if other == column else steps[other].isna()
-            steps = steps[keep]
-    stats = step_stats(steps, ["model", "framework", column])
-    stats["order"] = stats["model"].map({m: i for i, m in enumerate(data.models)})
-    return (stats.sort_values(["order", "framework", column], kind="stable")
+            keep = runs[other].notna() if other == column else runs[other].isna()
+            runs = runs[keep]
+    rows = []
+    for (model, framework, value), group in runs.groupby(["model", "framework", column],
+                                                         sort=False):
+        e = estimate(group["median_s"].dropna())
+        rows.append({"model": model, "framework": framework, column: value, "median": e.value,
+                     "low": e.low, "high": e.high, "processes": e.n})
+    points = pd.DataFrame(rows, columns=["model", "framework", column, "median", "low", "high",
+                                         "processes"])
+    points["order"] = points["model"].map({m: i for i, m in enumerate(data.models)})
+    return (points.sort_values(["order", "framework", column], kind="stable")
             .drop(columns="order").reset_index(drop=True))

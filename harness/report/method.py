@@ -123,21 +123,25 @@ def method_section(data: frames.SuiteData) -> str:
     warmup = runs["warmup_steps"].median() if len(runs) else float("nan")
     retried = int((~runs["flagged"] & (runs["attempts"] > 1)).sum()) if len(runs) else 0
     if data.swept:
-        spread = ("The scaling tables give each setting's median step time over all timed steps, "
-                  "with its quartiles.")
+        spread = ("The scaling tables and figures give each setting's step time as the median over "
+                  "its processes of each process's median step, with a 95% confidence interval.")
     else:
         reps = f"{n} runs (seeds × folds)" if data.has_folds else f"{n} seeds"
-        spread = ((f"Training time, memory and accuracy are the mean ± standard deviation over "
-                   f"{reps} per model and framework" if n > 1
+        spread = ((f"Memory and accuracy are the mean ± standard deviation over {reps} per "
+                   f"model and framework" if n > 1
                    else "Each model and framework ran with one seed")
                   + f". Step time is the median over all processes (seeds × rounds) of each "
-                  f"process's median step, with a 95% confidence interval (from order statistics "
+                  f"process's median step, and training time the median of the processes' "
+                  f"training times, each with a 95% confidence interval (from order statistics "
                   f"for {ORDER_STATISTICS_FROM} processes or more, Student's t on the logarithms "
-                  f"below); the ratio to {REFERENCE} is paired: each process is divided by "
-                  f"{REFERENCE}'s process of the same round and seed, and the interval is that of "
-                  f"the ratios. A ratio whose interval holds 1 is marked ≈: no difference was "
-                  f"shown, whatever its point estimate. GFLOP/s is the model's floating-point "
-                  f"operations per training step (the matrix products of its dense, "
+                  f"below). The ratio to {REFERENCE}, the verdict, is paired: each process is "
+                  f"divided by {REFERENCE}'s process of the same round and seed, and its interval "
+                  f"is the 95% prediction interval of their median (PI: where a rerun's ratio "
+                  f"falls, √2 times as wide as a confidence interval). A ratio whose interval "
+                  f"holds 1 is marked ≈: no difference was shown, whatever its point estimate; "
+                  f"'undecided' where that interval also reaches beyond ±25 %. GFLOP/s is the "
+                  f"model's floating-point operations per training step (the matrix products "
+                  f"of its dense, "
                   f"convolutional and recurrent layers, forward and backward; element-wise work "
                   f"not counted) over that median step, and its share of this machine's float32 "
                   f"GEMM peak, measured with the same thread count.")
@@ -191,10 +195,12 @@ def method_section(data: frames.SuiteData) -> str:
             text.append(line[0].upper() + line[1:] + ".")
     out = " ".join(text)
     if len(flagged):
-        rows = [[r["model"], r["framework"], str(r["seed"]), str(int(r["run"]) + 1),
+        folds = data.has_folds and "extra_fold" in flagged
+        rows = [[r["model"], r["framework"], str(r["seed"]),
+                 *([str(int(r["extra_fold"]))] if folds else []), str(int(r["run"]) + 1),
                  ", ".join(w for w in ("contended", "drift") if r[w]),
                  "-" if pd.isna(r["foreign_cpu_s"]) else f"{r['foreign_cpu_s']:.2f}"]
                 for _, r in flagged.iterrows()]
-        out += "\n\n" + markdown_table(["Model", "Framework", "Seed", "Round", "Flag",
-                                                 "Foreign CPU (s)"], rows)
+        out += "\n\n" + markdown_table(["Model", "Framework", "Seed", *(["Fold"] if folds else []),
+                                        "Round", "Flag", "Foreign CPU (s)"], rows)
     return out

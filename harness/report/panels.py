@@ -33,7 +33,7 @@ from harness.report.style import (
     new_figure,
 )
 
-LOG_SPAN = 20.0  # a positive axis whose data spans more than this factor is drawn in log scale
+LOG_SPAN = 5.0  # a positive axis whose data spans more than this factor is drawn in log scale
 
 
 MAX_TICKS = 4  # ticks on a swept axis, so that the labels never touch at ~1 in per panel

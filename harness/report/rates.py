@@ -78,6 +78,12 @@ def rate_search_section(grid: pd.DataFrame, data: frames.SuiteData) -> list[str]
         rows.append(row)
     folds = int(grid["folds"].max())
     total = len(data.cases)
+    edge = grid[grid["chosen"] & grid["lr"].isin([rates[0], rates[-1]])] if len(rates) > 1 else []
+    at_edge = ("" if not len(edge) else
+               " At the grid's edge, where a better rate may lie beyond it (extend the grid "
+               "there): " + ", ".join(f"{m} ({f}) at {lr:g}" for m, f, lr in
+                                       edge[["model", "framework", "lr"]].itertuples(index=False))
+               + ".")
     headers = ["Model", "Framework", *(f"lr {lr:g}" for lr in rates), "Chosen lr"]
     return ["## Learning-rate search", "",
             f"A rate per model and framework, chosen by a grid search with {folds}-fold "
@@ -87,5 +93,5 @@ def rate_search_section(grid: pd.DataFrame, data: frames.SuiteData) -> list[str]
             f"all finished, the rate every table and figure below shows, with all repetitions. "
             f"The first repetition thus both chose the rate and is part of what is reported: a "
             f"small optimistic bias of selection, which a selection seed of its own would avoid. "
-            f"{total} runs in all; those at the rates not chosen appear only here.", "",
+            f"{total} runs in all; those at the rates not chosen appear only here.{at_edge}", "",
             markdown_table(headers, rows), ""]

@@ -29,12 +29,22 @@ WIDTH_IN = 7.0  # two columns: three panels of log-log axes need the room
 LABEL_SIDES = ((3, 2, "left", "bottom"), (3, -2, "left", "top"),
                (-3, 2, "right", "bottom"), (-3, -2, "right", "top"))
 
-CAPTION = ("One panel per model; each point is one op of one framework's training step, forward "
-           "(circle) or backward (square): its FLOPs per byte it reads against its achieved "
-           "GFLOP/s, from `adh profile` (the tables above). The lines are the machine's roofs: "
-           "the float32 GEMM peak and the memory bandwidth of a triad (a = b + s*c), both "
-           "measured with numpy at the profiles' thread count. Ops whose FLOPs or bytes are "
-           "unknown are not drawn.")
+def caption(profiles: list[SavedProfile]) -> str:
+    """What the figure of `profiles` draws: a panel per profiled model, and which profiled
+    frameworks have no point in it, and why."""
+    models = list(dict.fromkeys(p.model for p in profiles))
+    drawn = {p.framework for p in profiles if _points(p)}
+    undrawn = [f for f in framework_order(p.framework for p in profiles) if f not in drawn]
+    text = (f"One panel per profiled model ({', '.join(models)}); each point is one op of one "
+            "framework's training step, forward (circle) or backward (square): its FLOPs per "
+            "byte it reads against its achieved GFLOP/s, from `adh profile` (the tables above). "
+            "The lines are the machine's roofs: the float32 GEMM peak and the memory bandwidth "
+            "of a triad (a = b + s*c), both measured with numpy at the profiles' thread count. "
+            "Ops whose FLOPs or bytes are unknown are not drawn.")
+    if undrawn:
+        text += (f" Profiled but without a point: {', '.join(undrawn)} (no op whose FLOPs and "
+                 "bytes are both known, such as jax's compiled instructions).")
+    return text
 
 
 def _points(profile: SavedProfile) -> list[tuple[str, str, float, float]]:

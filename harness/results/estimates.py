@@ -25,11 +25,12 @@ REPORTED = "prov_reported_"  # the facts a framework reported of its run (Framew
 GIB, MIB = 2 ** 30, 2 ** 20
 
 
-REFERENCE = "torch"  # the framework every ratio is against, unless a caller names another
-
-
-REPORTED = "prov_reported_"  # the facts a framework reported of its run (Framework.facts)
-GIB, MIB = 2 ** 30, 2 ** 20
+def build_and_warmup_s(cases: pd.DataFrame) -> pd.Series:
+    """Each case's time to build its model and run its warm-up steps: where a compiling
+    framework compiles (jax ahead of the first step, torch.compile and tinygrad in it),
+    reported apart from training time."""
+    build = cases.get("prov_build_s", pd.Series(0.0, index=cases.index))
+    return cases["warmup_s"] + build.astype(float).fillna(0.0)
 
 
 def final_test_accuracy(epochs: pd.DataFrame) -> pd.Series:
@@ -79,13 +80,15 @@ def _medianfact_values(runs: pd.DataFrame, name: str) -> float:
     return float(pd.Series(found).median()) if found else math.nan
 
 
-def step_ratios(runs: pd.DataFrame, reference: str = "torch") -> pd.DataFrame:
+def step_ratios(runs: pd.DataFrame, reference: str = "torch",
+                column: str = "median_s") -> pd.DataFrame:
     """Per model and framework, the step time against the reference framework's as a
     `stats.Estimate` (`ratio`), paired by round: each run is divided by the reference's run of
     the same round and settings (seed included; turn by turn where they took turns:
     `stats.round_ratio`), and the pairs of all seeds pooled. Pairs with a
     flagged run are left out while clean pairs exist; `pairs` counts the pairs used and
-    `flagged_pairs` how many of those hold a flagged run."""
+    `flagged_pairs` how many of those hold a flagged run. `column` "train_time_s" pairs the
+    processes' training times instead (no turns: a turn is a few steps)."""
     out = []
     if "turn_medians_s" not in runs:  # runs measured before turns
         runs = runs.assign(turn_medians_s=None)
@@ -97,8 +100,12 @@ def step_ratios(runs: pd.DataFrame, reference: str = "torch") -> pd.DataFrame:
         flagged = pairs["flagged"] | pairs["flagged_ref"]
         if (~flagged).any():
             pairs, flagged = pairs[~flagged], flagged[~flagged]
-        ratios = [round_ratio(p.median_s, p.median_s_ref, from_json(p.turn_medians_s) or (),
-                              from_json(p.turn_medians_s_ref) or ()) for p in pairs.itertuples()]
+        if column == "median_s":
+            ratios = [round_ratio(p.median_s, p.median_s_ref, from_json(p.turn_medians_s) or (),
+                                  from_json(p.turn_medians_s_ref) or ())
+                      for p in pairs.itertuples()]
+        else:
+            ratios = list(pairs[column] / pairs[f"{column}_ref"])
         out.append({"model": model, "framework": framework, "pairs": len(pairs),
                     "flagged_pairs": int(flagged.sum()), "ratio": ratio_estimate(ratios)})
     return pd.DataFrame(out, columns=["model", "framework", "ratio", "pairs", "flagged_pairs"])
@@ -111,11 +118,12 @@ def model_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFrame,
     allocated, peak live bytes and final test accuracy; the step time over all their
     processes with its 95 % interval (`step`, `processes`, `flagged`, see `step_estimates`); and
     against the reference framework: the paired step-time ratio (`ratio`, see `step_ratios`),
-    `<metric>_ratio` for memory and `test_pct_diff` (percentage points, paired by seed, an
-    Estimate: `accuracy_differences`), NaN where the model has
-    no reference row. `status` is "ok" on those rows; a model and framework with no finished case
-    but one its framework does not support gets a row of its own with status "unsupported", the
-    framework's `reason` and no numbers. Models in the order of `cases`."""
+    the paired training-time ratio (`train_ratio`), `<metric>_ratio` for memory and
+    `test_pct_diff` (percentage points, paired by seed, an Estimate: `accuracy_differences`),
+    NaN where the model has no reference row. `status` is "ok" on those rows; a model and
+    framework with no finished case but one its framework does not support gets a row of its
+    own with status "unsupported", the framework's `reason` and no numbers. Models in the order
+    of `cases`."""
     summary = _with_unsupported(_measured_summary(cases, epochs, runs, reference), cases)
     order = {model: i for i, model in enumerate(dict.fromkeys(
         cases.loc[cases["status"].isin([Status.OK, Status.UNSUPPORTED]), "model"]))}
@@ -143,10 +151,7 @@ def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFr
     ok = cases[cases["status"] == Status.OK].copy()
     ok["test_acc"] = ok["key"].map(final_test_accuracy(epochs))
     ok["time_s"] = ok["train_time_s"]
-    # Building the model and its warm-up steps: where a compiling framework compiles (jax ahead
-    # of the first step, torch.compile and tinygrad in it), reported apart from training time.
-    ok["warmup_s"] = ok["warmup_s"] + ok.get("prov_build_s", pd.Series(0.0, index=ok.index)
-                                              ).astype(float).fillna(0.0)
+    ok["warmup_s"] = build_and_warmup_s(ok)
     ok["alloc_gib"] = ok["alloc_bytes"] / GIB
     ok["peak_mib"] = ok["peak_bytes"] / MIB
     ok["test_pct"] = 100 * ok["test_acc"]
@@ -172,8 +177,11 @@ def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFr
         lambda m: " + ".join(sorted(set(m))))
     summary = summary.reset_index()
     runs = runs[runs["key"].isin(ok["key"])]
+    training = step_ratios(runs, reference, "train_time_s")[["model", "framework", "ratio"]]
     summary = (summary.merge(step_estimates(runs), on=["model", "framework"], how="left")
-               .merge(step_ratios(runs, reference), on=["model", "framework"], how="left"))
+               .merge(step_ratios(runs, reference), on=["model", "framework"], how="left")
+               .merge(training.rename(columns={"ratio": "train_ratio"}),
+                      on=["model", "framework"], how="left"))
     seconds = summary["step"].map(lambda e: e.value if isinstance(e, Estimate) else float("nan"))
     summary["gflops"] = summary["gflop"] / seconds.astype(float)
     summary["threads"], summary["threads_used"], summary["peak_gflops"] = zip(

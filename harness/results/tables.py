@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 
 import pandas as pd
 
@@ -68,6 +69,28 @@ def disagreements(summary: pd.DataFrame, reference: str = "torch") -> list[str]:
                      f"{quotient:.2f}x, outside the verdict's {ratio.low:.2f}-{ratio.high:.2f}: "
                      "the medians pool processes that ran at different speeds of the host, the "
                      "verdict compares the two within the same round")
+    return lines
+
+
+def against_the_trend(points: pd.DataFrame, column: str) -> list[str]:
+    """A line for each swept point whose step time is below the previous, smaller setting's
+    (cost that falls as the work grows): whether their 95 % CIs overlap (the processes' scatter
+    can give it) or not (then the host or the kernel changed between them: re-measure it).
+    `points` as `sweep_table` takes them."""
+    lines = []
+    for (model, framework), group in points.groupby(["model", "framework"], sort=False):
+        group = group.sort_values(column)
+        for smaller, larger in zip(group.itertuples(), group.iloc[1:].itertuples(), strict=False):
+            if larger.median >= smaller.median:
+                continue
+            overlap = (math.isfinite(larger.high) and math.isfinite(smaller.low)
+                       and larger.high >= smaller.low)
+            why = ("within their 95 % CIs, which overlap: the processes' scatter" if overlap else
+                   "beyond their 95 % CIs: the host or the kernel chosen changed between them; "
+                   f"re-measure with adh run scaling --models {model} --frameworks {framework}")
+            before, after = (three_figures(1000 * p.median) for p in (smaller, larger))
+            lines.append(f"{framework} on {model}: {before} ms at {getattr(smaller, column):g} "
+                         f"but {after} ms at {getattr(larger, column):g}, {why}")
     return lines
 
 
@@ -312,14 +335,25 @@ def accuracy_table(summary: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     return headers, rows
 
 
-_LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-                  "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
-                  "^": r"\textasciicircum{}", "±": r"$\pm$", "×": r"$\times$"}
+# Every character outside ASCII that the harness writes is here (a test holds the two lists
+# together), so that a table compiles with pdflatex's default input encoding and fonts.
+LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+                 "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
+                 "^": r"\textasciicircum{}", "±": r"$\pm$", "×": r"$\times$",
+                 "≈": r"$\approx$", "√": r"$\surd$", "µ": r"$\mu$", "·": r"$\cdot$",
+                 "—": "---", "…": r"\ldots{}", "▲": r"$\uparrow$", "▼": r"$\downarrow$"}
 
 
 def latex_escape(text: str) -> str:
-    """`text` with LaTeX's special characters escaped, and ± and × as math symbols."""
-    return "".join(_LATEX_ESCAPES.get(ch, ch) for ch in str(text))
+    """`text` with LaTeX's special characters escaped, and the symbols outside ASCII (±, ×, ≈,
+    µ, ...) as LaTeX's own."""
+    return "".join(LATEX_ESCAPES.get(ch, ch if ch.isascii() else _ascii(ch)) for ch in str(text))
+
+
+def _ascii(ch: str) -> str:
+    """A character outside ASCII that no escape names (a framework's own words): its ASCII
+    letters (an accented e: e), or "?", which pdflatex's default encoding cannot fail on."""
+    return unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode() or "?"
 
 
 # A table with more columns than this spans both columns of a two-column paper (table*) and is
@@ -365,13 +399,19 @@ def three_figures(value: float) -> str:
 def sweep_table(points: pd.DataFrame, column: str, header: str,
                 frameworks: list[str]) -> tuple[list[str], list[list[str]]]:
     """Step time against a swept setting: one row per model and value of `column`, one column
-    per framework with the median step time in ms and its interquartile range in brackets.
-    `points` has model, framework, `column`, median, q1, q3 (seconds)."""
+    per framework with the median step time in ms over its processes, its 95 % CI in brackets
+    and the number of processes. `points` has model, framework, `column`, median, low, high
+    (seconds) and processes (frames.sweep_points)."""
     headers = ["Model", header, *(f"{f} (ms)" for f in frameworks)]
-    cells = {(r["model"], r[column], r["framework"]):
-             f"{three_figures(1000 * r['median'])} [{three_figures(1000 * r['q1'])}, "
-             f"{three_figures(1000 * r['q3'])}]"
-             for _, r in points.iterrows()}
+
+    def cell(r: pd.Series) -> str:
+        median = three_figures(1000 * r["median"])
+        if not (math.isfinite(r["low"]) and math.isfinite(r["high"])):
+            return f"{median} (1 process, no CI)"
+        return (f"{median} [{three_figures(1000 * r['low'])}, {three_figures(1000 * r['high'])}; "
+                f"{int(r['processes'])}]")
+
+    cells = {(r["model"], r[column], r["framework"]): cell(r) for _, r in points.iterrows()}
     swept = points[["model", column]].drop_duplicates()
     rows = [[model, f"{value:g}", *(cells.get((model, value, f), "-") for f in frameworks)]
             for (model, value) in swept.itertuples(index=False)]
