@@ -37,6 +37,8 @@ MARGIN_HEIGHT_IN = 0.45  # titles and the x axis's labels
 GROUP_GAP = 0.5  # rows of space between two models
 POINT_OFFSET = 0.3  # the grey dots sit this far above their row, clear of the interval's line
 
+Key = tuple[str, str]  # (model, framework)
+
 
 @dataclass(frozen=True)
 class Quantity:
@@ -46,21 +48,18 @@ class Quantity:
     (1 for a ratio); `log` forces a log axis (a ratio's), else one where the values are wide."""
 
     title: str
-    estimates: dict[tuple[str, str], Estimate]
-    points: dict[tuple[str, str], list[float]] | None = None
-    verdicts: dict[tuple[str, str], str] | None = None
+    estimates: dict[Key, Estimate]
+    points: dict[Key, list[float]] | None = None
+    verdicts: dict[Key, str] | None = None
     reference: float | None = None
     log: bool = False
-
-
-Key = tuple[str, str]  # (model, framework)
 
 
 def _rows(models: list[str], frameworks: list[str],
           quantities: list[Quantity]) -> tuple[dict[Key, float], list[tuple[str, float]]]:
     """Each (model, framework) shown and its row's height, top down; each model's heading."""
     shown = {key for q in quantities for key, e in q.estimates.items() if math.isfinite(e.value)}
-    rows: dict[tuple[str, str], float] = {}
+    rows: dict[Key, float] = {}
     headings = []
     y = 0.0
     for model in models:
@@ -75,7 +74,7 @@ def _rows(models: list[str], frameworks: list[str],
     return rows, headings
 
 
-def _draw(ax, quantity: Quantity, rows: dict[tuple[str, str], float]) -> None:
+def _draw(ax, quantity: Quantity, rows: dict[Key, float]) -> None:
     values = []
     for key, y in rows.items():
         e = quantity.estimates.get(key)
@@ -138,11 +137,11 @@ def dot_panels(models: list[str], frameworks: list[str], quantities: list[Quanti
     return fig
 
 
-def _by_key(frame: pd.DataFrame, column: str) -> dict[tuple[str, str], object]:
+def _by_key(frame: pd.DataFrame, column: str) -> dict[Key, object]:
     return {(row.model, row.framework): getattr(row, column) for row in frame.itertuples()}
 
 
-def _points(frame: pd.DataFrame, column: str, scale: float) -> dict[tuple[str, str], list[float]]:
+def _points(frame: pd.DataFrame, column: str, scale: float) -> dict[Key, list[float]]:
     return {key: [scale * v for v in group[column].dropna()]
             for key, group in frame.groupby(["model", "framework"], sort=False)}
 

@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.transforms import Bbox
 
+from harness.contract.specs import MODELS
 from harness.report.panels import log_ticks
 from harness.report.style import framework_look, framework_order, legend_above, new_figure, styled
 from harness.results.profiles import SavedProfile
@@ -29,10 +30,17 @@ WIDTH_IN = 7.0  # two columns: three panels of log-log axes need the room
 LABEL_SIDES = ((3, 2, "left", "bottom"), (3, -2, "left", "top"),
                (-3, 2, "right", "bottom"), (-3, -2, "right", "top"))
 
+def _models(profiles: list[SavedProfile]) -> list[str]:
+    """The profiled models in the order of every figure (the built-in ones in their fixed
+    order, then the others as profiled)."""
+    present = list(dict.fromkeys(p.model for p in profiles))
+    return [m for m in MODELS if m in present] + [m for m in present if m not in MODELS]
+
+
 def caption(profiles: list[SavedProfile]) -> str:
     """What the figure of `profiles` draws: a panel per profiled model, and which profiled
     frameworks have no point in it, and why."""
-    models = list(dict.fromkeys(p.model for p in profiles))
+    models = _models(profiles)
     drawn = {p.framework for p in profiles if _points(p)}
     undrawn = [f for f in framework_order(p.framework for p in profiles) if f not in drawn]
     text = (f"One panel per profiled model ({', '.join(models)}); each point is one op of one "
@@ -80,7 +88,7 @@ def _label(ax: Axes, renderer: RendererBase, points: list[tuple[str, float, floa
 
 def roofline(profiles: list[SavedProfile]) -> Figure:
     """The figure: one panel per model, both roofs, every profile's ops as points."""
-    models = list(dict.fromkeys(p.model for p in profiles))
+    models = _models(profiles)
     frameworks = framework_order(p.framework for p in profiles if _points(p))  # in the legend
     fig, axes = new_figure(1, len(models), legend=True, sharey=True, width=WIDTH_IN)
     labels = []  # per panel: its ops' names, placed once the figure is laid out
