@@ -1,6 +1,7 @@
 """Shared fixtures."""
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,16 @@ def torch_one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def python_sigint():
+    """Python's own SIGINT handler for the test, which a Ctrl-C (SIGINT, or
+    `_thread.interrupt_main`) must reach: a shell that starts the tests in the background
+    (`./.ci/run &`) hands Python SIGINT ignored, and then nothing raises KeyboardInterrupt."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture(autouse=True, scope="session")

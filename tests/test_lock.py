@@ -83,7 +83,7 @@ def test_waiter_is_told_who_holds_it_and_gets_it_after_the_holder_exits(holder):
                         message), message
 
 
-def test_a_waiter_stopped_while_waiting_gets_one_line(holder):
+def test_a_waiter_stopped_while_waiting_gets_one_line(holder, python_sigint):
     """Ctrl-C while waiting: LockWaitStopped naming the holder and when its plan ends (adh
     prints it and exits 130), not a KeyboardInterrupt from inside flock."""
     proc, path = holder

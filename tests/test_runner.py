@@ -7,7 +7,6 @@ import _thread
 import json
 import math
 import os
-import signal
 import statistics
 import threading
 
@@ -337,16 +336,6 @@ def test_ctrl_c_records_the_case_in_flight_and_resume_finishes(toys, tmp_path, m
         assert not resumed.interrupted
         assert calls == ["toy-hang", "toy-nan"]
         assert set(store.cases()["status"]) == {"ok"}
-
-
-@pytest.fixture
-def python_sigint():
-    """Python's own SIGINT handler, which `_thread.interrupt_main` calls, for the test: a shell
-    that starts the tests in the background (`./.ci/run &`) hands Python SIGINT ignored, and
-    then interrupt_main raises nothing."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, previous)
 
 
 def test_ctrl_c_in_a_real_worker_kills_it(toys, tmp_path, python_sigint):
