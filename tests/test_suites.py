@@ -63,7 +63,7 @@ def test_known_case_counts():
     assert counts["ci"] == 3 * 2
     assert counts["paper"] == 4 * 7 * 3  # x seeds
     assert counts["circles"] == 6 * 3 * 2 * 5  # x seeds x folds
-    assert counts["circles-paper"] == 6 * 1 * 2 * 5 * 4  # x learning rates
+    assert counts["circles-paper"] == 6 * 1 * 2 * 5 * 6  # x learning rates
     # batch sizes, widths, sequence lengths (rnn and lstm)
     assert counts["scaling"] == 3 * 3 * 7 + 3 * 6 + 3 * 5 * 2
 
@@ -109,7 +109,8 @@ def test_a_learning_rate_list_is_swept(tmp_path):
                     'frameworks = ["engine-static"]\nfolds = 5\nlr = [0.001, 0.01, 1]\n')
     suite = load_suite(str(path))
     assert sorted({c.lr for c in suite.cases}) == [0.001, 0.01, 1.0] and len(suite.cases) == 15
-    assert {c.lr for c in load_suite("circles-paper").cases} == {0.001, 0.003, 0.01, 0.03}
+    assert {c.lr for c in load_suite("circles-paper").cases} == {0.0001, 0.0003, 0.001, 0.003,
+                                                                 0.01, 0.03}
     for bad, words in (("[0.01, 0]", "must be positive"), ('["fast"]', "list of numbers")):
         path.write_text(f'models = ["mlp"]\nframeworks = ["torch"]\nlr = {bad}\n')
         with pytest.raises(UsageError, match=words):
