@@ -23,7 +23,7 @@ from harness.contract.cases import Case, CaseExtra
 from harness.errors import UsageError
 from harness.measure.policy import FlagPolicy
 from harness.measure.stats import ratio_verdict
-from harness.report import build_report, figures, rates
+from harness.report import build_report, figures, frames, rates
 from harness.report.build import load_suite_data, plan_figures, regenerate_note
 from harness.report.method import method_section
 from harness.report.style import FRAMEWORKS, framework_look, framework_order, variant_look
@@ -1133,3 +1133,14 @@ def test_a_swept_point_against_the_trend_is_explained() -> None:
         "overlap: the processes' scatter"]
     apart = points.assign(low=[0.0019, 0.0027, nan], high=[0.0021, 0.00275, 0.00250])
     assert "beyond their 95 % CIs" in tables.against_the_trend(apart, "batch_size")[0]
+
+
+def test_a_swept_point_whose_runs_are_all_flagged_stays_in_the_sweep(tmp_path: Path) -> None:
+    """Flagged runs are left out per point while it has clean ones, never because another
+    point of the same model and framework has clean runs."""
+    with ResultsStore(tmp_path / "adh.sqlite") as store:
+        store.save(make_result("sweep", "mlp", "torch", 0, epochs=1, batch_size=16))
+        store.save(make_result("sweep", "mlp", "torch", 0, epochs=1, batch_size=64, rounds=1,
+                               contended=True))
+        points = frames.sweep_points(load_suite_data(store, "sweep"), "batch_size")
+    assert list(points["batch_size"]) == [16, 64] and list(points["processes"]) == [2, 1]

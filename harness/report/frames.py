@@ -127,7 +127,7 @@ def sweep_points(data: SuiteData, column: str) -> pd.DataFrame:
     (`median`, `low`, `high`, in seconds; no interval from one process) and the number of
     `processes`: the estimator of every step time in the report (`stats.estimate`). Models keep
     the suite's order, values ascend."""
-    runs = used_runs(data.runs)
+    runs = data.runs
     for other in data.swept:
         if other.startswith("extra_"):
             keep = runs[other].notna() if other == column else runs[other].isna()
@@ -135,7 +135,7 @@ def sweep_points(data: SuiteData, column: str) -> pd.DataFrame:
     rows = []
     for (model, framework, value), group in runs.groupby(["model", "framework", column],
                                                          sort=False):
-        e = estimate(group["median_s"].dropna())
+        e = estimate(used_runs(group)["median_s"].dropna())  # the clean runs of this point
         rows.append({"model": model, "framework": framework, column: value, "median": e.value,
                      "low": e.low, "high": e.high, "processes": e.n})
     points = pd.DataFrame(rows, columns=["model", "framework", column, "median", "low", "high",
