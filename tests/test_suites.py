@@ -68,6 +68,39 @@ def test_known_case_counts():
     assert counts["scaling"] == 3 * 3 * 7 + 3 * 6 + 3 * 5 * 2
 
 
+def test_a_suite_declares_the_cases_it_does_not_run_and_why(tmp_path):
+    """`not_run`: the case stays in the suite, recorded as n/a with the suite's reason, never
+    launched; a key that names no model and framework of the suite, or no reason, is refused."""
+    from harness.results.store import ResultsStore
+    from harness.run.options import RunOptions
+    from harness.run.runner import pending_cases
+
+    path = tmp_path / "s.toml"
+    head = 'models = ["mlp", "cnn"]\nframeworks = ["engine-static", "torch"]\n[not_run]\n'
+    path.write_text(head + '"cnn/torch" = "too slow here"\n')
+    suite = load_suite(str(path))
+    assert len(suite.cases) == 4
+    assert {(c.model, c.framework): suite.not_run_reason(c) for c in suite.cases} == {
+        ("mlp", "engine-static"): None, ("mlp", "torch"): None, ("cnn", "engine-static"): None,
+        ("cnn", "torch"): "not run in suite s: too slow here"}
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        todo, _ = pending_cases(suite, store, RunOptions())
+    assert [(r.case.model, r.case.framework, r.status, r.reason) for r in todo][2:] == [
+        ("cnn", "engine-static", "ok", ""),
+        ("cnn", "torch", "unsupported", "not run in suite s: too slow here")]
+    path.write_text(head + '"rnn/torch" = "why"\n')
+    with pytest.raises(UsageError, match=r"s.toml, line 4 \(\[not_run\]\): 'rnn/torch' is not "
+                                         r"MODEL/FRAMEWORK "
+                                         r"of this suite \(models mlp, cnn; frameworks"):
+        load_suite(str(path))
+    path.write_text(head + '"cnn/torch" = " "\n')
+    with pytest.raises(UsageError, match="'cnn/torch' needs its reason"):
+        load_suite(str(path))
+    paper = load_suite("paper")
+    assert [(c.model, c.framework) for c in paper.cases if paper.not_run_reason(c)] == \
+        [("lstm", "tinygrad")] * 3
+
+
 @pytest.mark.parametrize(("name", "frameworks"), [
     ("quick", ("engine-static", "engine-dynamic", "torch", "jax")),
     ("contest", ("engine-static", "engine-dynamic", "torch", "torch-compile", "jax", "autograd",

@@ -136,8 +136,8 @@ def make_plan(suite: Suite, store_path: str | Path, options: RunOptions,
     todo = [p for p in planned if not p.skipped]
     free = _free_memory_bytes()  # before the datasets are loaded here: they are not the run's
     absent = {name: not_installed(name) for name in {p.case.framework for p in todo}}
-    for p in todo:
-        p.unsupported = absent[p.case.framework]  # n/a, with the command that installs it
+    for p in todo:  # n/a: the suite's reason, or the command that installs the framework
+        p.unsupported = suite.not_run_reason(p.case) or absent[p.case.framework]
     asked = [p for p in todo if not p.unsupported]
     support = probe([p.case for p in asked])
     for p, reason in zip(asked, support.unsupported, strict=True):

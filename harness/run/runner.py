@@ -307,7 +307,8 @@ def pending_cases(suite: Suite, store: ResultsStore,
     """(the cases of `suite` to measure, those --resume skips as stored). Without --resume every
     case starts afresh; with it, a stored case that succeeded but lacks rounds goes on from its
     stored runs, and a finished one is skipped. A case whose framework is not installed
-    (frameworks.not_installed) is n/a at once, with the command that installs it."""
+    (frameworks.not_installed) is n/a at once, with the command that installs it; so is one the
+    suite declares not run (its `not_run` table), with the suite's reason."""
     from harness.contract.frameworks import not_installed
 
     todo: dict[str, CaseResult] = {}  # by key: a case listed twice runs once
@@ -317,9 +318,8 @@ def pending_cases(suite: Suite, store: ResultsStore,
         stored = store.find(key) if options.resume else None
         if stored is not None and resume_skips(stored.status, len(stored.runs), options.rounds):
             skipped.append(stored)
-        elif absent[case.framework]:
-            todo[key] = CaseResult(case=case, key=key, status=Status.UNSUPPORTED,
-                                   reason=absent[case.framework])
+        elif not_run := suite.not_run_reason(case) or absent[case.framework]:
+            todo[key] = CaseResult(case=case, key=key, status=Status.UNSUPPORTED, reason=not_run)
         else:
             todo[key] = stored if stored is not None and stored.status == Status.OK else \
                 CaseResult(case=case, key=key, status=Status.OK)

@@ -67,6 +67,8 @@ SETTINGS = {  # key: (type, meaning) - the only keys a suite file may use
     "memory": (bool, "run the memory pass (memray) after the timing pass"),
     "timeout_s": (int, "a case running longer is stopped and recorded as timeout"),
     "sweep": (list, "groups of cases, each a table of the keys above"),
+    "not_run": (dict, "cases the suite declares but does not run, \"MODEL/FRAMEWORK\" = the "
+                      "reason, which their cells show (n/a)"),
 }
 SWEPT = ("batch_size", "lr", "width", "seq_len")
 ITEMS = {"models": str, "frameworks": str, "seeds": int, "batch_size": int, "lr": float,
@@ -76,7 +78,7 @@ MINIMUM = {"seeds": 0, "epochs": 1, "batch_size": 1, "threads": 1, "train_limit"
            "max_rounds": 1, "max_minutes": 0}
 # whole-suite settings; a [[sweep]]'s models are a list
 TOP_LEVEL_ONLY = ("description", "memory", "timeout_s", "rounds", "until_within", "max_rounds",
-                  "max_minutes", "turns", "sweep", "datasets")
+                  "max_minutes", "turns", "sweep", "datasets", "not_run")
 # One process per case is not a measurement: processes of the same code differ by 10-40 % here.
 DEFAULT_ROUNDS = 3
 
@@ -96,6 +98,13 @@ class Suite:
     # steps a turn of each model's frameworks (harness.run.processes.run_turns); 0: none
     turns: int = 0
     more_rounds: MoreRounds | None = None  # rounds past `rounds` until the ratios are narrow
+    # (model, framework) -> why the suite does not run that pair: recorded as n/a with it
+    not_run: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def not_run_reason(self, case: Case) -> str | None:
+        """Why the suite does not run `case` (its `not_run` table), or None."""
+        reason = self.not_run.get((case.model, case.framework))
+        return f"not run in suite {self.name}: {reason}" if reason else None
 
 
 @dataclass(frozen=True)
@@ -197,7 +206,32 @@ def load_suite(name_or_path: str, overrides: dict[str, Any] | None = None) -> Su
     rounds = options.get("rounds", DEFAULT_ROUNDS)
     return Suite(name, raw.get("description", ""), cases, options.get("memory", True),
                  options.get("timeout_s", 3600), rounds, str(path), options, models, datasets,
-                 options.get("turns", 0), more_rounds(options, rounds))
+                 options.get("turns", 0), more_rounds(options, rounds),
+                 _not_run(path, text, raw))
+
+
+def _not_run(path: Path, text: str, raw: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """The suite's `not_run` table by (model, framework); UsageError, saying where, for a key
+    that is not "MODEL/FRAMEWORK" of the suite's models and frameworks, or an empty reason."""
+    groups = [raw, *raw.get("sweep", [])]
+    declared = [m for g in groups for m in (list(g["models"]) if isinstance(g.get("models"), dict)
+                                            else _listed(g.get("models", [])))]
+    frameworks = [f for g in groups for f in _listed(g.get("frameworks", []))]
+    pairs = {}
+    for key, reason in raw.get("not_run", {}).items():
+        model, _, framework = key.partition("/")
+        line = next((n for n, written in enumerate(text.splitlines(), 1)
+                     if re.match(rf'\s*"{re.escape(key)}"\s*=', written)), None)
+        where = f"{path}" + (f", line {line}" if line else "") + " ([not_run])"
+        if model not in declared or framework not in frameworks:
+            raise UsageError(f"{where}: {key!r} is not MODEL/FRAMEWORK "
+                             f"of this suite (models {', '.join(dict.fromkeys(declared))}; "
+                             f"frameworks {', '.join(dict.fromkeys(frameworks))})")
+        if not isinstance(reason, str) or not reason.strip():
+            raise UsageError(f"{where}: {key!r} needs its reason, a "
+                             "sentence its cells show")
+        pairs[(model, framework)] = reason.strip()
+    return pairs
 
 
 def _is_path(dataset: str, raw: dict[str, Any]) -> bool:
