@@ -1,6 +1,7 @@
-"""A one-node Slurm cluster on this machine, for trying `adh run --executor slurm` (and for the
-tests that will run the cluster path on it): munge, MariaDB and slurmdbd (sacct, which submitit
-polls, needs the accounting database), slurmctld and slurmd, every file in one folder.
+"""A one-node Slurm cluster on this machine, for trying `adh run --executor slurm` (and for
+tests/test_slurm.py, which runs the cluster path on it): munge, MariaDB and slurmdbd (sacct,
+which submitit polls, needs the accounting database), slurmctld and slurmd, every file in one
+folder.
 
     python scripts/slurm_cluster.py start /tmp/adh-slurm   # prints the export to use it
     export SLURM_CONF=/tmp/adh-slurm/slurm.conf
@@ -10,7 +11,8 @@ polls, needs the accounting database), slurmctld and slurmd, every file in one f
 The node is this machine, with all its CPUs and most of its memory; its one partition, `debug`,
 gives each job the whole node (OverSubscribe=EXCLUSIVE), as a measurement needs. Runs as root
 (slurmd starts jobs as their users; munged listens on its default socket, /run/munge, where
-sacct and sacctmgr look for it). Needs Debian's slurm-wlm, slurmdbd, munge and mariadb-server
+sacct and sacctmgr look for it; a munged already running there, as Debian's package may start
+one, is used instead). Needs Debian's slurm-wlm, slurmdbd, munge and mariadb-server
 (`apt-get install slurm-wlm slurmdbd munge mariadb-server`); says so and exits 2 without them.
 Slurm's own ports here are 16817-16819, MariaDB's 13306 on 127.0.0.1 only.
 """
@@ -27,9 +29,10 @@ import sys
 import time
 from pathlib import Path
 
-PROGRAMS = {"munged": "munge", "mariadbd": "mariadb-server", "mariadb-install-db": "mariadb-server",
-            "slurmdbd": "slurmdbd", "slurmctld": "slurm-wlm", "slurmd": "slurm-wlm",
-            "sinfo": "slurm-wlm", "sacctmgr": "slurm-wlm"}
+PROGRAMS = {"munged": "munge", "unmunge": "munge", "mariadbd": "mariadb-server",
+            "mariadb-install-db": "mariadb-server", "slurmdbd": "slurmdbd",
+            "slurmctld": "slurm-wlm", "slurmd": "slurm-wlm", "sinfo": "slurm-wlm",
+            "sacct": "slurm-wlm", "scancel": "slurm-wlm", "sacctmgr": "slurm-wlm"}
 DAEMONS = ("slurmd", "slurmctld", "slurmdbd", "mariadbd", "munged")  # stopped in this order
 MUNGE_SOCKET = Path("/run/munge/munge.socket.2")
 DB_PORT = 13306
@@ -57,6 +60,9 @@ SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2
+# a cancelled or timed-out task gets SIGTERM, then SIGKILL after KillWait seconds (default 30):
+# submitit's tasks ignore SIGTERM, so a short wait ends them sooner
+KillWait=5
 MpiDefault=none
 JobAcctGatherType=jobacct_gather/linux
 AccountingStorageType=accounting_storage/slurmdbd
@@ -102,21 +108,30 @@ def run(*args: str, env: dict[str, str] | None = None,
     return done
 
 
-def start(folder: Path) -> dict[str, str]:
-    """Start every daemon with its files under `folder` and wait until the node is idle;
-    returns the environment that points Slurm's commands at it (SLURM_CONF)."""
+def problem() -> str | None:
+    """Why a cluster cannot start here, in one line with the fix; None where it can."""
     missing = sorted({package for program, package in PROGRAMS.items()
                       if shutil.which(program) is None})
     if missing:
-        print(f"slurm_cluster: missing {', '.join(missing)}: apt-get install "
-              f"{' '.join(missing)}", file=sys.stderr)
-        sys.exit(2)
+        return f"missing {', '.join(missing)}: apt-get install {' '.join(missing)}"
     if os.geteuid() != 0:
-        print("slurm_cluster: run it as root (slurmd starts jobs as their users)", file=sys.stderr)
-        sys.exit(2)
-    if MUNGE_SOCKET.exists():
-        print(f"slurm_cluster: a munged already listens on {MUNGE_SOCKET}: stop it (or this "
-              "script's earlier cluster: stop FOLDER) first", file=sys.stderr)
+        return "run it as root (slurmd starts jobs as their users)"
+    return None
+
+
+def munge_works() -> bool:
+    """Whether a munged already answers on its default socket (one the system started, as
+    Debian's package does where services start): the cluster then uses it."""
+    return MUNGE_SOCKET.exists() and subprocess.run(
+        "munge -n | unmunge", shell=True, capture_output=True).returncode == 0
+
+
+def start(folder: Path) -> dict[str, str]:
+    """Start every daemon with its files under `folder` and wait until the node is idle;
+    returns the environment that points Slurm's commands at it (SLURM_CONF)."""
+    reason = problem()
+    if reason:
+        print(f"slurm_cluster: {reason}", file=sys.stderr)
         sys.exit(2)
     for sub in ("state", "spool", "log", "run", "db", "munge"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
@@ -128,13 +143,14 @@ def start(folder: Path) -> dict[str, str]:
     (folder / "slurmdbd.conf").write_text(slurmdbd_conf(folder))
     (folder / "slurmdbd.conf").chmod(0o600)  # slurmdbd refuses a password others can read
 
-    key = folder / "munge" / "munge.key"
-    key.write_bytes(secrets.token_bytes(1024))
-    key.chmod(0o400)
-    MUNGE_SOCKET.parent.mkdir(parents=True, exist_ok=True)
-    run("munged", f"--key-file={key}", f"--pid-file={folder}/run/munged.pid",
-        f"--log-file={folder}/log/munged.log", f"--seed-file={folder}/munge/seed", "--force")
-    wait_for("munged", MUNGE_SOCKET.exists)
+    if not munge_works():  # else every daemon here uses the running one (and its key)
+        key = folder / "munge" / "munge.key"
+        key.write_bytes(secrets.token_bytes(1024))
+        key.chmod(0o400)
+        MUNGE_SOCKET.parent.mkdir(parents=True, exist_ok=True)
+        run("munged", f"--key-file={key}", f"--pid-file={folder}/run/munged.pid",
+            f"--log-file={folder}/log/munged.log", f"--seed-file={folder}/munge/seed", "--force")
+        wait_for("munged", munge_works)
 
     if not (folder / "db" / "mysql").exists():
         run("mariadb-install-db", "--no-defaults", f"--datadir={folder}/db", "--user=root",
@@ -161,8 +177,22 @@ def start(folder: Path) -> dict[str, str]:
     return env
 
 
+def gone(pid: int) -> bool:
+    """Whether process `pid` has ended: no longer there, or a zombie (mariadbd's parent is the
+    process that called `start`, which reaps it here if it can)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:  # not our child
+        pass
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
 def stop(folder: Path) -> None:
-    """Stop every daemon that `start` left pid files for under `folder`."""
+    """Stop every daemon that `start` left pid files for under `folder`: SIGTERM, and SIGKILL
+    to one still running 30 s later."""
     for daemon in DAEMONS:
         pid_file = folder / "run" / f"{daemon}.pid"
         try:
@@ -172,8 +202,11 @@ def stop(folder: Path) -> None:
             os.kill(pid, signal.SIGTERM)
         except (OSError, ValueError, IndexError):  # no pid file, or the process is gone
             continue
-        process = Path(f"/proc/{pid}")
-        wait_for(f"{daemon} to stop", lambda process=process: not process.exists(), 30)
+        deadline = time.monotonic() + 30
+        while not gone(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if not gone(pid):
+            os.kill(pid, signal.SIGKILL)
 
 
 def main() -> None:

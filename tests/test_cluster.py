@@ -288,3 +288,30 @@ def test_a_task_remeasures_a_case_whose_stored_rounds_ran_on_another_machine(mon
     here = provenance(2, "float32", "mnist-10k", "x", 0)["machine"]
     mine = dataclasses.replace(stored, provenance={**stored.provenance, "machine": here})
     assert cluster.measure_case(mine, RunOptions()) is mine  # the rounds it lacks, on top
+
+
+def test_a_failed_task_is_stored_with_slurms_reason() -> None:
+    """The time limit (submitit's words at Slurm's warning signal, or Slurm's at the limit) is a
+    timeout; scancel, a lost node or a Python error a crash; each with the line that says why."""
+    result = make_result()
+    log = "Traceback (most recent call last):\n  ...\n{}\n\n---------\nYou can check full logs"
+    timed_out = cluster.failed_task(result, RuntimeError(log.format(
+        "submitit.core.utils.UncompletedJobError: Job not requeued because: timed-out and not "
+        "checkpointable.")))
+    assert timed_out.status == Status.TIMEOUT
+    assert timed_out.reason == ("cluster task reached its time limit: submitit.core.utils."
+                                "UncompletedJobError: Job not requeued because: timed-out and "
+                                "not checkpointable.")
+    killed = cluster.failed_task(result, RuntimeError(
+        "srun: forcing job termination\nslurmstepd-n1: error: *** JOB 9 ON n1 CANCELLED AT "
+        "2026-11-28T00:10:00 DUE TO TIME LIMIT ***\nsrun: error: n1: task 0: Killed"))
+    assert killed.status == Status.TIMEOUT and killed.reason.endswith("DUE TO TIME LIMIT ***")
+    cancelled = cluster.failed_task(result, RuntimeError(
+        "SIGCONT\nslurmstepd-n1: error: *** JOB 2 ON n1 CANCELLED AT 2026-11-27T23:58:24 ***\n"
+        "srun: Job step aborted"))
+    assert cancelled.status == Status.CRASHED
+    assert cancelled.reason == ("cluster task failed: slurmstepd-n1: error: *** JOB 2 ON n1 "
+                                "CANCELLED AT 2026-11-27T23:58:24 ***")
+    raised = cluster.failed_task(result, ValueError("one\ntwo\nthree\nfour"))
+    assert raised.status == Status.CRASHED
+    assert raised.reason == "cluster task failed: two three four"

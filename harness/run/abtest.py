@@ -241,7 +241,7 @@ def _on_cluster(pairs: list[dict[str, CaseResult]], rounds: int, sides: dict[str
                 pair.update(job.result())
             except Exception as error:  # the task failed: both sides of the case are lost
                 for side in pair:
-                    pair[side] = failed_task(pair[side], error)
+                    pair[side] = failed_task(pair[side], error, job)
             on_run(f"{pair['new'].case.label()}: both sides measured on one node"
                    + ("" if pair["new"].status == Status.OK else f" ({pair['new'].status})"))
     except KeyboardInterrupt:  # REF's worktree goes with this process: its tasks go too

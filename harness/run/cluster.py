@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from harness.errors import UsageError
 from harness.measure.threads import pin_threads
-from harness.results.records import CaseResult, Status
+from harness.results.records import FINISHED, CaseResult, Status
 
 if TYPE_CHECKING:
     import submitit
@@ -158,12 +158,36 @@ def dry_run(results: list[CaseResult], cluster: ClusterOptions, time_min: int) -
     return path
 
 
-def failed_task(result: CaseResult, error: Exception) -> CaseResult:
-    """`result` recorded as crashed by its task's failure (a Python error, a node lost, the time
-    limit), with the task's last words."""
-    lines = str(error).strip().splitlines()
-    return replace(result, status=Status.CRASHED,
-                   reason=f"cluster task failed: {' '.join(lines[-3:]) if lines else error}")
+def failed_task(result: CaseResult, error: Exception, job: Any = None) -> CaseResult:
+    """`result` recorded as ended by its task's failure, with Slurm's reason: TIMEOUT where the
+    task reached its time limit (submitit ends it at Slurm's warning signal, 90 s before the
+    limit, or Slurm kills it at the limit), else CRASHED (cancelled with scancel, a node lost, a
+    Python error), with the task's id, Slurm's state of it and its last words. --resume runs
+    either again."""
+    text = str(error)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # Slurm's own line ("*** JOB 7 ON node CANCELLED AT ... DUE TO TIME LIMIT ***") or submitit's
+    # ("Job not requeued because: timed-out and not checkpointable."), else the last words
+    said = next((line for line in lines if "*** JOB" in line or "not requeued because" in line),
+                " ".join(lines[-3:]) or repr(error))
+    state = slurm_state(job)
+    timed_out = "timed-out" in text or "TIME LIMIT" in text or state == "TIMEOUT"
+    task = f"cluster task {job.job_id}" if job is not None else "cluster task"
+    what = "reached its time limit" if timed_out else "failed"
+    return replace(result, status=Status.TIMEOUT if timed_out else Status.CRASHED,
+                   reason=f"{task} {what}{f' (Slurm: {state})' if state else ''}: {said}")
+
+
+def slurm_state(job: Any) -> str:
+    """Slurm's state of `job` as sacct has it now ("CANCELLED by 0", "TIMEOUT", "FAILED"), or ""
+    for a job of the local executor or one Slurm cannot say."""
+    from submitit import SlurmJob
+
+    if not isinstance(job, SlurmJob):  # the local executor's jobs: no sacct
+        return ""
+    job.done(force_check=True)  # refreshes the state from sacct
+    state = str(job.state)
+    return "" if state == "UNKNOWN" else state
 
 
 class JobBook:
@@ -274,12 +298,27 @@ def collect(executor: submitit.Executor, pairs: list[tuple[CaseResult, Any]], op
         raise
 
 
+# Slurm's states of a job it ended itself; a task that stored its case as failed in one of them
+# failed because of Slurm (scancel's SIGTERM kills the task's worker, and the task, which
+# submitit keeps from dying of SIGTERM, hands back the crashed pass)
+SLURM_ENDED = ("CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "DEADLINE")
+
+
 def _outcome(job: Any, result: CaseResult) -> CaseResult:
-    """The task's CaseResult, or `result` recorded as crashed by the task's failure."""
+    """The task's CaseResult, with Slurm's reason where Slurm ended the task; or `result`
+    recorded as failed by the task's failure."""
     try:
-        return job.result()
+        returned = job.result()
     except Exception as error:  # submitit's FailedJobError, UncompletedJobError: the task's
-        return failed_task(result, error)
+        return failed_task(result, error, job)
+    if returned.status in FINISHED:
+        return returned
+    state = slurm_state(job)
+    if not state.startswith(SLURM_ENDED):
+        return returned
+    return replace(returned, status=Status.TIMEOUT if state == "TIMEOUT" else Status.CRASHED,
+                   reason=f"cluster task {job.job_id} ended by Slurm ({state}): "
+                          f"{returned.reason}")
 
 
 def run_suite_on_cluster(suite: Any, store: Any, options: Any, cluster: ClusterOptions,

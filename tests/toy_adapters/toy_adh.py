@@ -4,7 +4,7 @@ entry point group `autodiff_harness.frameworks`, exactly as a third-party packag
 Each wraps the engine's static mode and injects one behaviour into `train_step`:
     toy-ok      trains normally
     toy-crash   kills its own process (SIGKILL) at the third step
-    toy-hang    sleeps "forever" in train_step, unless the file $TOY_RELEASE exists
+    toy-hang    sleeps in train_step until the file $TOY_RELEASE exists (an hour at most)
     toy-nan     returns a NaN loss from the third step on
     toy-error   raises RuntimeError at the second step
     toy-dense   trains normally, but supports float32 dense models only (`supports`, `dtypes`)
@@ -80,7 +80,9 @@ class ToyHang(ToyOk):
         if release and os.path.exists(release):
             return
         self._mark("hanging")
-        time.sleep(3600)
+        until = time.monotonic() + 3600
+        while time.monotonic() < until and not (release and os.path.exists(release)):
+            time.sleep(0.1)
 
 
 class ToyNan(ToyOk):
