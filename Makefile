@@ -31,13 +31,15 @@ lint: $(BIN)/.installed
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
+# Two workers (pytest-xdist), a test file each at a time: the Slurm tests' one cluster stays in
+# one worker, and a file's module fixtures are built once.
 pytest: $(BIN)/.installed
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 # The loop to run while working: every module's tests but the slow ones (end-to-end runs, the
 # plugins' conformance kits, measurements), about two minutes on 2 cores.
 fast: $(BIN)/.installed
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadfile
 
 # The `ci` suite measured at this machine's baseline commit (adh baseline: its entry in
 # benchmarks/ci-baselines.toml, else the parent commit) and in the working tree, side by side,
