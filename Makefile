@@ -32,14 +32,17 @@ lint: $(BIN)/.installed
 	$(BIN)/mypy
 
 # Two workers (pytest-xdist), a test file each at a time: the Slurm tests' one cluster stays in
-# one worker, and a file's module fixtures are built once.
+# one worker, and a file's module fixtures are built once. Then the tests that measure the
+# machine's idleness (marked alone), with nothing beside them.
 pytest: $(BIN)/.installed
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not alone"
+	$(BIN)/python -m pytest -q -m alone
 
 # The loop to run while working: every module's tests but the slow ones (end-to-end runs, the
 # plugins' conformance kits, measurements), about two minutes on 2 cores.
 fast: $(BIN)/.installed
-	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -m "not slow and not alone" -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -m "alone and not slow"
 
 # The `ci` suite measured at this machine's baseline commit (adh baseline: its entry in
 # benchmarks/ci-baselines.toml, else the parent commit) and in the working tree, side by side,

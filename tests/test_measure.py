@@ -158,6 +158,7 @@ def spin(seconds: float) -> None:
         pass
 
 
+@pytest.mark.alone
 def test_contention_idle_region_is_quiet():
     c = quietest(lambda: time.sleep(0.15))
     assert 0.14 <= c.wall_s < 1
@@ -194,6 +195,7 @@ def test_contention_counts_a_running_grandchild_as_its_own():
     assert w.value.own_cpu_s > 0.3
 
 
+@pytest.mark.alone
 def test_contention_own_spin_is_not_foreign():
     c = quietest(lambda: spin(0.2))
     assert c.own_cpu_s >= 0.8 * c.wall_s

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
 from harness.results.store import ResultsStore
 from toy_adapters import activate, launches, write_suite
 
@@ -102,6 +101,13 @@ def adh(*args: str) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, cwd=ROOT)
 
 
+def adh_done(*args: str) -> subprocess.CompletedProcess:
+    """`adh ARGS` run to its end in a process of its own (submitit's logging and the
+    coordinator's signal handlers stay out of the test process)."""
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+                          text=True, cwd=ROOT, timeout=10 * WAIT_S)
+
+
 def on_slurm(store: Path, folder: Path) -> list[str]:
     return ["--store", str(store), "--executor", "slurm", "--partition", "debug",
             "--cluster-dir", str(folder), "--no-progress", "--no-wait"]
@@ -115,18 +121,20 @@ def never_together(tasks: list[dict[str, str]]) -> bool:
 
 
 @pytest.mark.slow
-def test_a_suite_runs_as_a_job_array_and_stores_what_a_local_run_stores(cluster, tmp_path,
-                                                                        capsys) -> None:
+def test_a_suite_runs_as_a_job_array_and_stores_what_a_local_run_stores(cluster,
+                                                                        tmp_path) -> None:
     """quick, trimmed to the MLP of two frameworks on one thread: a job array of a task per case,
     each on the whole node alone, the same cases and provenance as the same run here."""
     trim = ["quick", "--models", "mlp", "--frameworks", "engine-static", "torch", "--epochs", "1",
             "--train-limit", "500", "--rounds", "1", "--until-within", "0", "--turns", "0",
             "--no-memory", "--threads", "1"]
     slurm, local = tmp_path / "slurm.sqlite", tmp_path / "local.sqlite"
-    assert main(["run", *trim, *on_slurm(slurm, tmp_path / "c")]) == 0
-    err = capsys.readouterr().err
+    there = adh_done("run", *trim, *on_slurm(slurm, tmp_path / "c"))
+    assert there.returncode == 0, there.stderr
+    err = there.stderr
     array = err.split("as Slurm job array ")[1].split()[0]
-    assert main(["run", *trim, "--store", str(local), "--no-progress", "--no-wait"]) == 0
+    here = adh_done("run", *trim, "--store", str(local), "--no-progress", "--no-wait")
+    assert here.returncode == 0, here.stderr
     tasks = sacct(array)
     assert [t["State"] for t in tasks] == ["COMPLETED"] * 2, tasks
     # one thread asked, the whole node given: --exclusive, and no two tasks at once
@@ -183,7 +191,7 @@ def test_resume_after_a_killed_coordinator_collects_and_reattaches(toys, tmp_pat
 
 @pytest.mark.slow
 def test_a_cancelled_and_a_timed_out_task_fail_with_slurms_reason_and_resume_reruns_them(
-        toys, tmp_path, capsys) -> None:
+        toys, tmp_path) -> None:
     suite = write_suite(tmp_path, "ended", ["toy-hang"], models=["mlp", "cnn"])
     store, folder = tmp_path / "s.sqlite", tmp_path / "c"
     common = [str(suite), *on_slurm(store, folder), "--timeout", "600"]
@@ -199,33 +207,36 @@ def test_a_cancelled_and_a_timed_out_task_fail_with_slurms_reason_and_resume_rer
     assert cancelled.returncode == 1, err
     assert "1 cases run, 0 skipped (--resume), 1 failed" in out
     # the limit of a minute: submitit ends the task at Slurm's warning signal
-    assert main(["run", *common, "--models", "cnn", "--time", "1"]) == 1
-    capsys.readouterr()
+    timed_out = adh_done("run", *common, "--models", "cnn", "--time", "1")
+    assert timed_out.returncode == 1, timed_out.stderr
     with ResultsStore(store) as s:
         reasons = dict(zip(s.cases()["model"], zip(s.cases()["status"], s.cases()["reason"],
                                                     strict=True), strict=True))
     assert reasons["mlp"][0] == "crashed" and "CANCELLED" in reasons["mlp"][1], reasons
     assert reasons["cnn"][0] == "timeout" and "time limit" in reasons["cnn"][1], reasons
     (tmp_path / "release").touch()
-    assert main(["run", *common, "--resume"]) == 0
-    assert "2 cases run, 0 skipped (--resume), 0 failed" in capsys.readouterr().out
+    resumed = adh_done("run", *common, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "2 cases run, 0 skipped (--resume), 0 failed" in resumed.stdout
     with ResultsStore(store) as s:
         assert sorted(s.cases()["status"]) == ["ok", "ok"]
 
 
 @pytest.mark.slow
-def test_compare_against_a_commit_measures_both_sides_of_a_case_in_one_task(cluster, tmp_path,
-                                                                           capsys) -> None:
+def test_compare_against_a_commit_measures_both_sides_of_a_case_in_one_task(cluster,
+                                                                           tmp_path) -> None:
     suite = write_suite(tmp_path, "ab", ["engine-static"])
-    store = tmp_path / "ab.sqlite"
-    assert main(["compare", "--against", "HEAD", "--suite", str(suite), "--rounds", "2",
-                 "--min-factor", "1.5", "--executor", "slurm", "--partition", "debug",
-                 "--cluster-dir", str(tmp_path / "c"), "--store", str(store),
-                 "--no-wait"]) == 0, capsys.readouterr()
-    out, err = capsys.readouterr()
-    assert "submitted 1 tasks to Slurm" in out + err
+    store, folder = tmp_path / "ab.sqlite", tmp_path / "c"
+    compared = adh_done("compare", "--against", "HEAD", "--suite", str(suite), "--rounds", "2",
+                        "--min-factor", "1.5", "--executor", "slurm", "--partition", "debug",
+                        "--cluster-dir", str(folder), "--store", str(store), "--no-wait")
+    said = compared.stdout + compared.stderr
+    assert compared.returncode == 0, said
+    assert "submitted 1 tasks to Slurm" in said and "both sides measured on one node" in said
+    (job,) = {path.name.split("_")[0] for path in folder.glob("*_log.out")}
+    assert [t["State"] for t in sacct(job)] == ["COMPLETED"]  # one task for the case
     with ResultsStore(store) as s:
         cases, runs = s.cases(), s.runs()
-    assert len(cases) == 2 and set(cases["status"]) == {"ok"}  # HEAD's and the working tree's
-    assert runs.groupby("key").size().to_dict() == dict.fromkeys(cases["key"], 2)
-    assert cases["prov_machine"].nunique() == 1
+    # HEAD's side and the working tree's (one key where the tree is HEAD), each of 2 rounds
+    assert set(cases["status"]) == {"ok"} and cases["prov_machine"].nunique() == 1
+    assert set(runs.groupby("key").size()) == {2}
