@@ -98,6 +98,13 @@ def test_a_waiter_stopped_while_waiting_gets_one_line(holder, python_sigint):
     assert proc.poll() is None and LockWaitStopped.status == 130
     expect_end(60)  # no lock held here: nothing to tell
 
+    def interrupted_while_saying_so(message: str) -> None:  # Ctrl-C amid the waiting message
+        raise KeyboardInterrupt
+
+    with pytest.raises(LockWaitStopped, match=rf"pid {proc.pid}: adh run quick"):
+        with measurement_lock(path=path, on_wait=interrupted_while_saying_so):
+            pytest.fail("entered a lock another process holds")
+
 
 def test_no_wait_raises_at_once_naming_the_holder(holder):
     proc, path = holder

@@ -97,8 +97,8 @@ def _acquire(path: Path, wait: bool, on_wait: Callable[[str], None]) -> int:
             if not wait:
                 raise LockBusy(f"another adh measurement is running ({holder}); wait for it to "
                                "finish, or leave out --no-wait to wait for it") from None
-            on_wait(f"another adh measurement is running ({holder}); waiting (Ctrl-C stops)")
-            try:
+            try:  # a Ctrl-C (or SIGTERM) may come while the message is still being written
+                on_wait(f"another adh measurement is running ({holder}); waiting (Ctrl-C stops)")
                 fcntl.flock(fd, fcntl.LOCK_EX)  # blocks in the kernel until the holder lets go
             except KeyboardInterrupt:
                 raise LockWaitStopped(f"stopped while waiting for the measurement lock ({holder})"
