@@ -152,6 +152,16 @@ def test_merge_keeps_one_copy_per_key_the_most_complete(tmp_path: Path) -> None:
     assert merge_stores(out, [a]).cases == 3  # an existing OUT takes part: nothing lost
 
 
+def test_a_case_that_never_ran_names_no_machine_in_a_merge(tmp_path: Path) -> None:
+    a, b, out = tmp_path / "a.sqlite", tmp_path / "b.sqlite", tmp_path / "out.sqlite"
+    with ResultsStore(a) as store:
+        store.save(on(AMD, make_result(model="mlp")))
+    with ResultsStore(b) as store:  # declared not run in the suite: no provenance at all
+        store.save(dataclasses.replace(make_result(model="lstm", status="unsupported"),
+                                       provenance={}))
+    assert merge_stores(out, [a, b]).machines == [AMD["machine"]]
+
+
 def test_merged_stores_of_two_machines_are_refused_until_allowed(tmp_path: Path, capsys) -> None:
     a, b, out = tmp_path / "a.sqlite", tmp_path / "b.sqlite", tmp_path / "out.sqlite"
     with ResultsStore(a) as store:

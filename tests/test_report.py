@@ -646,6 +646,20 @@ def test_a_report_says_at_its_top_how_to_regenerate_it(store: ResultsStore,
                            "then `adh report quick --store adh.sqlite`.")
 
 
+def test_a_suite_run_in_shards_regenerates_with_their_merge() -> None:
+    """Shards run into stores of their own are merged into the report's store before it is
+    built; a run into the report's own store needs no merge."""
+    cases = pd.DataFrame({"prov_code_version": ["abc1234"] * 3,
+                          "prov_command": ["adh run paper --models cnn --store cnn.sqlite",
+                                           "adh run paper --models rnn --store=rnn.sqlite",
+                                           "adh run paper --models mlp --store all.sqlite"]})
+    (line, _) = regenerate_note(cases, "paper", Path("all.sqlite"))
+    assert ("`adh run paper --models mlp --store all.sqlite`, then `adh merge all.sqlite "
+            "cnn.sqlite rnn.sqlite`, then `adh report paper --store all.sqlite`.") in line
+    (line, _) = regenerate_note(cases[2:], "paper", Path("all.sqlite"))
+    assert "adh merge" not in line
+
+
 @pytest.mark.slow
 def test_an_unsupported_case_is_na_in_the_tables_and_in_no_figure(tmp_path: Path) -> None:
     with ResultsStore(tmp_path / "adh.sqlite") as store:
@@ -676,6 +690,8 @@ def test_an_unsupported_case_is_na_in_the_tables_and_in_no_figure(tmp_path: Path
     assert "failed" in left_out and "mine" not in left_out  # n/a is no failure
     assert ("- Frameworks: engine-static: unknown; torch: unknown; acme-grad: unknown; mine: "
             "mine-adapter 1.2 (commit abc1234)\n") in text  # as its runs recorded it
+    provenance = text.split("## Provenance")[1].split("##")[0]
+    assert "unknown CPU" not in provenance and "Test CPU" in provenance  # no machine of its own
 
 
 def labels_of(fig, model: str) -> list[str]:

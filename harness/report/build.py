@@ -7,6 +7,7 @@ and memory and the circles curves (4a, 4b, 5, 8). Figure numbers are the same in
 """
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -290,11 +291,23 @@ def require_one_commit(cases: pd.DataFrame, suite: str, store: Path, allow: bool
                      "--allow-mixed-commits to report them together (the provenance lists each)")
 
 
+def _store_option(command: str) -> str | None:
+    """The `--store` that an `adh` command line names, or None."""
+    words = shlex.split(command)
+    for i, word in enumerate(words):
+        if word == "--store" and i + 1 < len(words):
+            return words[i + 1]
+        if word.startswith("--store="):
+            return word.removeprefix("--store=")
+    return None
+
+
 def regenerate_note(cases: pd.DataFrame, suite: str, store: Path,
                     command: str | None = None) -> list[str]:
     """The commands that regenerate the report of finished `cases`, at its top: the commit to
     check out, the `adh run` commands its cases recorded (each case's provenance `command`),
-    and `command`, the `adh report` that built it (default: the plain one)."""
+    the `adh merge` of their stores where they ran into stores other than the report's (a suite
+    run in shards), and `command`, the `adh report` that built it (default: the plain one)."""
     versions = column(cases, "prov_code_version").fillna(column(cases, "prov_commit"))
     commits = list(dict.fromkeys(str(v).split("+")[0] for v in versions.dropna()))
     runs = list(dict.fromkeys(column(cases, "prov_command").dropna()))
@@ -304,6 +317,9 @@ def regenerate_note(cases: pd.DataFrame, suite: str, store: Path,
         checkout += " (its runs had uncommitted changes, which the commit lacks)"
     run = ("; ".join(f"`{c}`" for c in runs) if runs else
            f"`adh run {suite} --store {store}` (the run recorded no command of its own)")
+    shards = [s for s in dict.fromkeys(map(_store_option, runs)) if s and s != str(store)]
+    if shards:
+        run += f", then `adh merge {store} {' '.join(shards)}`"
     report = command or f"adh report {suite} --store {store}"
     return [f"**To regenerate:** {checkout}, then {run}, then `{report}`. The numbers will "
             "differ within their intervals; the machine and the host's steadiness beside them "

@@ -15,6 +15,7 @@ from harness.results import notes
 from harness.results.estimates import REFERENCE
 from harness.results.machines import case_machines
 from harness.results.markdown import markdown_table
+from harness.results.records import Status
 
 
 def distinct(values: pd.Series) -> str:
@@ -51,8 +52,10 @@ def framework_packages(cases: pd.DataFrame) -> str:
                      for fw in dict.fromkeys(frame["framework"]))
 
 
-def provenance_section(cases: pd.DataFrame) -> str:
-    """Where and with what the suite's runs ran, as a Markdown list."""
+def provenance_section(every: pd.DataFrame) -> str:
+    """Where and with what the suite's runs ran, as a Markdown list: from the cases that ran
+    (status ok), but for the frameworks' packages, which a case one declined records too."""
+    cases = every[every["status"] == Status.OK]
     commit = column(cases, "prov_code_version").fillna(
         column(cases, "prov_commit").astype(str) + column(cases, "prov_dirty").map(
             lambda d: " (uncommitted changes)" if d is True else ""))
@@ -73,7 +76,7 @@ def provenance_section(cases: pd.DataFrame) -> str:
         f"- Threads per run: {distinct(cases['threads'])}; dtype {distinct(cases['dtype'])}",
         f"- Versions: {versions}",
         f"- Code: commit {distinct(commit)}",
-        f"- Frameworks: {framework_packages(cases)}",
+        f"- Frameworks: {framework_packages(every)}",
         f"- Dataset: {distinct(dataset + ' (sha256 ' + checksum.str[:16] + '…)')}",
         f"- Runs: {len(cases)}, started {when}",
     ]

@@ -22,7 +22,7 @@ class MergeSummary:
     cases: int = 0  # in OUT afterwards
     copied: dict[str, int] = field(default_factory=dict)  # input -> cases taken from it
     duplicates: int = 0  # keys found in more than one store
-    machines: list[str] = field(default_factory=list)
+    machines: list[str] = field(default_factory=list)  # of the cases that ran (status ok)
 
 
 def _rank(row) -> tuple:
@@ -64,7 +64,8 @@ def merge_stores(out: str | Path, inputs: list[str | Path]) -> MergeSummary:
                     target.save(source.load(case_id), stored_at=stored_at[case_id])
         merged = target.cases()
         summary.cases = len(merged)
-        summary.machines = list(case_machines(merged).value_counts().index)
+        ran = merged[merged["status"] == Status.OK]  # a case that never ran has no machine
+        summary.machines = list(case_machines(ran).value_counts().index)
     return summary
 
 
