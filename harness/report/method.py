@@ -53,9 +53,10 @@ def framework_packages(cases: pd.DataFrame) -> str:
 
 
 def provenance_section(every: pd.DataFrame) -> str:
-    """Where and with what the suite's runs ran, as a Markdown list: from the cases that ran
-    (status ok), but for the frameworks' packages, which a case one declined records too."""
-    cases = every[every["status"] == Status.OK]
+    """Where and with what the suite's runs ran, as a Markdown list: from the cases the runner
+    started (all but the unsupported, which ran nowhere), but for the frameworks' packages,
+    which a case one declined records too."""
+    cases = every[every["status"] != Status.UNSUPPORTED]
     commit = column(cases, "prov_code_version").fillna(
         column(cases, "prov_commit").astype(str) + column(cases, "prov_dirty").map(
             lambda d: " (uncommitted changes)" if d is True else ""))
