@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import UsageError
-from harness.results.machines import case_machines
+from harness.results.machines import require_one_machine
 from harness.results.records import FINISHED, Status
 from harness.results.store import ResultsStore
 
@@ -64,8 +64,8 @@ def merge_stores(out: str | Path, inputs: list[str | Path]) -> MergeSummary:
                     target.save(source.load(case_id), stored_at=stored_at[case_id])
         merged = target.cases()
         summary.cases = len(merged)
-        ran = merged[merged["status"] == Status.OK]  # a case that never ran has no machine
-        summary.machines = list(case_machines(ran).value_counts().index)
+        # the rule tables and comparisons apply (the cases that ran), here only to name them
+        summary.machines = require_one_machine(merged, str(out), allow=True)
     return summary
 
 
