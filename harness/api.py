@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from harness.contract.specs import ModelSpec
 from harness.errors import UsageError
@@ -56,17 +57,18 @@ class SuiteRun:
 
 
 def plan(suite: Suite | str, store: str | Path = DEFAULT_STORE,
-         options: RunOptions | None = None, force: bool = False) -> Plan:
+         options: RunOptions | None = None, force: bool = False, **overrides: Any) -> Plan:
     """What `run` would do, measuring nothing (`adh run --dry-run`): each case's estimate,
     whether it is stored, supported, and the problems that would stop the run."""
     suite = load_suite(suite) if isinstance(suite, str) else suite
-    return make_plan(suite, str(store), _versioned(options), force)
+    return make_plan(suite, str(store), _options(suite, options, overrides), force)
 
 
-def _versioned(options: RunOptions | None) -> RunOptions:
-    """`options` (default ones where None) with this working tree's code version, which keys
-    each stored case, where they name none."""
-    options = options or RunOptions()
+def _options(suite: Suite, options: RunOptions | None, overrides: dict[str, Any]) -> RunOptions:
+    """`options` (where None, the suite's own: `RunOptions.from_suite`, as `adh run` makes
+    them), `overrides` over them, and this working tree's code version, which keys each stored
+    case, where they name none."""
+    options = replace(options or RunOptions.from_suite(suite), **overrides)
     if options.code_version == RunOptions.code_version:
         options = replace(options, code_version=code_version())
     return options
@@ -75,14 +77,20 @@ def _versioned(options: RunOptions | None) -> RunOptions:
 def run(suite: Suite | str, store: str | Path = DEFAULT_STORE,
         options: RunOptions | None = None, *, force: bool = False,
         cluster: ClusterOptions | None = None, wait: bool = True,
-        note: Callable[[str], None] = _stderr) -> SuiteRun:
+        note: Callable[[str], None] = _stderr, **overrides: Any) -> SuiteRun:
     """Measure `suite` (a built-in suite's name, a suite file, or a loaded `Suite`) into the
     results store at `store` (`adh run`): the machine's roofs calibrated, the plan made, then
-    every case in fresh processes, here or on `cluster`. `options` as `RunOptions` (resume,
-    memory pass, rounds, data folder); `note` hears the estimate. UsageError, before anything
-    runs, where the plan has a problem (a dataset missing, a model that does not fit)."""
+    every case in fresh processes, here or on `cluster`. The protocol is the suite's, as
+    `adh run` runs it (`RunOptions.from_suite`), or `options`; `overrides` are `RunOptions`
+    fields over it (`resume=True`, `progress=False`, `data_dir=...`). `note` hears the
+    estimate. UsageError, before anything runs, where the plan has a problem (a dataset
+    missing, a model that does not fit)."""
     suite = load_suite(suite) if isinstance(suite, str) else suite
-    options = _versioned(options)
+    options = _options(suite, options, overrides)
+    if cluster is not None and options.more_rounds:  # each task runs its case's rounds alone
+        note(f"note: the {cluster.executor} executor runs {options.rounds} rounds a case; "
+             "until_within adds rounds only to a run without an executor")
+        options = replace(options, more_rounds=None)
     local = cluster is None or cluster.executor == "local"  # Slurm measures on its nodes
     with measurement_lock(wait=wait) if local else nullcontext():
         if local:
@@ -96,7 +104,7 @@ def run(suite: Suite | str, store: str | Path = DEFAULT_STORE,
         expect_end(max(made.estimate_s, 60 * rule.minutes if rule else 0))  # for any waiter
         if rule:
             note(f"rounds: {options.rounds} (the estimate's), then more {rule.describe()}")
-        options.forced = made.forced()
+        options = replace(options, forced=made.forced())
         with ResultsStore(store) as results:
             if cluster is None:
                 outcome = run_suite(made.suite, results, options)
@@ -135,7 +143,7 @@ def compare_with(ref: str, suite: Suite | str = "ci", rounds: int = 5,
     sides measured round by round on this machine (or each case on a node of `cluster`), then
     a verdict per case and quantity (`ABResult.rows`: slower, faster, hungrier, no change)."""
     suite = load_suite(suite) if isinstance(suite, str) else suite
-    options = options or RunOptions(memory=suite.memory, timeout_s=suite.timeout_s)
+    options = options or RunOptions.from_suite(suite)
     local = cluster is None or cluster.executor == "local"
     with measurement_lock(wait=wait) if local else nullcontext():
         return ab_test(ref, suite, rounds, options, thresholds, on_run=note, cluster=cluster)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -88,7 +89,7 @@ def test_an_unsupported_case_is_finished_not_failed_and_never_built(toys, tmp_pa
             "mlp": "ok", "cnn": "unsupported"}
         assert store.done_keys("some") == set(stored["key"])
 
-        options.resume = True
+        options = replace(options, resume=True)
         again = run_suite(suite, store, options)  # nothing to retry: n/a is finished
         assert again.results == [] and len(again.skipped) == 2
     assert launches(toys, "toy-dense") == 1

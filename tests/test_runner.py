@@ -9,6 +9,7 @@ import math
 import os
 import statistics
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -263,7 +264,7 @@ def test_resume_skips_finished_and_reruns_the_rest(toys, tmp_path, monkeypatch):
         assert len(calls) == 4
 
         calls.clear()
-        options.resume = True
+        options = replace(options, resume=True)
         again = run_suite(suite, store, options)
         # ok and diverged are done
         assert [r.case.framework for r in again.skipped] == ["toy-ok", "toy-nan"]
@@ -331,7 +332,7 @@ def test_ctrl_c_records_the_case_in_flight_and_resume_finishes(toys, tmp_path, m
 
         (tmp_path / "release").touch()
         calls.clear()
-        options.resume = True
+        options = replace(options, resume=True)
         resumed = run_suite(suite, store, options)
         assert not resumed.interrupted
         assert calls == ["toy-hang", "toy-nan"]

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
                  if dropped else ""), file=sys.stderr)
         suite = load_suite("ci")
         with measurement_lock(wait=not args.no_wait):
-            passes = measure_passes(commit, suite, RunOptions(timeout_s=suite.timeout_s),
+            passes = measure_passes(commit, suite, RunOptions.from_suite(suite),
                                     on_run=lambda message: print(message, file=sys.stderr))
         write_passes(REPO_DIR / PASSES, passes)
         print(f"{PASSES}: the memory and instructions of the {len(passes.cases)} cases of the "

@@ -109,8 +109,8 @@ def run(args: argparse.Namespace) -> int:
         if args.base or args.new:
             raise UsageError("give either BASE and NEW, or --against REF, not both")
         suite = load_suite(args.suite, "compare")
-        options = RunOptions(data_dir=args.data_dir, memory=suite.memory, timeout_s=suite.timeout_s,
-                             count_instructions=counting(args))
+        options = RunOptions.from_suite(suite, data_dir=args.data_dir,
+                                        count_instructions=counting(args))
         cluster = cluster_options(args, suite.name, "results/compare.sqlite")
         outcome = api.compare_with(args.against, suite, args.rounds, options, thresholds,
                                    cluster=cluster, wait=not args.no_wait)

@@ -111,16 +111,14 @@ def run(args: argparse.Namespace) -> int:
         "train_limit": args.train_limit,
         "seeds": list(range(args.seeds)) if args.seeds is not None else None,
         "rounds": args.rounds, "until_within": args.until_within, "max_rounds": args.max_rounds,
-        "max_minutes": args.max_minutes,
+        "max_minutes": args.max_minutes, "turns": args.turns, "timeout_s": args.timeout,
+        "memory": False if args.no_memory else None,
     }.items() if v is not None}
     suite = load_suite(args.suite, "run", overrides)
-    options = RunOptions(data_dir=args.data_dir, resume=args.resume, progress=not args.no_progress,
-                         memory=suite.memory and not args.no_memory,
-                         rounds=suite.rounds, more_rounds=suite.more_rounds,
-                         count_instructions=counting(args),
-                         turn_steps=suite.turns if args.turns is None else args.turns,
-                         timeout_s=args.timeout or suite.timeout_s, code_version=code_version(),
-                         command=args.typed)
+    options = RunOptions.from_suite(suite, data_dir=args.data_dir, resume=args.resume,
+                                    progress=not args.no_progress,
+                                    count_instructions=counting(args),
+                                    code_version=code_version(), command=args.typed)
     if args.shard:
         from harness.run.shards import parse_shard, shard_suite
 
@@ -130,10 +128,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"shard {index}/{count}: {len(suite.cases)} of the suite's {whole} cases",
               file=sys.stderr)
     cluster = cluster_options(args, suite.name, args.store)
-    if cluster is not None and options.more_rounds:  # each task runs its case's rounds alone
-        print(f"note: the {cluster.executor} executor runs {options.rounds} rounds a case; "
-              "until_within adds rounds only to a run without --executor", file=sys.stderr)
-        options.more_rounds = None
     if args.dry_run:  # measures nothing, so it need not wait for the machine
         plan = api.plan(suite, args.store, options, args.force)
         print(format_plan(plan))

@@ -117,7 +117,7 @@ def ab_test(ref: str, suite: Suite, rounds: int = 5, options: RunOptions | None 
     the data folder, the timeout and whether to measure memory; `on_run` hears of each run.
     With `cluster`, each case is a task measuring both sides on a node of its own (REF's
     worktree then lies in the cluster folder, which the nodes share)."""
-    options = options or RunOptions(progress=False)
+    options = options or RunOptions.from_suite(suite, progress=False)
     if rounds < 1:
         raise UsageError(f"rounds must be at least 1, got {rounds}")
     # The workers run with their tree as working directory: a relative data folder would move.

@@ -1,15 +1,22 @@
 """The options of a run: what `adh run`'s flags and the suite file decide beyond the cases
 (the data folder, resume, the memory pass, rounds and more rounds, turns, instruction counts,
-the time limit, the code version that keys each case)."""
+the time limit, the code version that keys each case).
+
+One owner: `RunOptions.from_suite(suite, **overrides)` is how `adh run`, `adh compare`, the Python
+API and the cluster path make them, so that a suite's protocol is read in one place."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from harness.run.suites import MoreRounds
+from harness.run.suites import MoreRounds, Suite
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunOptions:
+    """How a suite's cases are measured, beyond the cases themselves; immutable: a variant is
+    `dataclasses.replace(options, ...)`."""
+
     data_dir: str | None = None
     resume: bool = False
     memory: bool = True
@@ -30,3 +37,10 @@ class RunOptions:
     # Cases run although the plan found them meaningless (adh run --force): case key -> what
     # was forced, recorded in the case's provenance ("forced") and marked in its tables.
     forced: dict[str, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def from_suite(cls, suite: Suite, **overrides: Any) -> RunOptions:
+        """The options `suite` decides (its memory pass, time limit, rounds, rounds until
+        narrow and turns), then `overrides` (a command's flags, by field name) over them."""
+        return replace(cls(memory=suite.memory, timeout_s=suite.timeout_s, rounds=suite.rounds,
+                           more_rounds=suite.more_rounds, turn_steps=suite.turns), **overrides)
