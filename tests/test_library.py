@@ -126,7 +126,7 @@ def test_the_conformance_kit_and_the_framework_contract_load_neither_pandas_nor_
     the results' tables (pandas) and the memory pass (memray) load where they are used."""
     result = python("import sys\n"
                     "import harness.contract.frameworks, harness.contract.frameworks.base, "
-                    "harness.testing\n"
+                    "harness.testing, harness.plugin\n"
                     "print(sorted({'pandas', 'memray'} & set(sys.modules)))\n")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

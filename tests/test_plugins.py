@@ -4,13 +4,18 @@ plugin that cannot be used (a missing dependency, an import that raises, a name 
 as `get_framework` and `adh list` report them."""
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import os
 import subprocess
 import sys
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from harness import plugin
 from harness.cli import main
 from harness.contract.frameworks import (
     BUILTIN,
@@ -22,6 +27,7 @@ from harness.contract.frameworks import (
 )
 from harness.contract.frameworks.base import Framework, why_unsupported
 from harness.contract.specs import MODELS
+from harness.deprecations import MOVED, message
 from harness.errors import UsageError
 from harness.measure.provenance import code_version
 from harness.results.records import FINISHED, Status
@@ -308,3 +314,95 @@ def test_running_a_name_registered_twice_is_a_one_line_error(broken, tmp_path, c
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("adh: error: framework name 'engine-static' is registered by more")
     assert "(built in), 'toy_broken 1.2'" in line
+
+
+# Public paths are promises: a plugin written from docs/plugin-contract.md as it read before the
+# harness was layered imports `harness.frameworks.base` and `harness.specs`. The template plugin,
+# as that page had it written, is this one with those two lines.
+TEMPLATE = Path(__file__).parents[1] / "plugins" / "template" / "adh_plugin_template"
+OLD_IMPORTS = "from harness.frameworks.base import Framework\nfrom harness.specs import ModelSpec\n"
+
+
+@pytest.fixture
+def old_plugin(tmp_path, monkeypatch) -> Path:
+    """The template plugin with the previous contract page's import lines, installed as
+    adh_old_template 0.1 (framework old-numpy-mlp) on this process's path; the old paths not yet
+    imported here, so that importing them warns again."""
+    site = tmp_path / "site"
+    (site / "adh_old_template").mkdir(parents=True)
+    modules = {f"adh_old_template/{file.name}": file.read_text() for file in TEMPLATE.glob("*.py")}
+    adapter = modules["adh_old_template/adapter.py"]
+    assert "from harness.plugin import Framework, ModelSpec\n" in adapter
+    modules["adh_old_template/adapter.py"] = adapter.replace(
+        "from harness.plugin import Framework, ModelSpec\n", OLD_IMPORTS).replace(
+        'name = "numpy-mlp"', 'name = "old-numpy-mlp"')
+    build_distribution(site, "adh_old_template", "0.1",
+                       {"old-numpy-mlp": "adh_old_template.adapter:NumpyMLP"}, modules)
+    monkeypatch.syspath_prepend(str(site))
+    for name in [*MOVED, *(m for m in sys.modules if m.startswith("adh_old_template"))]:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    return site
+
+
+def test_a_plugin_importing_the_old_paths_loads_with_a_warning_naming_the_new_one(old_plugin):
+    with pytest.warns(DeprecationWarning) as warned:
+        adapter = get_framework("old-numpy-mlp")
+    messages = [str(w.message) for w in warned]
+    for old in ("harness.frameworks.base", "harness.specs"):
+        assert (f"{old} is deprecated and will be removed in autodiff-harness 0.3: import from "
+                "harness.plugin instead (docs/plugin-contract.md)") in messages
+    assert all(w.filename.endswith("adh_old_template/adapter.py") for w in warned)  # its line
+    assert issubclass(adapter, Framework) and adapter.supports(MODELS["mlp"]) is None
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                    reason="adh check compares against torch")
+@pytest.mark.slow
+def test_a_plugin_importing_the_old_paths_passes_adh_check(old_plugin):
+    """As its author would run it: `adh check` in a process of its own, warnings shown."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(old_plugin),
+                                                        os.environ.get("PYTHONPATH", "")]),
+           "PYTHONWARNINGS": "always::DeprecationWarning"}
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("adh")), "check", "--frameworks", "old-numpy-mlp",
+         "--models", "mlp", "circles-tanh", "--steps", "5", "--test-limit", "200",
+         "--threads", "1"], capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 passed, 0 failed" in result.stdout
+    assert ("DeprecationWarning: harness.frameworks.base is deprecated and will be removed in "
+            "autodiff-harness 0.3: import from harness.plugin instead") in result.stderr
+
+
+@pytest.mark.parametrize("old", sorted(MOVED))
+def test_every_old_path_is_the_module_it_became(old, monkeypatch):
+    for name in MOVED:  # imported fresh, so that it warns here
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        module = importlib.import_module(old)
+    assert message(old) in [str(w.message) for w in warned if w.category is DeprecationWarning]
+    assert module is importlib.import_module(MOVED[old].now)
+    assert module.__spec__.name == MOVED[old].now  # its own spec, not the old path's
+    public = importlib.import_module(MOVED[old].import_from)
+    assert public.__name__ in (MOVED[old].now, "harness.plugin")
+
+
+def test_every_name_the_old_contract_page_gave_plugin_authors_is_in_harness_plugin():
+    for name in ("Framework", "ProcessFramework", "ProcessError", "ModelSpec", "Layer",
+                 "Parameter", "ProfiledStep", "OpCall", "targets", "predictions", "Dataset",
+                 "arrays_checksum", "UsageError", "AdhError", "check_framework",
+                 "parametrize_with_checks"):
+        assert name in plugin.__all__ and getattr(plugin, name) is not None, name
+
+
+def test_a_plugin_importing_a_harness_path_that_never_was_says_so(tmp_path, monkeypatch):
+    site = build_distribution(tmp_path, "toy_future", "2.0", {"toy-future": "toy_future:Future"},
+                              {"toy_future.py": "from harness.nowhere import Framework\n"})
+    monkeypatch.syspath_prepend(str(site))
+    with pytest.raises(FrameworkError) as error:
+        get_framework("toy-future")
+    assert str(error.value) == (
+        "framework 'toy-future' from package 'toy_future 2.0' cannot be imported: No module named "
+        "'harness.nowhere'; harness.nowhere is not a module of this autodiff-harness: the plugin "
+        "must import the contract from harness.plugin (docs/plugin-contract.md), or be run with "
+        "the autodiff-harness it was written for")

@@ -170,8 +170,13 @@ def load(found: Registration) -> type[Framework]:
 
 
 def _import_fix(found: Registration, module: str, error: ImportError) -> str:
-    """What to install when importing `module` failed with `error`."""
+    """What to do when importing `module` failed with `error`: what to install, or, where the
+    missing module is one of the harness's own, where the contract's names are now."""
     own = bool(error.name) and (module + ".").startswith(f"{error.name}.")  # its module is missing
+    if error.name and error.name.startswith("harness.") and not own:
+        return (f"{error.name} is not a module of this autodiff-harness: the plugin must import "
+                "the contract from harness.plugin (docs/plugin-contract.md), or be run with the "
+                "autodiff-harness it was written for")
     if found.builtin:
         extra = EXTRAS.get(found.name)
         return extra.hint if extra and not own else "reinstall autodiff-harness"

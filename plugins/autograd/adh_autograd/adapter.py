@@ -12,8 +12,7 @@ from importlib.metadata import version
 
 import numpy as np
 
-from harness.contract.frameworks.base import Framework
-from harness.contract.specs import Layer, ModelSpec
+from harness.plugin import Framework, Layer, ModelSpec
 
 from .model import (
     ACTIVATIONS,

@@ -2,7 +2,7 @@
 all: the CNN, the MLP, the RNN and the six circles models)."""
 import pytest
 
-from harness.testing import parametrize_with_checks
+from harness.plugin import parametrize_with_checks
 
 # `make` installs the plugin; a development environment without it skips these, saying so.
 pytest.importorskip("adh_autograd",

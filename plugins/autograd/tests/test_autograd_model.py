@@ -8,9 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from harness.contract.metrics import targets
-from harness.contract.specs import MODELS, dense
-from harness.contract.weights import initial_weights
+from harness.plugin import MODELS, dense, initial_weights, targets
 
 pytest.importorskip("adh_autograd",
                     reason="adh-autograd is not installed: pip install -e plugins/autograd")

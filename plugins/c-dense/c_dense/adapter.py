@@ -1,8 +1,7 @@
 """The harness's side of c-dense: which models it trains, and how to start it."""
 from __future__ import annotations
 
-from harness.contract.frameworks.process import ProcessFramework
-from harness.contract.specs import ModelSpec
+from harness.plugin import ModelSpec, ProcessFramework
 
 from .build import executable
 

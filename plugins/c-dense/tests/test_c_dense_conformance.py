@@ -2,7 +2,7 @@
 not applicable: dense layers only)."""
 import pytest
 
-from harness.testing import parametrize_with_checks
+from harness.plugin import parametrize_with_checks
 
 # `make` installs the plugin; a development environment without it skips these, saying so.
 pytest.importorskip("c_dense",

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.contract.frameworks.base import Framework
-from harness.contract.specs import ModelSpec
+from harness.plugin import Framework, ModelSpec
 
 from . import __version__
 from .mlp import ACTIVATIONS, LOSSES, SGD, Adam, Dense, Network

@@ -1,6 +1,6 @@
 """The conformance kit on the template's framework: every model in both dtypes, each a test.
 cnn, rnn and lstm are skipped with the reason NumpyMLP.supports gives (n/a, not a failure)."""
-from harness.testing import parametrize_with_checks
+from harness.plugin import parametrize_with_checks
 
 
 @parametrize_with_checks(["numpy-mlp"])

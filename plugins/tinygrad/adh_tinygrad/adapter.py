@@ -42,9 +42,8 @@ from tinygrad import Context, Device, Tensor, TinyJit
 from tinygrad.helpers import CCACHE, NUM_CPU_THREADS, PARALLEL
 
 from harness import UsageError
-from harness.contract.frameworks.base import Framework
-from harness.contract.specs import Layer as LayerSpec
-from harness.contract.specs import ModelSpec
+from harness.plugin import Framework, ModelSpec
+from harness.plugin import Layer as LayerSpec
 
 from .model import (
     ACTIVATIONS,

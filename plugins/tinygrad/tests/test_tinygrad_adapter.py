@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 from harness import UsageError
-from harness.contract.specs import MLP
-from harness.contract.weights import initial_weights
+from harness.plugin import get_model, initial_weights
 
 pytest.importorskip("adh_tinygrad",
                     reason="adh-tinygrad is not installed: pip install -e plugins/tinygrad")
@@ -45,7 +44,7 @@ def test_relu_passes_no_gradient_at_zero():
 
 @pytest.mark.slow
 def test_a_batch_of_another_size_gets_its_own_jit():
-    spec = MLP.with_settings(batch_size=8)
+    spec = get_model("mlp").with_settings(batch_size=8)
     model = Tinygrad(spec, initial_weights(spec, 0, "float32"), "float32", threads=1)
     rng = np.random.default_rng(0)
     for size in (8, 8, 8, 5, 8, 5):  # captured at each size's second call, replayed after

@@ -9,8 +9,7 @@ over (the kit's LSTM case took 520 s per dtype on 2 cores). `adh check --framewo
 --dtype float64` (and `--models lstm`) checks them all the same way."""
 import pytest
 
-from harness.contract.specs import MODELS
-from harness.testing import parametrize_with_checks
+from harness.plugin import MODELS, parametrize_with_checks
 
 # `make` installs the plugin; a development environment without it skips these, saying so.
 pytest.importorskip("adh_tinygrad",
