@@ -19,7 +19,9 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
+from tempfile import TemporaryDirectory
 from typing import Any
 
 from harness.contract.specs import ModelSpec
@@ -33,8 +35,14 @@ from harness.results.compare import Thresholds
 from harness.results.profiles import SavedProfile
 from harness.results.records import DEFAULT_STORE
 from harness.results.store import ResultsStore
-from harness.run.abtest import DEFAULT_THRESHOLDS, ABResult, ab_test
-from harness.run.check import ENGINES, CheckResult, check_frameworks, suite_checks
+from harness.run.abtest import DEFAULT_THRESHOLDS, ABResult, ab_test, commit_of
+from harness.run.check import (
+    ENGINES,
+    CheckResult,
+    check_frameworks,
+    ready_to_check,
+    suite_checks,
+)
 from harness.run.cluster import ClusterOptions, run_suite_on_cluster
 from harness.run.options import RunOptions
 from harness.run.plan import Plan, estimate_line, format_problems, make_plan
@@ -74,6 +82,15 @@ def _options(suite: Suite, options: RunOptions | None, overrides: dict[str, Any]
     return options
 
 
+def _refuse_problems(suite: Suite, store: str | Path, options: RunOptions,
+                     force: bool = False) -> None:
+    """UsageError listing the problems of running `suite` into `store` that can be found
+    without the machine (the plan with `machine=False`), if it has any."""
+    made = make_plan(suite, str(store), options, force, machine=False)
+    if made.blocking:
+        raise UsageError(format_problems(made))
+
+
 def run(suite: Suite | str, store: str | Path = DEFAULT_STORE,
         options: RunOptions | None = None, *, force: bool = False,
         cluster: ClusterOptions | None = None, wait: bool = True,
@@ -92,7 +109,9 @@ def run(suite: Suite | str, store: str | Path = DEFAULT_STORE,
              "until_within adds rounds only to a run without an executor")
         options = replace(options, more_rounds=None)
     local = cluster is None or cluster.executor == "local"  # Slurm measures on its nodes
-    with measurement_lock(wait=wait) if local else nullcontext():
+    # while another measurement holds the machine: its problems now, not after the wait
+    checked = partial(_refuse_problems, suite, store, options, force)
+    with measurement_lock(wait=wait, before_wait=checked) if local else nullcontext():
         if local:
             calibrate({case.threads for case in suite.cases})
         start = time.perf_counter()  # the estimate covers the plan and the passes
@@ -128,7 +147,10 @@ def check(frameworks: Sequence[str] | None = None, models: Sequence[str] | None 
     files = None
     if suite:
         frameworks, chosen, files = suite_checks(suite, frameworks, models)
-    with measurement_lock(wait=wait):
+    def checked() -> None:  # while another measurement holds the machine: before the wait
+        ready_to_check(frameworks or ENGINES, chosen, [dtype], steps, data_dir, files)
+
+    with measurement_lock(wait=wait, before_wait=checked):
         return check_frameworks(frameworks or ENGINES, chosen, [dtype], steps, seed=seed,
                                 threads=threads, test_limit=test_limit, data_dir=data_dir,
                                 data_files=files)
@@ -145,7 +167,13 @@ def compare_with(ref: str, suite: Suite | str = "ci", rounds: int = 5,
     suite = load_suite(suite) if isinstance(suite, str) else suite
     options = options or RunOptions.from_suite(suite)
     local = cluster is None or cluster.executor == "local"
-    with measurement_lock(wait=wait) if local else nullcontext():
+
+    def checked() -> None:  # while another measurement holds the machine: before the wait
+        commit_of(ref)
+        with TemporaryDirectory() as scratch:  # the suite's cases, as a run would plan them
+            _refuse_problems(suite, Path(scratch) / "plan.sqlite", options)
+
+    with measurement_lock(wait=wait, before_wait=checked) if local else nullcontext():
         return ab_test(ref, suite, rounds, options, thresholds, on_run=note, cluster=cluster)
 
 

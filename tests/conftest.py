@@ -1,7 +1,10 @@
 """Shared fixtures."""
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,3 +50,33 @@ def toy_dist(tmp_path_factory) -> tuple[Path, Path]:
     """(folder of the toy distribution, roofs cache folder) of tests/toy_adapters."""
     root = tmp_path_factory.mktemp("toy")
     return build_distribution(root / "site"), write_roofs_cache(root / "cache")
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+HOLDER = """
+import os, sys
+from pathlib import Path
+from harness.measure.lock import measurement_lock
+sys.argv = ["adh", "run", "quick"]  # what a waiter should see as the holder's command
+from harness.measure.lock import expect_end
+with measurement_lock(path=Path(sys.stdin.readline().strip())):
+    expect_end(600)  # its plan's estimate: ten minutes
+    print("locked", os.getpid(), flush=True)
+    sys.stdin.readline()  # hold until told to let go (or killed)
+"""
+
+
+@pytest.fixture
+def holder(tmp_path):
+    """Start a process that holds the lock on tmp_path/adh.lock; yields (process, lock path)."""
+    path = tmp_path / "adh.lock"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
+    proc.stdin.write(f"{path}\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline().split() == ["locked", str(proc.pid)]
+    yield proc, path
+    proc.kill()
+    proc.wait()

@@ -4,6 +4,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from harness import api
@@ -27,7 +28,7 @@ def _planned_options(monkeypatch: pytest.MonkeyPatch, start) -> RunOptions:
 
     monkeypatch.setattr(api, "make_plan", plan)
     monkeypatch.setattr(api, "calibrate", lambda threads: None)
-    monkeypatch.setattr(api, "measurement_lock", lambda wait: nullcontext())
+    monkeypatch.setattr(api, "measurement_lock", lambda **how: nullcontext())
     with pytest.raises(Planned) as planned:
         start()
     return planned.value.options
@@ -71,3 +72,30 @@ def test_run_options_are_immutable():
     options = RunOptions.from_suite(load_suite("quick"))
     with pytest.raises(AttributeError):
         options.rounds = 1  # type: ignore[misc]
+
+
+@pytest.fixture
+def machine_held(holder, monkeypatch):
+    """Another measurement holds this machine's lock (tests/test_lock.py's holder)."""
+    proc, path = holder
+    monkeypatch.setenv("ADH_LOCK_FILE", str(path))
+    return proc
+
+
+def test_a_mistake_in_a_run_is_an_error_before_waiting_for_the_machine(machine_held, tmp_path,
+                                                                       capsys):
+    """Behind an hour-long run, `adh run --dataset` of a file without x_train, or `adh compare
+    --against` a commit that does not exist, says so at once instead of after the wait."""
+    mine = tmp_path / "mine.npz"
+    np.savez(mine, y_train=np.zeros(3))
+    assert main(["run", "quick", "--dataset", str(mine), "--store",
+                 str(tmp_path / "r.sqlite")]) == 2
+    err = capsys.readouterr().err
+    assert "x_train" in err and "waiting" not in err, err
+    assert main(["compare", "--against", "no-such-ref"]) == 2
+    err = capsys.readouterr().err
+    assert "'no-such-ref' is no commit of" in err and "waiting" not in err, err
+    assert main(["check", "--models", "lenet"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown model 'lenet'" in err and "waiting" not in err, err
+    assert machine_held.poll() is None  # it held on all along: nothing waited for it

@@ -10,42 +10,12 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 
 from harness.measure.lock import LockBusy, LockWaitStopped, expect_end, measurement_lock
-
-REPO = Path(__file__).resolve().parents[1]
-
-HOLDER = """
-import os, sys
-from pathlib import Path
-from harness.measure.lock import measurement_lock
-sys.argv = ["adh", "run", "quick"]  # what a waiter should see as the holder's command
-from harness.measure.lock import expect_end
-with measurement_lock(path=Path(sys.stdin.readline().strip())):
-    expect_end(600)  # its plan's estimate: ten minutes
-    print("locked", os.getpid(), flush=True)
-    sys.stdin.readline()  # hold until told to let go (or killed)
-"""
-
-
-@pytest.fixture
-def holder(tmp_path):
-    """Start a process that holds the lock on tmp_path/adh.lock; yields (process, lock path)."""
-    path = tmp_path / "adh.lock"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
-    proc.stdin.write(f"{path}\n")
-    proc.stdin.flush()
-    assert proc.stdout.readline().split() == ["locked", str(proc.pid)]
-    yield proc, path
-    proc.kill()
-    proc.wait()
 
 
 def release(proc: subprocess.Popen) -> None:
@@ -143,3 +113,21 @@ def test_lock_file_is_created_for_every_user(tmp_path):
     finally:
         os.umask(old)
     assert path.stat().st_mode & 0o777 == 0o666
+
+
+def test_what_need_not_wait_is_checked_before_waiting_and_stops_the_wait(holder, tmp_path):
+    proc, path = holder
+    waited = []
+
+    def typo() -> None:
+        raise LockBusy("a typo found before waiting")  # any AdhError
+
+    with pytest.raises(LockBusy, match="a typo found before waiting"):
+        with measurement_lock(path=path, on_wait=waited.append, before_wait=typo):
+            pytest.fail("entered a lock another process holds")
+    assert waited == [] and proc.poll() is None  # it never waited; the holder holds on
+    checked = []
+    free = tmp_path / "free.lock"
+    with measurement_lock(path=free, before_wait=lambda: checked.append("busy")):
+        assert is_locked(free)
+    assert checked == []  # a free lock needs no check before a wait that does not come

@@ -87,7 +87,8 @@ def expect_end(seconds: float) -> None:
         _write_holder(_held[0], _held[1], time.time() + seconds)
 
 
-def _acquire(path: Path, wait: bool, on_wait: Callable[[str], None]) -> int:
+def _acquire(path: Path, wait: bool, on_wait: Callable[[str], None],
+             before_wait: Callable[[], None] | None) -> int:
     fd = _open(path)
     try:
         try:
@@ -97,6 +98,8 @@ def _acquire(path: Path, wait: bool, on_wait: Callable[[str], None]) -> int:
             if not wait:
                 raise LockBusy(f"another adh measurement is running ({holder}); wait for it to "
                                "finish, or leave out --no-wait to wait for it") from None
+            if before_wait is not None:  # what it raises stops the wait before it starts
+                before_wait()
             try:  # a Ctrl-C (or SIGTERM) may come while the message is still being written
                 on_wait(f"another adh measurement is running ({holder}); waiting (Ctrl-C stops)")
                 fcntl.flock(fd, fcntl.LOCK_EX)  # blocks in the kernel until the holder lets go
@@ -115,16 +118,19 @@ def measurement_lock(
     wait: bool = True,
     on_wait: Callable[[str], None] = lambda message: print(message, file=sys.stderr),
     path: Path | None = None,
+    before_wait: Callable[[], None] | None = None,
 ) -> Iterator[None]:
     """Hold the machine-wide measurement lock for the `with` block.
 
     When another process holds it, either call `on_wait` once with a message naming the holder
-    and block until it is free (`wait=True`), or raise `LockBusy` at once (`wait=False`). A
+    and block until it is free (`wait=True`), or raise `LockBusy` at once (`wait=False`). Before
+    waiting, `before_wait` runs: the checks that need not wait for the machine, so that a typo
+    is an error now, not after the other measurement's hour; what it raises stops the wait. A
     nested entry in a process that already holds the lock does nothing (whatever its `path`).
     """
     global _depth, _held
     # A nested entry must not flock again: a second descriptor's flock would wait for the first.
-    fd = _acquire(path or lock_file(), wait, on_wait) if _depth == 0 else None
+    fd = _acquire(path or lock_file(), wait, on_wait, before_wait) if _depth == 0 else None
     if fd is not None:
         _held = (fd, time.time())
     _depth += 1

@@ -58,16 +58,22 @@ def _git(repo: Path, *args: str) -> str:
     return out.stdout.strip()
 
 
-@contextmanager
-def worktree(ref: str, repo: Path = REPO_DIR, parent: Path | None = None) -> Iterator[Path]:
-    """REF checked out, detached, in a temporary folder (under `parent`, default the system's
-    temporary folder) that is removed on leaving."""
-    try:  # fail before mkdtemp
-        sha = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+def commit_of(ref: str, repo: Path = REPO_DIR) -> str:
+    """The commit REF names in `repo`; UsageError saying how to find the right name where it
+    names none."""
+    try:
+        return _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     except UsageError:
         raise UsageError(f"{ref!r} is no commit of {repo}: check the name (git log --oneline), "
                          "or fetch the history if this is a shallow clone "
                          "(git fetch --unshallow)") from None
+
+
+@contextmanager
+def worktree(ref: str, repo: Path = REPO_DIR, parent: Path | None = None) -> Iterator[Path]:
+    """REF checked out, detached, in a temporary folder (under `parent`, default the system's
+    temporary folder) that is removed on leaving."""
+    sha = commit_of(ref, repo)  # fail before mkdtemp
     if parent is not None:
         parent.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="adh-ref-", dir=parent))

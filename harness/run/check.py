@@ -40,7 +40,7 @@ import numpy as np
 
 from harness.contract import metrics
 from harness.contract.data import load_dataset
-from harness.contract.frameworks import get_framework, not_installed
+from harness.contract.frameworks import get_framework, not_installed, registration
 from harness.contract.frameworks.base import Framework, unsupported_dtype
 from harness.contract.specs import DTYPES, MODELS, ModelSpec, get_model
 from harness.contract.weights import check_weights
@@ -257,6 +257,34 @@ def _raised(error: Exception) -> str:
     return f"raised {type(error).__name__}: {error} ({where})"
 
 
+def checked_arguments(models: Iterable[str | ModelSpec] | None, dtypes: Iterable[str],
+                      steps: int) -> list[ModelSpec]:
+    """The specs of `models` (default: every built-in one); UsageError for an unknown model or
+    dtype, or fewer than one step."""
+    if steps < 1:
+        raise UsageError(f"steps must be at least 1, not {steps}")
+    unknown = [dtype for dtype in dtypes if dtype not in TOLERANCES]
+    if unknown:
+        raise UsageError(f"unknown dtype {', '.join(unknown)}; choose from: {', '.join(DTYPES)}")
+    return [model if isinstance(model, ModelSpec) else get_model(model)
+            for model in (MODELS if models is None else models)]
+
+
+def ready_to_check(frameworks: Iterable[str | type[Framework]],
+                   models: Iterable[str | ModelSpec] | None, dtypes: Iterable[str], steps: int,
+                   data_dir: str | Path | None = None,
+                   data_files: Mapping[str, str | Path | None] | None = None) -> None:
+    """What `check_frameworks` would refuse, found without loading a framework (whose import
+    would take CPU from a measurement that holds the machine): the arguments, the framework
+    names, and each model's dataset. An AdhError saying which (UsageError, DatasetError)."""
+    specs = checked_arguments(models, list(dtypes), steps)
+    for name in frameworks:
+        if isinstance(name, str):
+            registration(name)
+    for dataset in dict.fromkeys(spec.dataset for spec in specs):
+        load_dataset(dataset, data_dir, file=(data_files or {}).get(dataset))
+
+
 def check_frameworks(frameworks: Iterable[str | type[Framework]],
                      models: Iterable[str | ModelSpec] | None = None,
                      dtypes: Iterable[str] = DTYPES, steps: int = 50, *, seed: int = 0,
@@ -270,14 +298,8 @@ def check_frameworks(frameworks: Iterable[str | type[Framework]],
     `data_files[dataset]` where that names a file. The reference runs once per model and dtype,
     only if some framework is checked there; if it cannot be loaded, raise UsageError saying so
     in one line. A registered name that is not installed (frameworks.not_installed) is n/a."""
-    if steps < 1:
-        raise UsageError(f"steps must be at least 1, not {steps}")
     dtypes = list(dtypes)
-    unknown = [dtype for dtype in dtypes if dtype not in TOLERANCES]
-    if unknown:
-        raise UsageError(f"unknown dtype {', '.join(unknown)}; choose from: {', '.join(DTYPES)}")
-    specs = [model if isinstance(model, ModelSpec) else get_model(model)
-             for model in (MODELS if models is None else models)]
+    specs = checked_arguments(models, dtypes, steps)
     frameworks = list(frameworks)
     # one that is not installed is n/a, with the command that installs it; the rest are checked
     absent = {f: not_installed(f) for f in frameworks if isinstance(f, str)}

@@ -114,9 +114,12 @@ class Plan:
 
 
 def make_plan(suite: Suite, store_path: str | Path, options: RunOptions,
-              force: bool = False) -> Plan:
+              force: bool = False, machine: bool = True) -> Plan:
     """The plan of running `suite` with `options` (its rounds, passes, --resume) into the store
-    at `store_path`; `force` lets the forceable problems run."""
+    at `store_path`; `force` lets the forceable problems run. `machine=False` leaves out what
+    another measurement would disturb or change: loading each framework in a child process
+    (its CPU would fall on that measurement) and the free memory (which it holds); that is the
+    plan made before waiting for the measurement lock."""
     from harness.contract.frameworks import not_installed
     from harness.run.probe import probe
 
@@ -134,11 +137,12 @@ def make_plan(suite: Suite, store_path: str | Path, options: RunOptions,
     planned = [PlannedCase(case, key, name, skipped=skipped(key)) for case, key, name
                in zip(suite.cases, keys, _case_names(suite.cases), strict=True)]
     todo = [p for p in planned if not p.skipped]
-    free = _free_memory_bytes()  # before the datasets are loaded here: they are not the run's
+    # before the datasets are loaded here: they are not the run's
+    free = _free_memory_bytes() if machine else None
     absent = {name: not_installed(name) for name in {p.case.framework for p in todo}}
     for p in todo:  # n/a: the suite's reason, or the command that installs the framework
         p.unsupported = suite.not_run_reason(p.case) or absent[p.case.framework]
-    asked = [p for p in todo if not p.unsupported]
+    asked = [p for p in todo if not p.unsupported] if machine else []
     support = probe([p.case for p in asked])
     for p, reason in zip(asked, support.unsupported, strict=True):
         p.unsupported = reason
