@@ -249,7 +249,8 @@ def test_run_end_to_end(finished_store):
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     headers = table_headers(result.stdout)
-    assert len(headers) == 1  # one model, one table
+    # one model: its table, and where its step goes (the diverged toy is in neither)
+    assert len(headers) == 2 and headers[1] == ["Op group", "toy-ok"]
     assert headers[0][:6] == COLUMNS
     row = next(line for line in result.stdout.splitlines() if line.startswith("| toy-ok"))
     cells = [c.strip() for c in row.strip("|").split("|")]
@@ -257,6 +258,7 @@ def test_run_end_to_end(finished_store):
     assert 0 < float(cells[4]) <= 100
     table = [line for line in result.stdout.splitlines() if line.startswith("|")]
     assert "toy-nan" not in "\n".join(table)
+    assert any(line.startswith("| step, attributed  |") for line in table)
     # said as it happened
     assert "toy-nan/mnist-10k/seed0: diverged: loss nan at epoch 1, batch 2" in result.stderr
     assert "2 cases run, 0 skipped (--resume), 0 failed" in result.stdout

@@ -14,7 +14,12 @@ from harness.contract.cases import Case
 from harness.measure.instructions import counted_instructions
 from harness.results.estimates import model_summary
 from harness.results.records import CaseResult, EpochRecord, RunRecord, Status
-from harness.results.store import SCHEMA_VERSION, TURN_COLUMNS, ResultsStore
+from harness.results.store import (
+    ATTRIBUTION_COLUMNS,
+    SCHEMA_VERSION,
+    TURN_COLUMNS,
+    ResultsStore,
+)
 from harness.results.tables import format_model_tables
 from harness.run import runner
 from harness.run.options import RunOptions
@@ -104,12 +109,13 @@ def test_a_results_store_of_version_2_gains_the_columns(tmp_path):
     db = sqlite3.connect(path)
     db.executescript("ALTER TABLE cases DROP COLUMN instructions_per_step; "
                      "ALTER TABLE cases DROP COLUMN instructions_note; "
-                     + "".join(f"ALTER TABLE runs DROP COLUMN {c}; " for c in TURN_COLUMNS)
+                     + "".join(f"ALTER TABLE runs DROP COLUMN {c}; "
+                               for c in (*TURN_COLUMNS, *ATTRIBUTION_COLUMNS))
                      + "UPDATE meta SET value = '2' WHERE key = 'schema_version';")
     db.close()
     with ResultsStore(path) as store:
         assert {"instructions_per_step", "instructions_note"} <= set(store.cases().columns)
-        assert set(TURN_COLUMNS) <= set(store.runs().columns)
+        assert {*TURN_COLUMNS, *ATTRIBUTION_COLUMNS} <= set(store.runs().columns)
     version = sqlite3.connect(path).execute("SELECT value FROM meta").fetchone()[0]
     assert version == str(SCHEMA_VERSION)
 

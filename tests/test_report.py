@@ -24,10 +24,12 @@ from harness.errors import UsageError
 from harness.measure.policy import FlagPolicy
 from harness.measure.stats import ratio_verdict
 from harness.report import build_report, figures, frames, rates
+from harness.report.attribution import attribution_figure
 from harness.report.build import load_suite_data, plan_figures, regenerate_note
 from harness.report.method import method_section
 from harness.report.style import FRAMEWORKS, framework_look, framework_order, variant_look
 from harness.results import estimates, notes, tables
+from harness.results.attribution import OUTSIDE, Attribution
 from harness.results.profiles import UNACCOUNTED, ProfileRow, SavedProfile
 from harness.results.records import BatchRecord, CaseResult, EpochRecord, RunRecord
 from harness.results.store import ResultsStore
@@ -561,6 +563,45 @@ def test_plain_report(store: ResultsStore, tmp_path: Path) -> None:
     assert "per framework; the mean over 2 seeds, the band from their minimum to maximum." in text
     assert "failed" in text  # the failed run is listed as left out
     assert "Where the time goes" not in text and "roofline.png" not in figs  # no profiles given
+
+
+def attributed(result: CaseResult, conv_ms: float) -> CaseResult:
+    """`result` with each run's step attributed: conv `conv_ms` (forward a third), the rest
+    outside ops."""
+    def attribution(run: RunRecord) -> dict:
+        step = float(np.median(run.step_times_s))
+        conv = conv_ms / 1e3
+        return Attribution(step, step * 1.1, {"conv forward": conv / 3,
+                                              "conv backward": 2 * conv / 3,
+                                              OUTSIDE: step - conv}, {}, 20).as_dict()
+    return dataclasses.replace(result, runs=[dataclasses.replace(run, attribution=attribution(run))
+                                             for run in result.runs])
+
+
+def test_a_report_shows_where_each_step_goes(tmp_path: Path) -> None:
+    with ResultsStore(tmp_path / "adh.sqlite") as store:
+        for model in ("cnn", "mlp"):
+            for framework, step_s, conv_ms in (("engine-static", 0.009, 6.0),
+                                               ("torch", 0.006, 3.0)):
+                store.save(attributed(make_result("where", model, framework, 0, step_s=step_s),
+                                      conv_ms))
+        report = build_report(store, "where", tmp_path / "out")
+        data = load_suite_data(store, "where")
+    text = report.read_text()
+    assert "## Where each step goes" in text and "(figures/fig10_attribution.png)" in text
+    assert "cnn: where the step goes (ms a step, by op group; median over up to 2 processes)" \
+        in text
+    assert re.search(r"engine-static on cnn: \+\d\.\d\d ms a step against torch: conv backward "
+                     r"\+2\.00 ms", text)
+    fig = attribution_figure(data)
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title(loc="left") for ax in panels] == ["cnn", "mlp"]
+    for ax in panels:  # a bar per framework, torch's below the engine's
+        assert [t.get_text() for t in ax.get_yticklabels()] == ["torch", "engine-static"]
+        widths = {round(p.get_width(), 2) for p in ax.patches}
+        assert {6.0, 3.0} <= widths  # the conv segments, in ms
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == ["conv", "outside ops"]
 
 
 @pytest.mark.slow

@@ -16,6 +16,7 @@ import pytest
 from harness.contract.cases import Case
 from harness.contract.frameworks import available, get_framework
 from harness.measure.policy import FlagPolicy
+from harness.results.attribution import OUTSIDE, Attribution
 from harness.results.estimates import model_summary
 from harness.results.notes import reported_facts
 from harness.results.records import CaseResult
@@ -742,6 +743,35 @@ def test_frameworks_take_turns_of_the_given_steps(toys, tmp_path, monkeypatch):
     assert list(runs["turn_steps"]) == [2, 2]
     for result in outcome.results:
         assert result.provenance["schedule"]["turn_steps"] == 2
+
+
+@pytest.mark.slow
+def test_each_run_attributes_its_step_after_training_in_a_turn_of_its_own(toys, tmp_path,
+                                                                          monkeypatch):
+    """After its 5 training steps each toy runs its attribution's steps (10 plain and 10
+    under the engine's profiler, which the toys inherit) in one turn of its own, never beside
+    the other's, and its run stores where its step went, by op group."""
+    log = tmp_path / "steps.log"
+    monkeypatch.setenv("TOY_STEP_LOG", str(log))
+    suite = load_suite(str(write_suite(tmp_path, "turns", ["toy-ok", "toy-dense"], turns=2)))
+    options = RunOptions(progress=False, memory=False, code_version="v1", turn_steps=suite.turns,
+                         attribution_steps=4)
+    with ResultsStore(tmp_path / "store.sqlite") as store:
+        outcome = run_suite(suite, store, options)
+        stored = store.runs()
+    order = log.read_text().split()
+    assert order[:10] == ["toy-ok", "toy-ok", "toy-dense", "toy-dense", "toy-ok", "toy-ok",
+                          "toy-dense", "toy-dense", "toy-ok", "toy-dense"]  # training as before
+    assert order[10:] in (["toy-ok"] * 20 + ["toy-dense"] * 20,
+                          ["toy-dense"] * 20 + ["toy-ok"] * 20)  # a turn each, whole
+    for result in outcome.results:
+        (run,) = result.runs
+        assert len(run.step_times_s) + run.warmup_steps == 5  # the timed steps: training's
+        attribution = Attribution.from_dict(run.attribution)
+        assert {"dense forward", "dense backward", "update", OUTSIDE} <= set(attribution.seconds)
+        assert attribution.steps == 10
+        assert sum(attribution.seconds.values()) == pytest.approx(attribution.step_s)
+    assert stored["attribution"].notna().all()
 
 
 @pytest.mark.slow

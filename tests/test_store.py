@@ -16,14 +16,15 @@ import pytest
 from harness.contract.cases import Case, CaseExtra
 from harness.results.records import BatchRecord, CaseResult, EpochRecord, RunRecord, Status
 from harness.results.store import (
+    ADDED_COLUMNS,
     CASE_COLUMNS,
     CHILD_TABLES,
     DEFAULT_PATH,
-    INSTRUCTION_COLUMNS,
     SCHEMA_VERSION,
     TURN_COLUMNS,
     ResultsStore,
     StoreError,
+    from_json,
 )
 
 
@@ -271,13 +272,14 @@ def test_schema_version(tmp_path: Path) -> None:
 
 
 def _old_store(path: Path, version: int) -> None:
-    """A store as schema version 2 (no instruction columns) or 3 (no turns, no facts) left it."""
+    """A store as schema version 2 (no instruction columns), 3 (no turns, no facts) or 4 (no
+    attribution) left it."""
     ResultsStore(path).close()
     with sqlite3.connect(path) as db:
-        for column in INSTRUCTION_COLUMNS if version == 2 else ():
-            db.execute(f"ALTER TABLE cases DROP COLUMN {column}")
-        for column in TURN_COLUMNS:
-            db.execute(f"ALTER TABLE runs DROP COLUMN {column}")
+        for later in range(version + 1, SCHEMA_VERSION + 1):
+            for table, columns in ADDED_COLUMNS[later]:
+                for column in columns:
+                    db.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
         db.execute(f"UPDATE meta SET value = '{version}' WHERE key = 'schema_version'")
     db.close()
 
@@ -333,6 +335,23 @@ def test_a_version_3_store_gains_turns_and_facts_when_opened(tmp_path: Path) -> 
     assert _schema_version(path) == str(SCHEMA_VERSION)
     assert (run.turn_steps, run.turn_medians_s, run.facts) == (10, [None, 0.15],
                                                                 {"migrations": 2})
+
+
+def test_a_version_4_store_gains_each_runs_attribution_when_opened(tmp_path: Path) -> None:
+    path = tmp_path / "adh.sqlite"
+    _old_store(path, 4)
+    attribution = {"step_s": 0.01, "profiled_step_s": 0.011,
+                   "seconds": {"conv forward": 0.004, "outside ops": 0.006},
+                   "calls": {"conv forward": 2.0, "outside ops": 0.0}}
+    with ResultsStore(path) as store:
+        run = RunRecord(round=0, step_times_s=[0.1, 0.2], warmup_steps=1, warmup_s=0.3,
+                        train_time_s=0.3, eval_time_s=0.1, attribution=attribution)
+        store.save(replace(make_result(), runs=[run]))
+        loaded = store.load(store.cases()["id"].iloc[0]).runs[0]
+        runs = store.runs()
+    assert _schema_version(path) == str(SCHEMA_VERSION)
+    assert loaded.attribution == attribution
+    assert [from_json(text) for text in runs["attribution"]] == [attribution]
 
 
 def test_a_read_only_look_changes_nothing(tmp_path: Path) -> None:

@@ -99,6 +99,8 @@ def model_tables(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFrame, 
     """The per-model tables of the measured (Status.OK) cases among `cases`, and of those their
     framework does not support (n/a, with the reason). UsageError if the cases ran on different
     machines, unless `allow_mixed_machines`; `what` names them in its message."""
+    from harness.results.attribution_tables import attribution_tables
+    from harness.results.estimates import step_estimates
     from harness.results.machines import require_one_machine
     from harness.results.notes import (
         first_call_memory,
@@ -120,7 +122,8 @@ def model_tables(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFrame, 
     # whose verdicts these are: one machine's (several: machine_verdicts side by side)
     machine = f"machine: {machines[0]} (these verdicts are this machine's)" \
         if len(machines) == 1 else ""
-    lines = [line for line in (machine, schedule(shown), steadiness, own_level_shifts(shown),
-                               reported_facts(cases), first_call_memory(cases),
-                               machine_verdicts(cases, shown)) if line]
+    steps = {(e.model, e.framework): e.step for e in step_estimates(shown).itertuples()}
+    lines = [line for line in (attribution_tables(shown, steps), machine, schedule(shown),
+                               steadiness, own_level_shifts(shown), reported_facts(cases),
+                               first_call_memory(cases), machine_verdicts(cases, shown)) if line]
     return "\n\n".join([format_model_tables(summary), *lines])

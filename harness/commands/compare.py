@@ -87,6 +87,7 @@ def require_base_ran(cases: pd.DataFrame, ref: str) -> None:
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
+    from harness.results.attribution_tables import explain_difference, runs_of
     from harness.results.compare import (
         Thresholds,
         compare,
@@ -142,6 +143,10 @@ def run(args: argparse.Namespace) -> int:
         rows = compare(base, new, thresholds)
         labels = (args.base, args.new)
     print(to_markdown(rows, *labels))
+    sets = (outcome.base, outcome.new) if args.against else (base, new)
+    why = explain_difference(*(runs_of(s.cases, s.runs) for s in sets), labels)
+    if why:
+        print(f"\n{why}")
     # both sides of --against ran side by side: one host; two stored sets may be two days apart
     sides = ([("", pd.concat([outcome.base.runs, outcome.new.runs]))] if args.against
              else [(f"{labels[0]}: ", base.runs), (f"{labels[1]}: ", new.runs)])

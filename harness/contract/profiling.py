@@ -230,7 +230,10 @@ def _torch_bytes(event: Any) -> float:
     return total
 
 
-def whole_steps(framework: Any, batches: list[tuple[Any, Any]], name: str = "train_step",
+WHOLE_STEP_CALL = "train_step"  # the one call of a step `whole_steps` records
+
+
+def whole_steps(framework: Any, batches: list[tuple[Any, Any]], name: str = WHOLE_STEP_CALL,
                 flops: float | None = None, nbytes: float | None = None) -> list[ProfiledStep]:
     """Each batch's training step as one call `name` (phase "step"), timed as the timing pass
     times it, with the step's FLOPs and bytes where the framework knows them: the profile of a

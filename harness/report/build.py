@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from harness.errors import UsageError
 from harness.report import cost, figures, frames, rates
+from harness.report.attribution import attribution_section
 from harness.report.explain import explain_section
 from harness.report.method import column, distinct, method_section, provenance_section
 from harness.report.panels import Caption
@@ -469,6 +470,7 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
              *_unmeasured_section(suite, data.cases),
              *_machines_section(data),
              *_tables_section(data, suite, table_dir),
+             *attribution_section(data, figure_dir),
              *studies_section(data),
              *_figures_section(data, figure_dir),
              *_profiles_section(profiles or [], figure_dir),

@@ -7,8 +7,8 @@ lets them read while the runner writes.
 A case key holds at most one case: saving a key again (a re-run) deletes the older case and its
 rows in the same transaction, so the last save wins.
 
-Schema, version `SCHEMA_VERSION` (a store of version 2 or 3 gains the columns added since when
-opened; one of another version is refused, not migrated):
+Schema, version `SCHEMA_VERSION` (a store of version 2 to 4 gains the columns added since when
+opened, ADDED_COLUMNS; one of another version is refused, not migrated):
     meta(key PRIMARY KEY, value)              -- 'schema_version'
     cases(id PRIMARY KEY, CASE_COLUMNS...)    -- one row per CaseResult; indexed by key, by suite
     runs(case_id, run, RUN_COLUMNS...)        -- one row per timing pass (process); run = its round
@@ -45,8 +45,8 @@ from harness.results.records import (
 )
 
 DEFAULT_PATH = Path(DEFAULT_STORE)
-SCHEMA_VERSION = 4  # 2: runs, several timing passes per case; 3: instructions per step;
-# 4: turns and process facts of each run
+SCHEMA_VERSION = 5  # 2: runs, several timing passes per case; 3: instructions per step;
+# 4: turns and process facts of each run; 5: each run's attribution to op groups
 
 SETTINGS_COLUMNS: dict[str, str] = {
     "suite": "TEXT NOT NULL", "model": "TEXT NOT NULL", "framework": "TEXT NOT NULL",
@@ -75,7 +75,13 @@ CASE_COLUMNS = {"key": "TEXT NOT NULL", **SETTINGS_COLUMNS, **SUMMARY_COLUMNS,
 # (JSON: a list of turn medians, an object of facts).
 TURN_COLUMNS = {"turn_steps": "INTEGER NOT NULL DEFAULT 0", "turn_medians_s": "TEXT",
                 "facts": "TEXT"}
-JSON_RUN_COLUMNS = ("turn_medians_s", "facts")
+# Where a run's step went, by op group (harness.results.attribution.Attribution, as JSON).
+ATTRIBUTION_COLUMNS = {"attribution": "TEXT"}
+JSON_RUN_COLUMNS = ("turn_medians_s", "facts", "attribution")
+# The columns each version added to an older store's tables, which opening it adds.
+ADDED_COLUMNS: dict[int, tuple[tuple[str, dict[str, str]], ...]] = {
+    3: (("cases", INSTRUCTION_COLUMNS),), 4: (("runs", TURN_COLUMNS),),
+    5: (("runs", ATTRIBUTION_COLUMNS),)}
 # table: (key columns after case_id, value columns); named as the fields of the records.
 CHILD_TABLES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     "runs": (("run",), {"started_at": "TEXT", "warmup_steps": "INTEGER NOT NULL",
@@ -83,7 +89,8 @@ CHILD_TABLES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
                         "eval_time_s": "REAL", "foreign_cpu_s": "REAL",
                         "contended": "INTEGER NOT NULL", "drift": "INTEGER NOT NULL",
                         "probe_before_s": "REAL", "probe_after_s": "REAL",
-                        "attempts": "INTEGER NOT NULL", **TURN_COLUMNS}),
+                        "attempts": "INTEGER NOT NULL", **TURN_COLUMNS,
+                        **ATTRIBUTION_COLUMNS}),
     "epochs": (("epoch",), {"train_loss": "REAL", "train_acc": "REAL", "test_loss": "REAL",
                             "test_acc": "REAL", "train_time_s": "REAL", "eval_time_s": "REAL"}),
     "batches": (("epoch", "batch"), {"loss": "REAL", "acc": "REAL"}),
@@ -244,16 +251,16 @@ class ResultsStore:
         if row is None:
             raise StoreError(f"{self.path} is an SQLite database but not a results store; "
                              "choose another store path")
-        if row[0] in ("2", "3") and not self.read_only:  # versions 3 and 4 only added columns
-            added = [f"ALTER TABLE runs ADD COLUMN {c} {t}; " for c, t in TURN_COLUMNS.items()]
-            if row[0] == "2":
-                added += [f"ALTER TABLE cases ADD COLUMN {c} {t}; "
-                          for c, t in INSTRUCTION_COLUMNS.items()]
+        upgradable = {str(v) for v in range(2, SCHEMA_VERSION)}  # versions 3-5 added columns
+        if row[0] in upgradable and not self.read_only:
+            added = [f"ALTER TABLE {table} ADD COLUMN {c} {t}; "
+                     for version in range(int(row[0]) + 1, SCHEMA_VERSION + 1)
+                     for table, columns in ADDED_COLUMNS[version] for c, t in columns.items()]
             self._db.executescript(
                 "BEGIN; " + "".join(added)
                 + f"UPDATE meta SET value = '{SCHEMA_VERSION}' WHERE key = 'schema_version'; "
                 "COMMIT;")
-        elif row[0] not in {str(SCHEMA_VERSION), "2", "3"}:
+        elif row[0] not in {str(SCHEMA_VERSION), *upgradable}:
             raise StoreError(f"{self.path} has results schema version {row[0]}, this harness "
                              f"reads version {SCHEMA_VERSION} (version 1: one timing process per "
                              "case, before rounds); use the harness version that wrote it, or "
@@ -339,7 +346,8 @@ class ResultsStore:
 
     def runs(self, suite: str | None = None) -> pd.DataFrame:
         """One row per timing pass (`run`: its round; median_s, warm-up, flags, drift probes,
-        turns; `turn_medians_s` and `facts` as JSON text: `from_json`), with the case key,
+        turns; `turn_medians_s`, `facts` and `attribution` as JSON text: `from_json`), with the
+        case key,
         settings and status."""
         frame = self._child("runs", suite)
         frame["flagged"] = frame["contended"] | frame["drift"]

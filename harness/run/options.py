@@ -29,6 +29,9 @@ class RunOptions:
     # Steps a turn where one model's frameworks take turns (run_turns); 0: each pass alone.
     turn_steps: int = 0
     count_instructions: bool = False  # one more pass per case, under valgrind
+    # Plain and profiled steps each timing pass runs after training, for the attribution of its
+    # step to op groups (harness.results.attribution); 0: none.
+    attribution_steps: int = 0
     command: str = ""  # the `adh run` command as typed, recorded in each case's provenance
     # Experiments with the measured process's setup (scripts/bench_spread.py): variables to set
     # (None: unset) over the measurement policy, and a command to start the worker under.
@@ -41,6 +44,8 @@ class RunOptions:
     @classmethod
     def from_suite(cls, suite: Suite, **overrides: Any) -> RunOptions:
         """The options `suite` decides (its memory pass, time limit, rounds, rounds until
-        narrow and turns), then `overrides` (a command's flags, by field name) over them."""
+        narrow, turns and attribution steps), then `overrides` (a command's flags, by field
+        name) over them."""
         return replace(cls(memory=suite.memory, timeout_s=suite.timeout_s, rounds=suite.rounds,
-                           more_rounds=suite.more_rounds, turn_steps=suite.turns), **overrides)
+                           more_rounds=suite.more_rounds, turn_steps=suite.turns,
+                           attribution_steps=suite.attribution), **overrides)

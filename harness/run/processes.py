@@ -58,7 +58,8 @@ class _Worker:
         tmp = self.tmp.name
         job, self.result_path = Path(tmp, "job.json"), Path(tmp, "result.json")
         spec = {"case": case.settings(), "pass": pass_name, "data_dir": options.data_dir,
-                "turn_steps": turn_steps}
+                "turn_steps": turn_steps,
+                "attribution_steps": options.attribution_steps if pass_name == "time" else 0}
         launcher, threads = list(options.launcher), case.threads
         overrides: dict[str, str | None] = {"PYTHONUNBUFFERED": "1"}
         if pass_name == "instructions":

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import itertools
 import statistics
+from typing import Any
 
 from harness.contract.cases import Case
+from harness.contract.frameworks.base import Framework
 from harness.contract.profiling import ProfiledStep, whole_steps
 from harness.results.profiles import Profile, profile_table
 
@@ -21,7 +23,6 @@ def profile_case(case: Case, data_dir: str | None = None, steps: int = 50,
     blocks of `block` so that the host's drift falls on both alike. A framework without a
     profiler (`Framework.profile_steps` returns None) gets one row, its whole step."""
     from harness import UsageError
-    from harness.contract.batches import batch_indices
     from harness.contract.cases import prepare
     from harness.contract.frameworks import get_framework
     from harness.contract.weights import initial_weights, read_only
@@ -31,26 +32,44 @@ def profile_case(case: Case, data_dir: str | None = None, steps: int = 50,
     except ValueError as error:  # adh run's plan says this before running; here, the same
         raise UsageError(f"dataset {case.dataset!r} does not fit model {case.model!r} "
                          f"({error}); pick another with --dataset") from None
-    spec, x_train, targets = prepared.spec, prepared.x_train, prepared.targets
+    spec = prepared.spec
     framework = get_framework(case.framework)(
         spec, read_only(initial_weights(spec, case.seed, case.dtype)), case.dtype, case.threads)
-    order = (idx for epoch in itertools.count(1)
-             for idx in batch_indices(len(x_train), spec.batch_size, case.seed, epoch))
-    batches = [(x_train[idx], targets[idx])
-               for idx in itertools.islice(order, max(warmup, 2 * block))]
+    batches = first_batches(prepared.x_train, prepared.targets, spec.batch_size, case.seed,
+                            max(warmup, 2 * block))
     for x, y in batches[:warmup]:
         framework.train_step(x, y)
-    plain: list[float] = []
-    profiled: list[ProfiledStep] = []
-    while len(plain) < steps:
-        plain += [framework.timed_train_step(x, y)[2] for x, y in batches[:block]]
-        recorded = framework.profile_steps(batches[block:])
-        if recorded is None:  # no profiler: the step is one call, timed as the plain ones
-            recorded = whole_steps(framework, batches[block:])
-        profiled += recorded
+    plain, profiled = alternate(framework, batches, steps, block)
     close = getattr(framework, "close", None)
     if close is not None:
         close()
     step_s = statistics.median(plain)
     return Profile(case, step_s, statistics.median(s.seconds for s in profiled), profiled,
                    profile_table(profiled, step_s))
+
+
+def first_batches(x_train: Any, targets: Any, batch_size: int, seed: int,
+                  count: int) -> list[tuple[Any, Any]]:
+    """The first `count` batches of the seed's order (as arrays of their own)."""
+    from harness.contract.batches import batch_indices
+
+    order = (idx for epoch in itertools.count(1)
+             for idx in batch_indices(len(x_train), batch_size, seed, epoch))
+    return [(x_train[idx], targets[idx]) for idx in itertools.islice(order, count)]
+
+
+def alternate(framework: Framework, batches: list[tuple[Any, Any]], steps: int,
+              block: int = 10) -> tuple[list[float], list[ProfiledStep]]:
+    """`steps` plain steps (timed as the timing pass times them) and `steps` under the
+    framework's profiler, in alternating blocks of `block` on `batches` (at least 2 x `block`
+    of them), so that the host's drift falls on both alike: (plain seconds, profiled steps).
+    A framework without a profiler has each profiled step as one call (`whole_steps`)."""
+    plain: list[float] = []
+    profiled: list[ProfiledStep] = []
+    while len(plain) < steps:
+        plain += [framework.timed_train_step(x, y)[2] for x, y in batches[:block]]
+        recorded = framework.profile_steps(batches[block:2 * block])
+        if recorded is None:  # no profiler: the step is one call, timed as the plain ones
+            recorded = whole_steps(framework, batches[block:2 * block])
+        profiled += recorded
+    return plain, profiled

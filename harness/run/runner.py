@@ -186,7 +186,8 @@ def _record(result: CaseResult, round_: int, timing: dict, options: RunOptions, 
         started_at=timing.get("provenance", {}).get("started_at"),
         turn_steps=timing.get("turn_steps", 0), turn_medians_s=timing.get("turn_medians_s", []),
         facts={**(timing.get("process_facts") or {}),
-               "level_shift": level_shift(timing["step_times_s"])}))
+               "level_shift": level_shift(timing["step_times_s"])},
+        attribution=timing.get("attribution")))
     deterministic_passes(result, options)
 
 

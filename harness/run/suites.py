@@ -65,6 +65,8 @@ SETTINGS = {  # key: (type, meaning) - the only keys a suite file may use
     "turns": (int, "steps a turn where each model's frameworks take turns, all their processes "
                    "alive and one training at a time (0: one process at a time)"),
     "memory": (bool, "run the memory pass (memray) after the timing pass"),
+    "attribution": (int, "plain and profiled steps each timing pass runs after training, "
+                         "for where its step's time goes by op group (0: none)"),
     "timeout_s": (int, "a case running longer is stopped and recorded as timeout"),
     "sweep": (list, "groups of cases, each a table of the keys above"),
     "not_run": (dict, "cases the suite declares but does not run, \"MODEL/FRAMEWORK\" = the "
@@ -75,12 +77,14 @@ ITEMS = {"models": str, "frameworks": str, "seeds": int, "batch_size": int, "lr"
          "width": int, "seq_len": int, "sweep": dict}  # what a list value must hold
 MINIMUM = {"seeds": 0, "epochs": 1, "batch_size": 1, "threads": 1, "train_limit": 1, "folds": 2,
            "width": 1, "seq_len": 1, "timeout_s": 1, "rounds": 1, "turns": 0, "until_within": 0,
-           "max_rounds": 1, "max_minutes": 0}
+           "max_rounds": 1, "max_minutes": 0, "attribution": 0}
 # whole-suite settings; a [[sweep]]'s models are a list
-TOP_LEVEL_ONLY = ("description", "memory", "timeout_s", "rounds", "until_within", "max_rounds",
-                  "max_minutes", "turns", "sweep", "datasets", "not_run")
+TOP_LEVEL_ONLY = ("description", "memory", "attribution", "timeout_s", "rounds", "until_within",
+                  "max_rounds", "max_minutes", "turns", "sweep", "datasets", "not_run")
 # One process per case is not a measurement: processes of the same code differ by 10-40 % here.
 DEFAULT_ROUNDS = 3
+# Each way, plain and profiled, after training: 20 steps cost the CNN under 0.3 s a process.
+DEFAULT_ATTRIBUTION_STEPS = 20
 
 
 @dataclass
@@ -100,6 +104,7 @@ class Suite:
     more_rounds: MoreRounds | None = None  # rounds past `rounds` until the ratios are narrow
     # (model, framework) -> why the suite does not run that pair: recorded as n/a with it
     not_run: dict[tuple[str, str], str] = field(default_factory=dict)
+    attribution: int = DEFAULT_ATTRIBUTION_STEPS  # steps each way after training; 0: none
 
     def not_run_reason(self, case: Case) -> str | None:
         """Why the suite does not run `case` (its `not_run` table), or None."""
@@ -207,7 +212,8 @@ def load_suite(name_or_path: str, overrides: dict[str, Any] | None = None) -> Su
     return Suite(name, raw.get("description", ""), cases, options.get("memory", True),
                  options.get("timeout_s", 3600), rounds, str(path), options, models, datasets,
                  options.get("turns", 0), more_rounds(options, rounds),
-                 _not_run(path, text, raw))
+                 _not_run(path, text, raw),
+                 options.get("attribution", DEFAULT_ATTRIBUTION_STEPS))
 
 
 def _not_run(path: Path, text: str, raw: dict[str, Any]) -> dict[tuple[str, str], str]:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 PROGRESS_PREFIX = "ADH-PROGRESS "
 TURN_PREFIX = "ADH-TURN "  # "wait" before a turn, "end" after the last (Turns)
 PROGRESS_INTERVAL_S = 0.2  # report at most this often: printing must not cost step time
+ATTRIBUTION_BLOCK = 10  # plain and profiled steps alternate in blocks of this many
 DIVERGED_FACTOR = 100.0  # a loss above this many times max(first loss, 1) has diverged
 
 
@@ -123,6 +124,14 @@ class Turns:
                 for start, end in zip(self.starts, ends, strict=True)]
         return [sorted(k)[len(k) // 2] if k else None for k in kept]
 
+    def take(self) -> None:
+        """One more turn, past the timed ones (the attribution's steps): no other framework
+        runs while it lasts."""
+        self.meter.stop()
+        print(TURN_PREFIX + "wait", flush=True)
+        if not sys.stdin.readline():
+            raise RuntimeError("the runner stopped handing out turns")
+
     def end(self) -> None:
         self.meter.stop()
         print(TURN_PREFIX + "end", flush=True)
@@ -186,10 +195,13 @@ class StepRecorder:
         self.epoch_losses, self.epoch_accs = [], []
 
 
-def time_pass(case, data_dir, turn_steps: int = 0) -> dict:
+def time_pass(case, data_dir, turn_steps: int = 0, attribution_steps: int = 0) -> dict:
     """The timing pass; a case the framework does not support ends before it is built, with
     status unsupported and the framework's reason. With `turn_steps`, it trains in turns of that
-    many steps with other processes (`Turns`)."""
+    many steps with other processes (`Turns`). With `attribution_steps`, once training has
+    ended, that many plain steps and as many under the framework's profiler, alternating, in
+    this same process (in a turn of its own): where its step's time goes, by op group
+    (harness.results.attribution), off the clock of everything above."""
     from harness.contract.batches import steps_per_epoch
     from harness.contract.flops import train_step_flops
     from harness.contract.frameworks import framework_origin, get_framework
@@ -253,10 +265,14 @@ def time_pass(case, data_dir, turn_steps: int = 0) -> dict:
                                recorder.on_step,
                                on_epoch, gate=turns.gate if turns else None,
                                on_call=recorder.on_call)
-        if turns is None:
-            meter.stop()
-        else:
-            turns.end()
+        meter.stop()
+    reported = reported_facts(framework)  # of training, before the attribution's steps
+    if status == Status.OK and attribution_steps:  # past the process facts and every clock
+        if turns:
+            turns.take()
+        result["attribution"] = _attribution(framework, prepared, case, attribution_steps)
+    if turns:
+        turns.end()
     loop_s = meter.wall_s  # the loop's own time: its turns, not the others'
     door = type(framework).timed_train_step is not Framework.timed_train_step
     step_times = recorder.step_times
@@ -268,7 +284,7 @@ def time_pass(case, data_dir, turn_steps: int = 0) -> dict:
             facts.value.cores_used = recorder.cores_used(warmup)
     if door:
         result["provenance"]["step_clock"] = "the framework's own (steps run in its process)"
-    result["provenance"]["reported"] = reported_facts(framework)
+    result["provenance"]["reported"] = reported
     c = meter.value
     eval_time = sum(e["eval_time_s"] for e in recorder.epochs)
     for i, record in enumerate(recorder.epochs):  # each epoch's steps, the warm-up left out
@@ -285,6 +301,19 @@ def time_pass(case, data_dir, turn_steps: int = 0) -> dict:
                   # scripts/bench_overhead.py compares it with the same loop run bare
                   loop_time_s=loop_s - eval_time)
     return result
+
+
+def _attribution(framework, prepared, case, steps: int) -> dict:
+    """The attribution of `steps` plain and `steps` profiled steps of `framework`, in blocks of
+    ATTRIBUTION_BLOCK on the first batches of the case's order (as `adh profile` takes them)."""
+    from harness.results.attribution import attribute
+    from harness.run.profile import alternate, first_batches
+
+    spec = prepared.spec
+    batches = first_batches(prepared.x_train, prepared.targets, spec.batch_size, case.seed,
+                            2 * ATTRIBUTION_BLOCK)
+    plain, profiled = alternate(framework, batches, steps, ATTRIBUTION_BLOCK)
+    return attribute(plain, profiled, [layer.kind for layer in spec.layers]).as_dict()
 
 
 def start_numeric_libraries() -> None:
@@ -390,7 +419,8 @@ def main(argv: list[str]) -> int:
             result = instructions_pass(case, job.get("data_dir"), job["callgrind_out"],
                                        job["marks_library"])
         else:
-            result = (time_pass(case, job.get("data_dir"), job.get("turn_steps", 0))
+            result = (time_pass(case, job.get("data_dir"), job.get("turn_steps", 0),
+                                job.get("attribution_steps", 0))
                       if job["pass"] == "time" else memory_pass(case, job.get("data_dir")))
     except Exception as error:  # reported to the parent, which records the case as failed
         result = {"status": Status.FAILED, "reason": f"{type(error).__name__}: {error}",

@@ -61,13 +61,16 @@ class ResultSet:
                           "prov_machine": r.provenance.get("machine")})
             runs += [{"case_id": i, "run": run.round, "contended": run.contended,
                       "drift": run.drift, "probe_before_s": run.probe_before_s,
-                      "probe_after_s": run.probe_after_s} for run in r.runs]
+                      "probe_after_s": run.probe_after_s,
+                      "attribution": json.dumps(run.attribution) if run.attribution else None}
+                     for run in r.runs]
             steps += [{"case_id": i, "run": run.round, "idx": j, "seconds": s}
                       for run in r.runs for j, s in enumerate(run.step_times_s)]
             epochs += [{"case_id": i, **asdict(e)} for e in r.epochs]
         return cls(pd.DataFrame(cases),
                    pd.DataFrame(runs, columns=["case_id", "run", "contended", "drift",
-                                              "probe_before_s", "probe_after_s"]),
+                                              "probe_before_s", "probe_after_s",
+                                              "attribution"]),
                    pd.DataFrame(steps, columns=["case_id", "run", "idx", "seconds"]),
                    pd.DataFrame(epochs, columns=["case_id", "epoch", "test_acc"]), label)
 

@@ -1,0 +1,69 @@
+"""The report's "Where each step goes": a figure of every framework's step split into op groups,
+a bar per framework under each model, and the tables and gap lines of
+harness.results.attribution_tables, all from the runs the verdicts come from."""
+from __future__ import annotations
+
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from harness.report import frames
+from harness.report.style import OKABE_ITO, framework_order, new_figure, save
+from harness.results.attribution import KINDS, combined, kind_of
+from harness.results.attribution_tables import attribution_tables, attributions
+from harness.results.estimates import REFERENCE, step_estimates
+
+STEM = "fig10_attribution"
+BAR_HEIGHT_IN = 0.2  # one framework's bar
+LEGEND_COLUMNS = 3
+LEGEND_ROW_IN = 0.17  # one row of the legend
+# One colour a kind, the same in every panel; greys for what is no layer's arithmetic.
+KIND_COLORS = dict(zip(KINDS, [OKABE_ITO["blue"], OKABE_ITO["green"], OKABE_ITO["vermillion"],
+                               OKABE_ITO["purple"], OKABE_ITO["orange"], OKABE_ITO["yellow"],
+                               "#56B4E9", "#BBBBBB", "#000000", "#DDDDDD", "#999999", "#666666"],
+                       strict=True))
+CAPTION = ("Where each framework's training step goes, by op group (what the op computes, forward "
+           "and backward together), a bar per framework under each model, in ms a step: the "
+           "medians over the processes of the runs above, each attributed after its training in "
+           "the same process, scaled to its plain step. The tables below give each group's "
+           "forward and backward apart and the gap to torch group by group.")
+
+
+def attribution_figure(data: frames.SuiteData) -> Figure:
+    """A panel per model: a horizontal bar per framework, its segments the op kinds."""
+    found = attributions(data.runs)
+    models = [m for m in data.models if any(model == m for model, _ in found)]
+    rows = {m: framework_order(f for model, f in found if model == m) for m in models}
+    shown = [k for k in KINDS if any(kind_of(g) == k for runs in found.values()
+                                     for a in runs for g in a.seconds)]
+    legend_rows = -(-len(shown) // LEGEND_COLUMNS)
+    fig, axes = new_figure(len(models), 1, panel_height=0.55 + BAR_HEIGHT_IN * max(
+        len(r) for r in rows.values()) + LEGEND_ROW_IN * legend_rows / len(models))
+    for ax, model in zip((row[0] for row in axes), models, strict=True):
+        for y, framework in enumerate(reversed(rows[model])):
+            both = combined(found[model, framework])
+            left = 0.0
+            for kind in KINDS:
+                ms = 1e3 * sum(s for g, s in both.seconds.items() if kind_of(g) == kind)
+                if ms > 0:
+                    ax.barh(y, ms, left=left, height=0.7, color=KIND_COLORS[kind],
+                            edgecolor="white", linewidth=0.3)
+                    left += ms
+        ax.set_yticks(range(len(rows[model])), list(reversed(rows[model])))
+        ax.set_title(model, loc="left")
+        ax.set_xlabel("ms a step")
+    fig.legend([Patch(color=KIND_COLORS[k]) for k in shown], shown, loc="outside upper center",
+               ncols=min(len(shown), LEGEND_COLUMNS), fontsize="small")
+    return fig
+
+
+def attribution_section(data: frames.SuiteData, figure_dir) -> list[str]:
+    """The report's section, or nothing where no run was attributed (runs of a suite with
+    `attribution = 0`, or stored before runs were)."""
+    steps = {(e.model, e.framework): e.step for e in step_estimates(data.runs).itertuples()}
+    text = attribution_tables(data.runs, steps, REFERENCE)
+    if not text:
+        return []
+    save(attribution_figure(data), figure_dir / STEM)
+    return ["## Where each step goes", "",
+            f"![Where each step goes](figures/{STEM}.png)", "",
+            f"Figure 10. {CAPTION} [PDF](figures/{STEM}.pdf)", "", text, ""]
