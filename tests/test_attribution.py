@@ -160,7 +160,7 @@ def test_the_tables_lay_each_frameworks_step_out_by_group_and_say_where_the_gap_
                                "after training) lies outside its table step's 95% CI "
                                "(5.80-6.60 ms)") for line in lines)
     assert not any(line.startswith("engine-static on cnn: its attributed") for line in lines)
-    assert text.endswith("under elementwise).") and "20 steps plain" in text
+    assert text.endswith("elementwise and layout backward).") and "20 steps plain" in text
     assert attribution_tables(CNN_RUNS.assign(attribution=None), steps) == ""
 
 

@@ -305,6 +305,59 @@ def test_an_accuracy_difference_is_judged_against_the_seeds_spread() -> None:
     assert diff.n == 2 and diff.value == pytest.approx(0.0)  # +10 and -10, paired by seed
 
 
+def test_accuracy_differences_hold_together_over_the_family_of_a_reports_comparisons() -> None:
+    """The review's case: 3 seeds a hair apart, +0.18 points, among 23 comparisons: alone it
+    reads 'higher'; as one of the family (Bonferroni) it is no difference. Seeds that diverge
+    by 30 points decide nothing: 'undecidable with 3 seeds'."""
+    from harness.measure.stats import format_difference, mean_difference
+
+    alone = mean_difference([0.16, 0.18, 0.20])
+    assert format_difference(alone).endswith(") higher")
+    one_of_23 = mean_difference([0.16, 0.18, 0.20], family=23)
+    assert one_of_23.family == 23 and one_of_23.low < 0 < one_of_23.high
+    assert format_difference(one_of_23).startswith("≈ +0.18 (95% CI of 23 comparisons -")
+    diverged = mean_difference([30.0, -1.0, -2.0], family=23)
+    assert format_difference(diverged, undecidable_beyond=5.0).startswith(
+        "undecidable with 3 seeds: +9.00 (95% CI of 23 comparisons -")
+    # the family is every comparison in the tables that has an interval, torch's own left out
+    rows = pd.DataFrame({"model": ["cnn"] * 6 + ["mlp"] * 6,
+                         "framework": ["engine-static", "jax", "torch"] * 4,
+                         "seed": [0, 0, 0, 1, 1, 1] * 2,
+                         "test_pct": [90.1, 90.0, 90.0, 90.2, 90.0, 90.0] * 2})
+    diffs = estimates.accuracy_differences(rows)
+    assert set(diffs[diffs["framework"] != "torch"]["test_pct_diff"].map(
+        lambda e: e.family)) == {4}
+
+
+def test_memory_ratios_get_an_interval_where_the_seeds_differ() -> None:
+    rows = pd.DataFrame({"model": "rnn", "framework": ["engine-static", "torch"] * 3,
+                         "seed": [0, 0, 1, 1, 2, 2],
+                         "alloc_gib": [2.0, 1.0, 2.0, 1.0, 2.0, 1.0],  # the same every seed
+                         "peak_mib": [9.0, 4.0, 9.0, 5.0, 9.0, 4.5]})  # torch's peak moves
+    ratios = estimates.memory_ratios(rows).set_index("framework").loc["engine-static"]
+    alloc, peak = ratios["alloc_gib_ratio_pi"], ratios["peak_mib_ratio_pi"]
+    assert alloc.value == pytest.approx(2.0) and alloc.low == alloc.high  # no width
+    assert peak.value == pytest.approx(2.0) and peak.low < 1.8 and peak.high > 2.25
+    row = pd.Series({"framework": "engine-static", "peak_mib_ratio": 2.0,
+                     "peak_mib_ratio_pi": peak, "alloc_gib_ratio": 2.0,
+                     "alloc_gib_ratio_pi": alloc})
+    assert tables._relative_cell(row, "alloc_gib", ("more", "less"), "torch") == "2.00× more"
+    assert tables._relative_cell(row, "peak_mib", ("more", "less"), "torch").startswith(
+        "2.00× more (95% PI ")
+
+
+def test_the_method_says_how_each_interval_is_made_and_how_often_it_holds() -> None:
+    from harness.report.method import interval_method
+
+    assert interval_method([6, 12, 3]) == (
+        "from 3 processes Student's t on the logarithms (95 % where their logarithms scatter "
+        "normally, which nothing checks at so few); from 6 processes the smallest to the "
+        "largest (an interval of order statistics, which holds the median 96.9% of the time "
+        "whatever the noise's shape); from 12 processes the 3rd smallest to the 10th (an "
+        "interval of order statistics, which holds the median 96.1% of the time whatever the "
+        "noise's shape)")
+
+
 def test_a_difference_to_a_published_mean_is_judged_against_both_spreads() -> None:
     """Ours against a study's table (mean ± std over its runs): Welch's interval from the two
     means, spreads and run counts; a gap the spreads hold is no verdict."""
@@ -559,6 +612,9 @@ def test_plain_report(store: ResultsStore, tmp_path: Path) -> None:
     assert "1 of 24 timing passes were flagged**." in text
     assert "| mlp   | torch     | 1    | 1     | contended |" in text
     assert "as the runs recorded them: contended above 10% of the machine and 0.05 s" in text
+    # what the drift probe cannot see, and how the intervals are made at these counts
+    assert "a change of the host's speed that comes and goes inside a pass is invisible" in text
+    assert "not how the host may differ between one run and the next" in text
     # captions, with the suite's repetitions
     assert "per framework; the mean over 2 seeds, the band from their minimum to maximum." in text
     assert "failed" in text  # the failed run is listed as left out

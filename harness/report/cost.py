@@ -176,8 +176,11 @@ def time_dots(data: frames.SuiteData) -> Figure:
 MEMORY_CAPTION = Caption(
     "Left: bytes allocated in the training loop after its first step (memray; GiB); right: the "
     "peak of live bytes over those steps (MiB); a row per framework under each model. The dot "
-    "is the mean over seeds and the grey dots each seed (memory is the same in every run of a "
-    "case but for a few bytes). An axis whose values span more than 5x is logarithmic.")
+    "is the mean over seeds and the grey dots each seed, measured once a seed. Bytes allocated "
+    "repeat from run to run for the engine and torch, and within about 0.1 % for jax, whose "
+    "runtime's threads allocate as they are scheduled; the peak of live bytes can move between "
+    "two runs of one seed by several per cent (when a thread frees its buffers decides it), so "
+    "each seed is one sample of it. An axis whose values span more than 5x is logarithmic.")
 
 
 @styled()
@@ -201,8 +204,11 @@ def ratios_caption(data: frames.SuiteData) -> Caption:
             "written beside it; hollow where the interval holds 1)")
     if not data.has_memory:
         step = step.replace("(left; ", "(")
-    memory = (", the bytes it allocates (middle) and its peak of live bytes (right), as the ratio "
-              "of the means over seeds (memory is deterministic)" if data.has_memory else "")
+    memory = (", the bytes it allocates (middle) and its peak of live bytes (right), each the "
+              "median of the ratios seed by seed with its 95 % PI, a line where the seeds' ratios "
+              "differ (memory is measured once a case: a seed is other weights and another batch "
+              "order, which can change what a framework's allocator does)"
+              if data.has_memory else "")
     return Caption("Each framework against torch (the dashed line at 1), a row per framework but "
                    f"torch under each model, on log axes: {step}{memory}.")
 
@@ -231,10 +237,10 @@ def ratio_dots(data: frames.SuiteData) -> Figure:
                            verdicts={key: _verdict(e) for key, e in ratios.items()},
                            reference=1.0, log=True)]
     if data.has_memory:
-        for column, title in (("alloc_gib_ratio", "Allocated vs torch"),
-                              ("peak_mib_ratio", "Peak live vs torch")):
+        for column, title in (("alloc_gib_ratio_pi", "Allocated vs torch"),
+                              ("peak_mib_ratio_pi", "Peak live vs torch")):
             quantities.append(Quantity(
-                title, {key: Estimate(float(v), math.nan, math.nan, 1)
-                        for key, v in _by_key(summary, column).items() if pd.notna(v)},
+                title, {key: e for key, e in _by_key(summary, column).items()
+                        if isinstance(e, Estimate) and math.isfinite(e.value)},
                 reference=1.0, log=True))
     return dot_panels(data.models, list(summary["framework"]), quantities)

@@ -9,7 +9,7 @@ import pandas as pd
 from harness.measure import warmup as warmup_rule
 from harness.measure.policy import FlagPolicy
 from harness.measure.provenance import LIBRARIES
-from harness.measure.stats import ORDER_STATISTICS_FROM
+from harness.measure.stats import ORDER_STATISTICS_FROM, median_interval
 from harness.report import frames
 from harness.results import notes
 from harness.results.estimates import REFERENCE
@@ -116,6 +116,30 @@ def policy_in_force(cases: pd.DataFrame) -> str:
     return f"the thresholds, as the runs recorded them: {counts.index[0]}"
 
 
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def interval_method(counts: list[int]) -> str:
+    """How a step time's 95 % interval is made at each of the process counts `counts`, and how
+    often it really holds the median there."""
+    parts = []
+    for n in sorted(set(counts)):
+        if n >= ORDER_STATISTICS_FROM:
+            low, high, coverage = median_interval(n)
+            ranks = ("the smallest to the largest" if (low, high) == (1, n) else
+                     f"the {_ordinal(low)} smallest to the {_ordinal(high)}")
+            parts.append(f"from {n} processes {ranks} (an interval of order statistics, which "
+                         f"holds the median {coverage:.1%} of the time whatever the noise's "
+                         "shape)")
+        elif n > 1:
+            parts.append(f"from {n} processes Student's t on the logarithms (95 % where their "
+                         "logarithms scatter normally, which nothing checks at so few)")
+        else:
+            parts.append("from 1 process none")
+    return "; ".join(parts)
+
+
 def method_section(data: frames.SuiteData) -> str:
     """How the numbers were measured, with this suite's counts (seeds, rounds, flagged runs)."""
     n = data.repetitions
@@ -131,19 +155,28 @@ def method_section(data: frames.SuiteData) -> str:
                   "its processes of each process's median step, with a 95% confidence interval.")
     else:
         reps = f"{n} runs (seeds × folds)" if data.has_folds else f"{n} seeds"
+        processes = list(runs.groupby(["model", "framework"]).size()) if len(runs) else [0]
         spread = ((f"Memory and accuracy are the mean ± standard deviation over {reps} per "
-                   f"model and framework" if n > 1
-                   else "Each model and framework ran with one seed")
+                  f"model and framework" if n > 1
+                  else "Each model and framework ran with one seed")
                   + f". Step time is the median over all processes (seeds × rounds) of each "
                   f"process's median step, and training time the median of the processes' "
-                  f"training times, each with a 95% confidence interval (from order statistics "
-                  f"for {ORDER_STATISTICS_FROM} processes or more, Student's t on the logarithms "
-                  f"below). The ratio to {REFERENCE}, the verdict, is paired: each process is "
-                  f"divided by {REFERENCE}'s process of the same round and seed, and its interval "
-                  f"is the 95% prediction interval of their median (PI: where a rerun's ratio "
-                  f"falls, √2 times as wide as a confidence interval). A ratio whose interval "
-                  f"holds 1 is marked ≈: no difference was shown, whatever its point estimate; "
-                  f"'undecided' where that interval also reaches beyond ±25 %. GFLOP/s is the "
+                  f"training times, each with a 95% confidence interval: "
+                  f"{interval_method(processes)}. The ratio to {REFERENCE}, the verdict, is "
+                  f"paired: each process is divided by {REFERENCE}'s process of the same round "
+                  f"and seed, and its interval is the 95% prediction interval of their median "
+                  f"(PI: where a rerun's ratio falls, √2 times as wide as the ratios' confidence "
+                  f"interval, made as above, in logarithms; where that interval holds the median "
+                  f"more often than 95 %, the PI is as much wider). It takes in how the processes "
+                  f"of this run scattered, not how the host may differ between one run and the "
+                  f"next. A ratio whose interval holds 1 is marked ≈: no difference was shown, "
+                  f"whatever its point estimate; 'undecided' where that interval also reaches "
+                  f"beyond ±25 %. A difference in test accuracy to {REFERENCE} is paired by "
+                  f"seed, with Student's t over the seeds, each interval one of the family of "
+                  f"every such comparison in the tables (Bonferroni: all of them hold together "
+                  f"95 times in 100, so that one of twenty does not look decided by chance); one "
+                  f"that holds 0 and reaches beyond ±5 points is 'undecidable' with that many "
+                  f"seeds. GFLOP/s is the "
                   f"model's floating-point operations per training step (the matrix products "
                   f"of its dense, "
                   f"convolutional and recurrent layers, forward and backward; element-wise work "
@@ -179,11 +212,14 @@ def method_section(data: frames.SuiteData) -> str:
         f"after it. A pass in which other processes used too much of the machine (contended), or "
         f"whose reference workload ran off the clean passes' median (drift: the host changed "
         f"speed; never judged by the pass's own steps, whose level may be the framework's "
-        f"doing), was repeated, "
-        f"and then kept and flagged; {policy_in_force(data.ok)}. Flagged passes are left out of "
-        f"the step times and ratios of a model and framework while it has clean ones, and a "
-        f"number that rests on flagged passes alone is marked [flagged]. **{len(flagged)} of "
-        f"{len(runs)} timing passes were flagged**"
+        f"doing), was repeated, and then kept and flagged; {policy_in_force(data.ok)}. The "
+        f"reference workload is timed around a pass (and at its first turn), not within it: "
+        f"a change of the host's speed that comes and goes inside a pass is invisible to it, "
+        f"and its threshold flags only a pass whose surroundings ran far off the median, while "
+        f"the host's steadiness below says how much identical work varied over the run. "
+        f"Flagged passes are left out of the step times and ratios of a model and framework "
+        f"while it has clean ones, and a number that rests on flagged passes alone is marked "
+        f"[flagged]. **{len(flagged)} of {len(runs)} timing passes were flagged**"
         + (f"; {retried} more were kept only after a repeat." if retried else "."),
     ]
     how = notes.schedule(runs)

@@ -30,7 +30,10 @@ ATTRIBUTION_NOTE = (
     "cannot tell (an XLA instruction of fused work); \"outside ops\" is the framework's own "
     "time between its ops, \"whole step\" a framework whose profiler cannot split its step. "
     "Groups are what an op computes: a fused op counts in its main group (torch's linear "
-    "holds the bias add the engine's Add does apart, under elementwise).")
+    "holds the bias add the engine's Add does apart, under elementwise), and a recurrence "
+    "differentiated through primitives counts where they do (torch's RNN runs its forward as one "
+    "op and its backward as matrix products, tanh, adds and copies: dense, activation, "
+    "elementwise and layout backward).")
 
 
 def attributions(runs: pd.DataFrame) -> dict[tuple[str, str], list[Attribution]]:
@@ -55,6 +58,8 @@ def _cell(a: Attribution, kind: str) -> str:
     total = f"{sum(parts.values()):.2f}"
     if list(parts) == [""]:
         return total
+    if len(parts) == 1:  # one phase only: torch's RNN forward, whose backward is its primitives'
+        return f"{total} ({next(iter(parts))} only)"
     shown = [f"{parts[p]:.2f}" + (" ?" if not p else "")
              for p in ("", "forward", "backward") if p in parts]
     return f"{total} ({' + '.join(shown)})"

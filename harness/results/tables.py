@@ -95,6 +95,9 @@ def against_the_trend(points: pd.DataFrame, column: str) -> list[str]:
 
 
 RATE_HEADER = "GFLOP/s (% of GEMM peak)"
+# An accuracy comparison whose interval holds 0 and reaches beyond this many points either side
+# cannot tell apart even differences that large: its seeds diverge ("undecidable").
+UNDECIDABLE_PP = 5.0
 
 
 def _rated(summary: pd.DataFrame) -> bool:
@@ -256,8 +259,8 @@ FORCED_NOTE = ("[forced]: run with --force although its settings make the measur
 
 # Memory and accuracy columns of the papers' table: (summary column, header, digits, ratio words
 # or None for a difference in percentage points). A ratio says "2.10× more" rather than "2.10",
-# so that a reader never has to guess which way it points. Memory is deterministic (the same
-# bytes in every run), so its ratio needs no interval.
+# so that a reader never has to guess which way it points. Memory is measured once a case; where
+# seeds give different ratios, the ratio gets its PI over them (estimates.memory_ratios).
 PAPER_COLUMNS = [("alloc_gib", "Allocations (GiB)", 3, ("more", "less")),
                  ("peak_mib", "Peak (MiB)", 1, ("more", "less")),
                  ("test_pct", "Test accuracy (%)", 2, None)]
@@ -275,9 +278,14 @@ def _relative_cell(row: pd.Series, column: str, words: tuple[str, str] | None,
     if row["framework"] == reference:
         return "reference"
     if words:
-        return relative_words(row[f"{column}_ratio"], words)
+        text = relative_words(row[f"{column}_ratio"], words)
+        varies = row.get(f"{column}_ratio_pi")  # paired by seed: no width where seeds agree
+        if isinstance(varies, Estimate) and varies.has_interval and varies.low < varies.high:
+            text += f" (95% PI {varies.low:.2f}-{varies.high:.2f})"
+        return text
     diff = row.get(f"{column}_diff")
-    return format_difference(diff) if isinstance(diff, Estimate) else "-"
+    return (format_difference(diff, undecidable_beyond=UNDECIDABLE_PP)
+            if isinstance(diff, Estimate) else "-")
 
 
 def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str], list[list[str]]]:
