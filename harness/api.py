@@ -32,8 +32,9 @@ from harness.measure.roofs import calibrate
 from harness.report import build_report
 from harness.report.parity import check_suite
 from harness.results.compare import Thresholds
+from harness.results.estimates import model_summary, verdict_rows
 from harness.results.profiles import SavedProfile
-from harness.results.records import DEFAULT_STORE
+from harness.results.records import DEFAULT_STORE, Status
 from harness.results.store import ResultsStore
 from harness.run.abtest import DEFAULT_THRESHOLDS, ABResult, ab_test, commit_of
 from harness.run.check import (
@@ -132,7 +133,19 @@ def run(suite: Suite | str, store: str | Path = DEFAULT_STORE,
                     made.suite, results, options, cluster,
                     {p.key: p.estimate_s for p in made.cases},
                     {p.key: p.unsupported for p in made.cases if p.unsupported}, note=note)
+            if not outcome.interrupted:
+                _record_verdicts(results, made.suite.name, {r.key for r in outcome.results})
     return SuiteRun(made, outcome, time.perf_counter() - start)
+
+
+def _record_verdicts(results: ResultsStore, suite: str, keys: set[str]) -> None:
+    """Append this run's verdicts to the store's history, against which a later run of the same
+    cases is judged (harness.results.estimates.with_history)."""
+    cases = results.cases(suite)
+    cases = cases[cases["key"].isin(keys) & (cases["status"] == Status.OK)]
+    if len(cases):
+        summary = model_summary(cases, results.epochs(suite), results.runs(suite))
+        results.add_verdicts(verdict_rows(summary, cases))
 
 
 def check(frameworks: Sequence[str] | None = None, models: Sequence[str] | None = None,

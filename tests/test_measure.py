@@ -471,3 +471,18 @@ def _children() -> list[int]:
         if fields is not None and int(fields[1]) == me and fields[0] != "Z":
             out.append(int(pid))
     return out
+
+
+def test_a_verdict_is_judged_against_the_earlier_runs_of_its_cases():
+    """The RNN on the 2-vCPU EPYC: three runs at 0.48x, 0.54x, 0.49x with PIs of ±4 %, each
+    outside the last one's; with the two earlier runs the third's PI is their scatter's."""
+    from harness.measure.stats import Estimate, with_earlier_runs
+
+    now = Estimate(0.49, 0.45, 0.53, 12)
+    widened, wider = with_earlier_runs(now, [0.48, 0.54])
+    assert wider and widened.value == 0.49 and widened.n == 12
+    assert widened.low < 0.40 and widened.high > 0.60  # t with 2 df, √2 x their scatter
+    assert math.log(widened.high / 0.49) == pytest.approx(math.log(0.49 / widened.low))
+    # runs that agree leave the PI its own; one earlier run is no scatter yet
+    assert with_earlier_runs(now, [0.49, 0.495]) == (now, False)
+    assert with_earlier_runs(now, [0.60]) == (now, False)

@@ -1257,3 +1257,37 @@ def test_a_swept_point_whose_runs_are_all_flagged_stays_in_the_sweep(tmp_path: P
                                contended=True))
         points = frames.sweep_points(load_suite_data(store, "sweep"), "batch_size")
     assert list(points["batch_size"]) == [16, 64] and list(points["processes"]) == [2, 1]
+
+
+def test_a_run_records_its_verdicts_and_a_later_one_is_judged_against_them(
+        tmp_path: Path) -> None:
+    """Each run appends its verdicts to the store; a verdict whose earlier runs (same cases,
+    machine and code) scatter more than its own PI allows gets their PI, and a line says so."""
+    from harness.api import _record_verdicts
+
+    with ResultsStore(tmp_path / "adh.sqlite") as store:
+        for framework, step_s in (("engine-static", 0.005), ("torch", 0.010)):
+            store.save(make_result("again", "rnn", framework, 0, step_s=step_s, rounds=6))
+        cases = store.cases("again")
+        _record_verdicts(store, "again", set(cases["key"]))
+        (first,) = store.verdicts().itertuples()
+        assert (first.model, first.framework, first.reference) == ("rnn", "engine-static",
+                                                                    "torch")
+        assert first.ratio == pytest.approx(0.5, rel=0.1)
+        # two earlier runs of the same cases, far apart: this run is judged against them
+        store.add_verdicts([{**first._asdict(), "cases_stored_at": f"earlier {i}", "ratio": r}
+                            for i, r in enumerate((0.42, 0.60))])
+        history = store.verdicts()
+        summary = estimates.with_history(
+            estimates.model_summary(cases, store.epochs("again"), store.runs("again")),
+            cases, history)
+    row = summary.set_index("framework").loc["engine-static"]
+    assert row["ratio_runs"] == 3 and row["ratio_earlier"] == [0.42, 0.60]
+    assert row["ratio"].low < 0.42 and row["ratio"].high > 0.60
+    text = tables.format_model_tables(summary)
+    assert ("engine-static on rnn: its PI is the one 3 runs of these cases on this machine at "
+            "this code give (earlier 0.42x, 0.60x; now 0.") in text
+    # another machine's or another commit's verdicts are no history of these cases
+    elsewhere = history.assign(machine="another CPU")
+    assert estimates.with_history(summary.drop(columns=["ratio_runs", "ratio_earlier"]), cases,
+                                  elsewhere)["ratio_runs"].eq(0).all()

@@ -369,3 +369,36 @@ def test_a_read_only_look_changes_nothing(tmp_path: Path) -> None:
     assert _schema_version(old) == "2"
     with pytest.raises(StoreError, match="cannot open or create the store"):
         ResultsStore(tmp_path / "missing.sqlite", read_only=True)
+
+
+VERDICT = {"suite": "quick", "model": "rnn", "framework": "engine-static", "reference": "torch",
+           "settings": "[]", "machine": "AMD EPYC", "code_version": "abc", "cases_stored_at": "t1",
+           "ratio": 0.48, "low": 0.46, "high": 0.50, "pairs": 12}
+
+
+def test_verdicts_are_appended_and_outlive_the_cases_a_rerun_replaces(tmp_path: Path) -> None:
+    path = tmp_path / "adh.sqlite"
+    with ResultsStore(path) as store:
+        store.save(make_result())
+        store.add_verdicts([VERDICT])
+        store.save(make_result())  # a re-run replaces the case, not its verdict
+        store.add_verdicts([{**VERDICT, "cases_stored_at": "t2", "ratio": 0.54, "low": None,
+                             "high": float("nan")}])
+        verdicts = store.verdicts()
+    assert list(verdicts["ratio"]) == [0.48, 0.54] and list(verdicts["cases_stored_at"]) == [
+        "t1", "t2"]
+    assert verdicts["low"].isna().iloc[1] and verdicts["high"].isna().iloc[1]
+
+
+def test_an_older_store_gains_the_verdicts_table_and_a_read_only_look_finds_none(
+        tmp_path: Path) -> None:
+    path = tmp_path / "adh.sqlite"
+    _old_store(path, 4)
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE verdicts")
+    db.close()
+    with ResultsStore(path, read_only=True) as store:
+        assert store.verdicts().empty
+    with ResultsStore(path) as store:
+        store.add_verdicts([VERDICT])
+        assert len(store.verdicts()) == 1

@@ -95,12 +95,13 @@ def cluster_options(args: argparse.Namespace, suite_name: str, store: str
 
 
 def model_tables(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFrame, what: str,
-                 allow_mixed_machines: bool = False) -> str:
+                 allow_mixed_machines: bool = False, history: pd.DataFrame | None = None) -> str:
     """The per-model tables of the measured (Status.OK) cases among `cases`, and of those their
-    framework does not support (n/a, with the reason). UsageError if the cases ran on different
-    machines, unless `allow_mixed_machines`; `what` names them in its message."""
+    framework does not support (n/a, with the reason), each verdict judged against the earlier
+    runs of its cases that `history` (the store's verdicts) holds. UsageError if the cases ran
+    on different machines, unless `allow_mixed_machines`; `what` names them in its message."""
     from harness.results.attribution_tables import attribution_tables
-    from harness.results.estimates import step_estimates
+    from harness.results.estimates import step_estimates, with_history
     from harness.results.machines import require_one_machine
     from harness.results.notes import (
         first_call_memory,
@@ -114,6 +115,8 @@ def model_tables(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFrame, 
 
     machines = require_one_machine(cases, what, allow_mixed_machines)
     summary = shown_summary(cases, epochs, runs)
+    if summary is not None and history is not None:
+        summary = with_history(summary, cases, history)
     if summary is None:
         return f"no finished case to tabulate ({', '.join(sorted(set(cases['status'])))})"
     # one host's steadiness: probes of several machines would call their difference unsteadiness

@@ -50,5 +50,5 @@ def run(args: argparse.Namespace) -> int:
             cases = newest_versions(store.cases(suite))  # several commits' results: the newest
             print(model_tables(cases, store.epochs(suite), store.runs(suite),
                                f"suite {suite!r} in {args.store}",
-                               args.allow_mixed_machines) + "\n")
+                               args.allow_mixed_machines, store.verdicts()) + "\n")
     return 0

@@ -152,7 +152,8 @@ def run(args: argparse.Namespace) -> int:
         if len(cases):
             try:
                 print("\n" + model_tables(cases, store.epochs(suite.name), store.runs(suite.name),
-                                           f"this run of {suite.name} in {args.store}"))
+                                           f"this run of {suite.name} in {args.store}",
+                                           history=store.verdicts()))
             except UsageError as refused:  # --resume onto another machine's cases
                 print(f"\nno tables: {refused}", file=sys.stderr)
     failed = [r for r in outcome.results if r.status not in (*FINISHED, Status.INTERRUPTED)]

@@ -107,6 +107,22 @@ def ratio_estimate(ratios: Sequence[float], confidence: float = CONFIDENCE) -> E
     return Estimate(e.value, e.value * math.exp(-reach), e.value * math.exp(reach), e.n)
 
 
+def with_earlier_runs(e: Estimate, earlier: Sequence[float],
+                      confidence: float = CONFIDENCE) -> tuple[Estimate, bool]:
+    """`e`, a ratio's estimate with its PI, judged against the estimates `earlier` runs of the
+    same cases on the same machine and code gave: where those and `e` scatter more than `e`'s
+    own PI says a rerun would, the PI that their scatter gives (a rerun's estimate less this
+    one's: √2 times their standard deviation in logarithms, Student's t with one degree of
+    freedom fewer than the runs), and True. Two earlier runs at least; else `e` as it is."""
+    logs = np.log([*earlier, e.value])
+    if len(earlier) < 2 or not e.has_interval:
+        return e, False
+    reach = float(stats.t.ppf(0.5 + confidence / 2, len(logs) - 1)) * RERUN * logs.std(ddof=1)
+    if reach <= math.log(e.high / e.low) / 2:
+        return e, False
+    return Estimate(e.value, e.value * math.exp(-reach), e.value * math.exp(reach), e.n), True
+
+
 def paired_ratio(numerators: Sequence[float], denominators: Sequence[float],
                  confidence: float = CONFIDENCE) -> Estimate:
     """The ratio of two sides measured in pairs (round by round): one ratio per pair, then

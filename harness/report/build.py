@@ -166,7 +166,7 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
                              f"scaling_{name}", headers, rows, points, left=2,
                              notes=tables.against_the_trend(points, column)))
         return out
-    summary = estimates.model_summary(data.cases, data.epochs, data.runs, REFERENCE)
+    summary = data.summary()
     count = "Runs" if data.has_folds else "Seeds"
     measured = "time, memory and accuracy" if data.has_memory else "time and accuracy"
     spread = "memory and accuracy" if data.has_memory else "accuracy"
@@ -179,7 +179,8 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
                          f"std left out where it rounds to zero at the digits shown; training "
                          f"and step time: median over processes, 95% CI{ratio})",
                          f"model_{model}", headers, body, estimates.flat_estimates(rows),
-                         notes=tables.disagreements(rows, REFERENCE)))
+                         notes=[*tables.disagreements(rows, REFERENCE),
+                                *tables.history_notes(rows)]))
     if data.has_folds:
         accuracy = estimates.accuracy_summary(data.ok, data.epochs)
         headers, rows = tables.accuracy_table(accuracy)
@@ -269,7 +270,7 @@ def load_suite_data(store: ResultsStore, suite: str) -> frames.SuiteData:
                          f"(run `adh run {suite}` first)")
     cases = newest_versions(store.cases(suite))
     data = frames.SuiteData.from_frames(cases, store.epochs(suite), store.batches(suite),
-                                        store.steps(suite), store.runs(suite))
+                                        store.steps(suite), store.runs(suite), store.verdicts())
     if data.ok.empty:
         statuses = ", ".join(f"{n} {s}" for s, n in cases["status"].value_counts().items())
         raise UsageError(f"suite {suite!r} in {store.path} has no finished case ({statuses}); "

@@ -30,7 +30,7 @@ from harness.report.style import (
     new_figure,
     styled,
 )
-from harness.results.estimates import GIB, MIB, REFERENCE, model_summary, step_estimates, used_runs
+from harness.results.estimates import GIB, MIB, REFERENCE, step_estimates, used_runs
 
 ROW_HEIGHT_IN = 0.11  # one framework's row
 MARGIN_HEIGHT_IN = 0.45  # titles and the x axis's labels
@@ -230,7 +230,7 @@ def has_ratios(data: frames.SuiteData) -> bool:
 @styled()
 def ratio_dots(data: frames.SuiteData) -> Figure:
     """Figure 4a, as `ratios_caption` describes it: torch's own rows are the line at 1."""
-    summary = model_summary(data.cases, data.epochs, data.runs, REFERENCE)
+    summary = data.summary()
     summary = summary[(summary["status"] == "ok") & (summary["framework"] != REFERENCE)]
     ratios = {key: e for key, e in _by_key(summary, "ratio").items() if isinstance(e, Estimate)}
     quantities = [Quantity("Step time vs torch", ratios,

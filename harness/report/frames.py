@@ -5,13 +5,19 @@ in a cross-validation suite another fold. Only cases with status "ok" are drawn.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
 from harness.contract.specs import MODELS
 from harness.measure.stats import estimate
-from harness.results.estimates import build_and_warmup_s, used_runs
+from harness.results.estimates import (
+    REFERENCE,
+    build_and_warmup_s,
+    model_summary,
+    used_runs,
+    with_history,
+)
 from harness.results.records import Status
 
 # Settings that a sweep suite varies within one model and framework, as cases() names them.
@@ -29,10 +35,19 @@ class SuiteData:
     batches: pd.DataFrame
     steps: pd.DataFrame
     runs: pd.DataFrame  # one row per timing pass (process)
+    # the store's verdicts of every run, against which these runs' are judged
+    history: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    def summary(self) -> pd.DataFrame:
+        """`model_summary` of the suite against the reference, each verdict judged against the
+        earlier runs of its cases (`with_history`): what every table and figure shows."""
+        return with_history(model_summary(self.cases, self.epochs, self.runs, REFERENCE),
+                            self.cases, self.history, REFERENCE)
 
     @classmethod
     def from_frames(cls, cases: pd.DataFrame, epochs: pd.DataFrame, batches: pd.DataFrame,
-                    steps: pd.DataFrame, runs: pd.DataFrame) -> SuiteData:
+                    steps: pd.DataFrame, runs: pd.DataFrame,
+                    history: pd.DataFrame | None = None) -> SuiteData:
         ok = cases[cases["status"] == Status.OK].reset_index(drop=True)
         keys = set(ok["key"])
         # The child frames carry the settings but not the extras: add the swept and fold columns.
@@ -41,7 +56,8 @@ class SuiteData:
         def finished(frame: pd.DataFrame) -> pd.DataFrame:
             return frame[frame["key"].isin(keys)].merge(extras, on="key", how="left")
 
-        return cls(cases, ok, finished(epochs), finished(batches), finished(steps), finished(runs))
+        return cls(cases, ok, finished(epochs), finished(batches), finished(steps), finished(runs),
+                   pd.DataFrame() if history is None else history)
 
     @property
     def models(self) -> list[str]:

@@ -258,7 +258,7 @@ def studies_section(data: frames.SuiteData) -> list[str]:
                       f"cross-validation on splits of our own. {_updates(data)}", "",
                       circles_ranking(data), ""]
     elif REFERENCE in frameworks:
-        summary = estimates.model_summary(data.cases, data.epochs, data.runs, REFERENCE)
+        summary = data.summary()
         for study in (JULIA_CNN, JULIA_RNN):
             if study.model not in models:
                 continue

@@ -5,7 +5,9 @@ time, memory, accuracy, rates), accuracy over seeds. harness.results.tables form
 """
 from __future__ import annotations
 
+import json
 import math
+from typing import Any
 
 import pandas as pd
 
@@ -16,6 +18,7 @@ from harness.measure.stats import (
     paired_ratio,
     ratio_estimate,
     round_ratio,
+    with_earlier_runs,
 )
 from harness.results.machines import case_machines
 from harness.results.records import Status
@@ -110,6 +113,65 @@ def step_ratios(runs: pd.DataFrame, reference: str = "torch",
         out.append({"model": model, "framework": framework, "pairs": len(pairs),
                     "flagged_pairs": int(flagged.sum()), "ratio": ratio_estimate(ratios)})
     return pd.DataFrame(out, columns=["model", "framework", "ratio", "pairs", "flagged_pairs"])
+
+
+def _history_key(cases: pd.DataFrame, model: str, framework: str) -> dict[str, str]:
+    """What makes two runs' verdicts of `model` and `framework` the same measurement: their
+    cases' settings, machine and code version; and when this run's newest case was stored."""
+    group = cases[(cases["model"] == model) & (cases["framework"] == framework)]
+    kept = [c for c in SETTINGS_COLUMNS if c not in ("suite", "framework")]
+    settings = json.dumps(sorted(group[kept].astype(str).drop_duplicates().values.tolist()))
+    code = group.get("prov_code_version", pd.Series("", index=group.index)).fillna("")
+    return {"suite": " + ".join(sorted(set(group["suite"]))), "settings": settings,
+            "machine": " + ".join(sorted(set(case_machines(group)))),
+            "code_version": " + ".join(sorted(set(code.astype(str)))),
+            "cases_stored_at": str(group["stored_at"].max())}
+
+
+def verdict_rows(summary: pd.DataFrame, cases: pd.DataFrame,
+                 reference: str = "torch") -> list[dict[str, Any]]:
+    """The verdicts of `summary` (`model_summary` of `cases`, one run's) as rows of the store's
+    verdicts table (harness.results.store.VERDICT_COLUMNS)."""
+    rows = []
+    for row in summary.itertuples():
+        e = getattr(row, "ratio", None)
+        if row.framework == reference or not isinstance(e, Estimate) or not math.isfinite(
+                e.value):
+            continue
+        rows.append({"model": row.model, "framework": row.framework, "reference": reference,
+                     **_history_key(cases, row.model, row.framework),
+                     "ratio": e.value, "low": e.low, "high": e.high, "pairs": int(row.pairs)})
+    return rows
+
+
+def with_history(summary: pd.DataFrame, cases: pd.DataFrame, history: pd.DataFrame,
+                 reference: str = "torch") -> pd.DataFrame:
+    """`summary` with each verdict judged against the earlier runs of the same cases on the
+    same machine and code that `history` (the store's verdicts) holds: where their estimates
+    scatter more than this run's PI allows, the PI their scatter gives
+    (`stats.with_earlier_runs`). `ratio_runs`: the runs whose scatter set a row's PI (0: its
+    own processes')."""
+    summary = summary.copy()
+    summary["ratio_runs"] = 0
+    summary["ratio_earlier"] = [[] for _ in range(len(summary))]
+    if history is None or history.empty or "ratio" not in summary:
+        return summary
+    for i, row in summary.iterrows():
+        if not isinstance(row["ratio"], Estimate) or row["framework"] == reference:
+            continue
+        key = _history_key(cases, row["model"], row["framework"])
+        same = ((history["model"] == row["model"]) & (history["framework"] == row["framework"])
+                & (history["reference"] == reference)
+                & (history["cases_stored_at"] != key["cases_stored_at"]))
+        for column in ("settings", "machine", "code_version"):
+            same &= history[column] == key[column]
+        earlier = list(history.loc[same, "ratio"])
+        widened, wider = with_earlier_runs(row["ratio"], earlier)
+        if wider:
+            summary.at[i, "ratio"] = widened
+            summary.at[i, "ratio_runs"] = len(earlier) + 1
+            summary.at[i, "ratio_earlier"] = earlier
+    return summary
 
 
 def model_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFrame,
@@ -251,10 +313,13 @@ def accuracy_differences(cases: pd.DataFrame, reference: str = "torch") -> pd.Da
 def flat_estimates(summary: pd.DataFrame) -> pd.DataFrame:
     """`summary` with each `stats.Estimate` column spread into numbers (for CSV): `step` into
     step_ms, step_ci_low_ms and step_ci_high_ms; `ratio` into ratio, ratio_pi_low, ratio_pi_high
-    (a rerun's interval: stats.ratio_estimate); `test_pct_diff` likewise, with _ci_."""
+    (a rerun's interval: stats.ratio_estimate); `test_pct_diff` likewise, with _ci_; the memory
+    ratios paired by seed (`memory_ratios`) into alloc_gib_ratio_paired and so on, with _pi_."""
     out = summary.copy()
     for column, name, scale, kind in (("step", "step_ms", 1000, "ci"), ("ratio", "ratio", 1, "pi"),
-                                      ("test_pct_diff", "test_pct_diff", 1, "ci")):
+                                      ("test_pct_diff", "test_pct_diff", 1, "ci"),
+                                      ("alloc_gib_ratio_pi", "alloc_gib_ratio_paired", 1, "pi"),
+                                      ("peak_mib_ratio_pi", "peak_mib_ratio_paired", 1, "pi")):
         if column in out:
             values = out.pop(column)
             for part, suffix in (("value", ""), ("low", f"_{kind}_low"),

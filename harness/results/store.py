@@ -15,6 +15,8 @@ opened, ADDED_COLUMNS; one of another version is refused, not migrated):
     epochs(case_id, epoch, EPOCH_COLUMNS...)  -- primary key (case_id, epoch)
     batches(case_id, epoch, batch, loss, acc) -- primary key (case_id, epoch, batch)
     steps(case_id, run, idx, seconds)         -- the timed steps of each run in order
+    verdicts(VERDICT_COLUMNS...)              -- each run's ratios against the reference, kept
+                                                 when a re-run replaces its cases
 The summary columns of `cases` (step_median_s and its interval, train_time_s, ...) are computed
 from the runs when a case is saved (records.CaseResult), so that readers need not.
 Child rows are deleted with their case (ON DELETE CASCADE). SQLite stores a NaN loss (a diverged
@@ -109,8 +111,22 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, default=lambda v: v.item() if isinstance(v, np.generic) else str(v))
 
 
+# Each run's verdicts (a framework's step against the reference's, per model), appended and never
+# replaced: the history a later run of the same cases on the same machine and code is judged
+# against (harness.results.estimates.with_history). `cases_stored_at`: when the newest case of
+# the verdict was stored, which tells a verdict from the one a re-run made.
+VERDICT_COLUMNS = {"suite": "TEXT NOT NULL", "model": "TEXT NOT NULL",
+                   "framework": "TEXT NOT NULL", "reference": "TEXT NOT NULL",
+                   "settings": "TEXT NOT NULL", "machine": "TEXT NOT NULL",
+                   "code_version": "TEXT NOT NULL", "cases_stored_at": "TEXT NOT NULL",
+                   "ratio": "REAL NOT NULL", "low": "REAL", "high": "REAL",
+                   "pairs": "INTEGER NOT NULL"}
+VERDICTS_TABLE = (f"CREATE TABLE IF NOT EXISTS verdicts "
+                  f"({', '.join(f'{c} {t}' for c, t in VERDICT_COLUMNS.items())});")
+
+
 def _schema() -> str:
-    sql = ["CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+    sql = ["CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);", VERDICTS_TABLE,
            # AUTOINCREMENT: the id of a replaced case is never given to another one.
            f"CREATE TABLE cases (id INTEGER PRIMARY KEY AUTOINCREMENT, "
            f"{', '.join(f'{c} {t}' for c, t in CASE_COLUMNS.items())});",
@@ -260,11 +276,13 @@ class ResultsStore:
                 "BEGIN; " + "".join(added)
                 + f"UPDATE meta SET value = '{SCHEMA_VERSION}' WHERE key = 'schema_version'; "
                 "COMMIT;")
-        elif row[0] not in {str(SCHEMA_VERSION), *upgradable}:
+        if row[0] not in {str(SCHEMA_VERSION), *upgradable}:
             raise StoreError(f"{self.path} has results schema version {row[0]}, this harness "
                              f"reads version {SCHEMA_VERSION} (version 1: one timing process per "
                              "case, before rounds); use the harness version that wrote it, or "
                              "choose another store path")
+        if not self.read_only:  # a table, not a column: a store of any version gains it
+            self._db.execute(VERDICTS_TABLE)
 
     def save(self, result: CaseResult, stored_at: str | None = None) -> int:
         """Store one case and all its rows in one transaction (all or nothing), replacing an
@@ -343,6 +361,30 @@ class ResultsStore:
             if flag in values:
                 frame[flag] = frame[flag].astype(bool)
         return frame
+
+    def add_verdicts(self, verdicts: list[dict[str, Any]]) -> None:
+        """Append a run's verdicts (dicts of VERDICT_COLUMNS), all or none."""
+        columns = list(VERDICT_COLUMNS)
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.executemany(
+                f"INSERT INTO verdicts ({', '.join(columns)}) VALUES "
+                f"({', '.join('?' for _ in columns)})",
+                [tuple(_none(v[c]) if c in ("low", "high") else v[c] for c in columns)
+                 for v in verdicts])
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def verdicts(self) -> pd.DataFrame:
+        """Every verdict recorded (VERDICT_COLUMNS), oldest first; none in a store from before
+        they were, opened read-only."""
+        present = {r[0] for r in self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'verdicts'")}
+        if not present:
+            return pd.DataFrame(columns=list(VERDICT_COLUMNS))
+        return pd.read_sql_query("SELECT * FROM verdicts ORDER BY rowid", self._db)
 
     def runs(self, suite: str | None = None) -> pd.DataFrame:
         """One row per timing pass (`run`: its round; median_s, warm-up, flags, drift probes,

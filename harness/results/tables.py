@@ -47,7 +47,10 @@ HEADLINE_NOTE = ("Step vs {reference} is the verdict: each framework's step over
                  "ratio in 95 times in 100 (√2 times as wide as a confidence interval of the "
                  "ratio, which holds a rerun's about 83 times in 100). Training (s) and Step (ms) "
                  "are each framework's own medians over its processes, with theirs: their "
-                 "quotient need not equal the verdict")
+                 "quotient need not equal the verdict. The PI holds how this run's processes "
+                 "scattered; where the store holds two or more earlier runs of the same cases on "
+                 "this machine at this code whose verdicts scatter more, it is the PI their "
+                 "scatter gives")
 
 
 def disagreements(summary: pd.DataFrame, reference: str = "torch") -> list[str]:
@@ -69,6 +72,20 @@ def disagreements(summary: pd.DataFrame, reference: str = "torch") -> list[str]:
                      f"{quotient:.2f}x, outside the verdict's {ratio.low:.2f}-{ratio.high:.2f}: "
                      "the medians pool processes that ran at different speeds of the host, the "
                      "verdict compares the two within the same round")
+    return lines
+
+
+def history_notes(summary: pd.DataFrame) -> list[str]:
+    """A line for each verdict whose PI is that of its earlier runs (estimates.with_history)."""
+    if "ratio_runs" not in summary:
+        return []
+    lines = []
+    for row in summary[summary["ratio_runs"] > 0].itertuples():
+        earlier = ", ".join(f"{r:.2f}x" for r in row.ratio_earlier)
+        lines.append(f"{row.framework} on {row.model}: its PI is the one {row.ratio_runs} runs "
+                     f"of these cases on this machine at this code give (earlier {earlier}; "
+                     f"now {row.ratio.value:.2f}x): they scatter more than this run's processes "
+                     "do, so the host differs more between runs than within one")
     return lines
 
 
@@ -201,7 +218,8 @@ def model_table_rows(summary: pd.DataFrame, reference: str = "torch"
     if "reported" in summary and summary["reported"].fillna(False).astype(bool).any():
         notes.append(REPORTED_NOTE)
     if "ratio" in summary and (summary["framework"] == reference).any():
-        notes += [HEADLINE_NOTE.format(reference=reference), *disagreements(summary, reference)]
+        notes += [HEADLINE_NOTE.format(reference=reference), *disagreements(summary, reference),
+                  *history_notes(summary)]
     return headers, tables, notes
 
 
