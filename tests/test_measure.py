@@ -474,15 +474,25 @@ def _children() -> list[int]:
 
 
 def test_a_verdict_is_judged_against_the_earlier_runs_of_its_cases():
-    """The RNN on the 2-vCPU EPYC: three runs at 0.48x, 0.54x, 0.49x with PIs of ±4 %, each
-    outside the last one's; with the two earlier runs the third's PI is their scatter's."""
+    """The RNN on the 2-vCPU EPYC (stop 55): three runs at 0.48x, 0.54x, 0.49x with PIs of
+    ±4 %, each outside the last one's; with the two earlier runs the third's PI is what their
+    scatter beyond their own errors gives. Runs that agree within their PIs leave it as it is."""
     from harness.measure.stats import Estimate, with_earlier_runs
 
-    now = Estimate(0.49, 0.45, 0.53, 12)
-    widened, wider = with_earlier_runs(now, [0.48, 0.54])
+    def run(value: float, reach: float) -> Estimate:
+        return Estimate(value, value / (1 + reach), value * (1 + reach), 12)
+
+    now = run(0.49, 0.04)
+    widened, wider = with_earlier_runs(now, [run(0.48, 0.04), run(0.54, 0.04)])
     assert wider and widened.value == 0.49 and widened.n == 12
-    assert widened.low < 0.40 and widened.high > 0.60  # t with 2 df, √2 x their scatter
+    assert 0.40 < widened.low < 0.43 and 0.56 < widened.high < 0.60  # about ±18 %
     assert math.log(widened.high / 0.49) == pytest.approx(math.log(0.49 / widened.low))
-    # runs that agree leave the PI its own; one earlier run is no scatter yet
-    assert with_earlier_runs(now, [0.49, 0.495]) == (now, False)
-    assert with_earlier_runs(now, [0.60]) == (now, False)
+    # this stop's RNN (0.49x, 0.49x, 0.48x): within their PIs, no between-run part
+    agreeing = [Estimate(0.49, 0.43, 0.57, 14), Estimate(0.49, 0.46, 0.51, 14)]
+    assert with_earlier_runs(Estimate(0.48, 0.45, 0.52, 15), agreeing)[1] is False
+    # this stop's LSTM (1.47x, 1.47x, then 1.58x): a between-run part, about ±12 %
+    lstm, wider = with_earlier_runs(Estimate(1.58, 1.50, 1.66, 9),
+                                    [Estimate(1.47, 1.39, 1.56, 9), Estimate(1.47, 1.40, 1.55, 9)])
+    assert wider and 1.38 < lstm.low < 1.44 and 1.72 < lstm.high < 1.80
+    # one earlier run is no scatter yet
+    assert with_earlier_runs(now, [run(0.60, 0.04)]) == (now, False)

@@ -107,18 +107,24 @@ def ratio_estimate(ratios: Sequence[float], confidence: float = CONFIDENCE) -> E
     return Estimate(e.value, e.value * math.exp(-reach), e.value * math.exp(reach), e.n)
 
 
-def with_earlier_runs(e: Estimate, earlier: Sequence[float],
+def with_earlier_runs(e: Estimate, earlier: Sequence[Estimate],
                       confidence: float = CONFIDENCE) -> tuple[Estimate, bool]:
-    """`e`, a ratio's estimate with its PI, judged against the estimates `earlier` runs of the
-    same cases on the same machine and code gave: where those and `e` scatter more than `e`'s
-    own PI says a rerun would, the PI that their scatter gives (a rerun's estimate less this
-    one's: √2 times their standard deviation in logarithms, Student's t with one degree of
-    freedom fewer than the runs), and True. Two earlier runs at least; else `e` as it is."""
-    logs = np.log([*earlier, e.value])
-    if len(earlier) < 2 or not e.has_interval:
+    """`e`, a ratio's estimate with its PI, judged against the estimates (with their own PIs)
+    `earlier` runs of the same cases on the same machine and code gave. Each PI gives its run's
+    standard error in logarithms (half its width over z √2); what the runs' estimates scatter
+    beyond those errors (their variance less the errors' mean square, none if negative) is the
+    host's difference between runs, and a rerun's estimate less this one's has twice the sum of
+    that and this run's own error: where that PI is wider than `e`'s, it and True. Two earlier
+    runs with PIs at least; else `e` as it is."""
+    runs = [r for r in (*earlier, e) if r.has_interval and r.low > 0]
+    if len(runs) < 3 or not e.has_interval:
         return e, False
-    reach = float(stats.t.ppf(0.5 + confidence / 2, len(logs) - 1)) * RERUN * logs.std(ddof=1)
-    if reach <= math.log(e.high / e.low) / 2:
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    errors = [math.log(r.high / r.low) / 2 / (z * RERUN) for r in runs]
+    between = max(0.0, float(np.var(np.log([r.value for r in runs]), ddof=1))
+                  - float(np.mean(np.square(errors))))
+    reach = z * RERUN * math.sqrt(errors[-1] ** 2 + between)
+    if reach <= math.log(e.high / e.low) / 2 + 1e-12:
         return e, False
     return Estimate(e.value, e.value * math.exp(-reach), e.value * math.exp(reach), e.n), True
 

@@ -165,12 +165,13 @@ def with_history(summary: pd.DataFrame, cases: pd.DataFrame, history: pd.DataFra
                 & (history["cases_stored_at"] != key["cases_stored_at"]))
         for column in ("settings", "machine", "code_version"):
             same &= history[column] == key[column]
-        earlier = list(history.loc[same, "ratio"])
+        earlier = [Estimate(r.ratio, r.low, r.high, r.pairs)
+                   for r in history[same].itertuples()]
         widened, wider = with_earlier_runs(row["ratio"], earlier)
         if wider:
             summary.at[i, "ratio"] = widened
             summary.at[i, "ratio_runs"] = len(earlier) + 1
-            summary.at[i, "ratio_earlier"] = earlier
+            summary.at[i, "ratio_earlier"] = [e.value for e in earlier]
     return summary
 
 
