@@ -3,6 +3,8 @@ a bar per framework under each model, and the tables and gap lines of
 harness.results.attribution_tables, all from the runs the verdicts come from."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
@@ -56,7 +58,7 @@ def attribution_figure(data: frames.SuiteData) -> Figure:
     return fig
 
 
-def attribution_section(data: frames.SuiteData, figure_dir) -> list[str]:
+def attribution_section(data: frames.SuiteData, figure_dir: Path) -> list[str]:
     """The report's section, or nothing where no run was attributed (runs of a suite with
     `attribution = 0`, or stored before runs were)."""
     steps = {(e.model, e.framework): e.step for e in step_estimates(data.runs).itertuples()}

@@ -12,9 +12,9 @@ from harness.results.attribution import (
     KINDS,
     Attribution,
     combined,
-    gap,
     gap_line,
     kind_of,
+    moved_groups,
 )
 from harness.results.estimates import used_runs
 from harness.results.markdown import markdown_table
@@ -149,8 +149,7 @@ def explain_difference(base: pd.DataFrame, new: pd.DataFrame, labels: tuple[str,
                 was, is_ = (x.step_s / y[reference].step_s for x, y in ((old, before),
                                                                          (now, after)))
                 ratio = f"; its step over {reference}'s {was:.2f}x -> {is_:.2f}x"
-            parts = [f"{group} {seconds * 1e3:+.2f} ms" for group, seconds in gap(now, old)[:4]
-                     if abs(seconds) >= 5e-6] or ["no group moved by 0.01 ms"]
             lines.append(f"  {framework}: {old.step_s * 1e3:.2f} -> {now.step_s * 1e3:.2f} ms "
-                         f"({(now.step_s - old.step_s) * 1e3:+.2f}){ratio}: " + ", ".join(parts))
+                         f"({(now.step_s - old.step_s) * 1e3:+.2f}){ratio}: "
+                         + moved_groups(now, old))
     return "\n".join(lines)
