@@ -16,6 +16,7 @@ from .ops import (
                   conv2d,
                   cos,
                   exp,
+                  index,
                   log,
                   lstm,
                   matmul,
@@ -37,5 +38,5 @@ __all__ = [
     "Module",
     "softmax_cross_entropy", "mse", "binary_cross_entropy",
     "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "sum", "mean", "reshape", "transpose",
-    "matmul", "conv2d", "max_pool2d", "rnn", "lstm", "PRIMITIVES", "init", "optim",
+    "index", "matmul", "conv2d", "max_pool2d", "rnn", "lstm", "PRIMITIVES", "init", "optim",
 ]

@@ -18,7 +18,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from . import init as initializers
-from .graph import DEFAULT_DTYPE, Node, Variable
+from .graph import DEFAULT_DTYPE, Constant, Node, Variable
 from .ops import conv2d, lstm, max_pool2d, relu, reshape, rnn, sigmoid, tanh, transpose
 
 Activation = Callable[[Node], Node]
@@ -167,42 +167,77 @@ _RNN_ACTIVATIONS = {tanh: "tanh", relu: "relu", sigmoid: "sigmoid"}
 
 
 class RNN(Module):
-    """Recurrent layer over x (N, T, in): h_t = act(x_t W_ih + h_{t-1} W_hh + b); returns h_T."""
+    """Recurrent layer over x (N, T, in): h_t = act(x_t W_ih + h_{t-1} W_hh + b); returns h_T.
+
+    fused=True (the default) runs the recurrence as one op with its backward through time
+    written by hand (ops/rnn.py); fused=False unrolls it over time into the primitives (a slice,
+    two matmuls, an add and the activation a step), which the graph differentiates as it does
+    any other: automatic differentiation through primitives, as torch's nn.RNN on the CPU."""
 
     def __init__(self, n_in: int, hidden: int, act: Activation = tanh, *,
                  init=initializers.glorot_uniform, rng: np.random.Generator | None = None,
-                 dtype=DEFAULT_DTYPE) -> None:
+                 dtype=DEFAULT_DTYPE, fused: bool = True) -> None:
         if act not in _RNN_ACTIVATIONS:
             raise ValueError("RNN act must be engine.tanh, engine.relu or engine.sigmoid")
-        self.n_in, self.hidden, self.act = n_in, hidden, act
+        self.n_in, self.hidden, self.act, self.fused = n_in, hidden, act, fused
         self.weight_ih = _param(rng, init, (n_in, hidden), n_in, hidden, dtype, "weight_ih")
         self.weight_hh = _param(rng, init, (hidden, hidden), hidden, hidden, dtype, "weight_hh")
         self.bias = _param(rng, initializers.zeros, (hidden,), n_in, hidden, dtype, "bias")
 
     def forward(self, x: Node) -> Node:
-        return rnn(x, self.weight_ih, self.weight_hh, self.bias, _RNN_ACTIVATIONS[self.act])
+        if self.fused:
+            return rnn(x, self.weight_ih, self.weight_hh, self.bias, _RNN_ACTIVATIONS[self.act])
+        h: Node = _zeros_state(x, self.hidden)  # h_0 = 0
+        for t in range(x.shape[1]):
+            h = self.act(x[:, t] @ self.weight_ih + h @ self.weight_hh + self.bias)
+        return h
 
     def describe(self) -> str:
-        return f"RNN({self.n_in} => {self.hidden}{_act_name(self.act)})"
+        return f"RNN({self.n_in} => {self.hidden}{_act_name(self.act)}{_unrolled(self)})"
+
+
+def _unrolled(layer: RNN | LSTM) -> str:
+    return "" if layer.fused else ", fused=False"
+
+
+def _zeros_state(x: Node, hidden: int) -> Constant:
+    """The initial state of a recurrence over x (N, T, in): zeros (N, hidden) in x's dtype."""
+    return Constant(np.zeros((x.shape[0], hidden), dtype=x.dtype))
 
 
 class LSTM(Module):
     """LSTM over x (N, T, in), PyTorch's gates in its order i, f, g, o: z_t = x_t W_ih +
-    h_{t-1} W_hh + b split four ways, c_t = f c_{t-1} + i g, h_t = o tanh(c_t); returns h_T."""
+    h_{t-1} W_hh + b split four ways, c_t = f c_{t-1} + i g, h_t = o tanh(c_t); returns h_T.
+
+    fused=True (the default): one op, its backward through time written by hand (ops/lstm.py);
+    fused=False: unrolled over time into the primitives (the gates are slices of z_t), which
+    the graph differentiates."""
 
     def __init__(self, n_in: int, hidden: int, *, init=initializers.glorot_uniform,
-                 rng: np.random.Generator | None = None, dtype=DEFAULT_DTYPE) -> None:
-        self.n_in, self.hidden = n_in, hidden
+                 rng: np.random.Generator | None = None, dtype=DEFAULT_DTYPE,
+                 fused: bool = True) -> None:
+        self.n_in, self.hidden, self.fused = n_in, hidden, fused
         gates = 4 * hidden
         self.weight_ih = _param(rng, init, (n_in, gates), n_in, gates, dtype, "weight_ih")
         self.weight_hh = _param(rng, init, (hidden, gates), hidden, gates, dtype, "weight_hh")
         self.bias = _param(rng, initializers.zeros, (gates,), n_in, gates, dtype, "bias")
 
     def forward(self, x: Node) -> Node:
-        return lstm(x, self.weight_ih, self.weight_hh, self.bias)
+        if self.fused:
+            return lstm(x, self.weight_ih, self.weight_hh, self.bias)
+        n = self.hidden
+        h: Node = _zeros_state(x, n)  # h_0 = c_0 = 0
+        c: Node = h
+        for t in range(x.shape[1]):
+            z = x[:, t] @ self.weight_ih + h @ self.weight_hh + self.bias
+            i, f, g, o = (sigmoid(z[:, :n]), sigmoid(z[:, n:2 * n]), tanh(z[:, 2 * n:3 * n]),
+                          sigmoid(z[:, 3 * n:]))
+            c = f * c + i * g
+            h = o * tanh(c)
+        return h
 
     def describe(self) -> str:
-        return f"LSTM({self.n_in} => {self.hidden})"
+        return f"LSTM({self.n_in} => {self.hidden}{_unrolled(self)})"
 
 
 class Chain(Module):

@@ -24,6 +24,7 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
+from harness.contract.frameworks import ENGINES
 from harness.contract.specs import ModelSpec
 from harness.errors import UsageError
 from harness.measure.lock import expect_end, measurement_lock
@@ -37,13 +38,7 @@ from harness.results.profiles import SavedProfile
 from harness.results.records import DEFAULT_STORE, Status
 from harness.results.store import ResultsStore
 from harness.run.abtest import DEFAULT_THRESHOLDS, ABResult, ab_test, commit_of
-from harness.run.check import (
-    ENGINES,
-    CheckResult,
-    check_frameworks,
-    ready_to_check,
-    suite_checks,
-)
+from harness.run.check import CheckResult, check_frameworks, ready_to_check, suite_checks
 from harness.run.cluster import ClusterOptions, run_suite_on_cluster
 from harness.run.options import RunOptions
 from harness.run.plan import Plan, estimate_line, format_problems, make_plan

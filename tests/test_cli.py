@@ -95,7 +95,8 @@ def test_list_shows_models_frameworks_datasets_and_suites(toys, capsys):
     assert sections["models"] == list(MODELS)
     assert sections["datasets"] == list(DATASETS)
     assert sections["suites"] == sorted(builtin_suites())
-    assert sections["frameworks"][:3] == ["engine-static", "engine-dynamic", "torch"]
+    assert sections["frameworks"][:4] == ["engine-static", "engine-dynamic",
+                                          "engine-static-unrolled", "torch"]
     assert set(NAMES) <= set(sections["frameworks"])  # third-party adapters are listed too
     quick = next(line for line in out.splitlines() if line.strip().startswith("quick"))
     assert " 16 cases" in quick
@@ -106,7 +107,7 @@ def test_list_shows_models_frameworks_datasets_and_suites(toys, capsys):
 @pytest.mark.parametrize("argv, words", [
     (["run", "--models", "lenet"], ["unknown model 'lenet'", "choose from: " + ", ".join(MODELS)]),
     (["run", "--frameworks", "caffe"],
-     ["unknown framework 'caffe'", "engine-static, engine-dynamic, torch"]),
+     ["unknown framework 'caffe'", "engine-static, engine-dynamic, engine-static-unrolled, torch"]),
     (["run", "--dataset", "cifar"], ["unknown dataset 'cifar'", "mnist-10k"]),
     (["run", "no-such-suite"], ["no suite 'no-such-suite'", "quick"]),
 ])
@@ -443,7 +444,8 @@ def test_check_help_explains_frameworks_and_refusals(capsys):
         main(["check", "--help"])
     assert exit_.value.code == 0
     out = " ".join(capsys.readouterr().out.split())
-    for words in ("--frameworks", "default: engine-static engine-dynamic", "harness.testing",
+    for words in ("--frameworks", "default: the engine's three",
+                  "harness.testing",
                   "'n/a (reason)'", "'no float64'", "Exit status 1 on any failure"):
         assert words in out
 

@@ -183,6 +183,13 @@ LAYERS = {
     "rnn-relu": (lambda rng: engine.RNN(5, 6, engine.relu, rng=rng, dtype=F64), (3, 7, 5)),
     "rnn-sigmoid": (lambda rng: engine.RNN(5, 6, engine.sigmoid, rng=rng, dtype=F64), (3, 7, 5)),
     "lstm": (lambda rng: engine.LSTM(5, 6, rng=rng, dtype=F64), (3, 7, 5)),
+    # the recurrence unrolled into primitives, differentiated by the graph
+    **{f"rnn-{act.__name__}-unrolled": (
+        lambda rng, act=act: engine.RNN(5, 6, act, rng=rng, dtype=F64, fused=False), (3, 7, 5))
+       for act in (engine.tanh, engine.relu, engine.sigmoid)},
+    "lstm-unrolled": (lambda rng: engine.LSTM(5, 6, rng=rng, dtype=F64, fused=False), (3, 7, 5)),
+    "lstm-unrolled-one-step": (lambda rng: engine.LSTM(5, 6, rng=rng, dtype=F64, fused=False),
+                               (3, 1, 5)),
 }
 
 
@@ -230,7 +237,18 @@ def rnn(rng=None, dtype=np.float32):
                         engine.Dense(64, 10, rng=rng, dtype=dtype))
 
 
-MODELS = {"cnn": (cnn, (1, 28, 28)), "mlp": (mlp, (784,)), "rnn": (rnn, (28, 28))}
+def rnn_unrolled(rng=None, dtype=np.float32):
+    return engine.Chain(engine.RNN(28, 64, engine.tanh, rng=rng, dtype=dtype, fused=False),
+                        engine.Dense(64, 10, rng=rng, dtype=dtype))
+
+
+def lstm_unrolled(rng=None, dtype=np.float32):
+    return engine.Chain(engine.LSTM(28, 64, rng=rng, dtype=dtype, fused=False),
+                        engine.Dense(64, 10, rng=rng, dtype=dtype))
+
+
+MODELS = {"cnn": (cnn, (1, 28, 28)), "mlp": (mlp, (784,)), "rnn": (rnn, (28, 28)),
+          "rnn-unrolled": (rnn_unrolled, (28, 28)), "lstm-unrolled": (lstm_unrolled, (28, 28))}
 
 
 def batches(name: str, n_batches: int, batch: int, dtype, seed: int = 0):

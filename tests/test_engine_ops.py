@@ -28,6 +28,7 @@ from engine.ops import (
     Cos,
     Div,
     Exp,
+    Index,
     Log,
     MatMul,
     MaxPool2d,
@@ -157,6 +158,11 @@ def _cases() -> list[Case]:
                           lambda t, a=axes: t.permute(a if a is not None
                                                       else tuple(reversed(range(t.ndim)))),
                           shapes((2, 3, 4))))
+    # one time step of a sequence, one gate of an LSTM's pre-activations, an integer, a stride
+    for key in [(slice(None), 1), (slice(None), slice(2, 4)), (1,), (slice(None, None, 2),),
+                (slice(None), -1, slice(1, None))]:
+        cases.append(Case(f"index-{key}", Index, lambda x, k=key: x[k], lambda t, k=key: t[k],
+                          shapes((3, 4, 5))))
     for a, b in [((3, 4), (4, 5)), ((2, 3, 4), (2, 4, 5)), ((2, 3, 4), (4, 5)), ((3, 4), (2, 4, 5)),
                  ((1, 3, 4), (2, 4, 5))]:
         cases.append(Case(f"matmul-{a}-{b}", MatMul, lambda x, y: x @ y, lambda x, y: x @ y,

@@ -289,7 +289,8 @@ def listed_frameworks(capsys) -> dict[str, list[str]]:
 
 def test_list_imports_every_framework_and_says_which_are_broken(broken, capsys):
     listed = listed_frameworks(capsys)
-    assert list(listed)[:3] == ["engine-static", "engine-dynamic", "torch"]
+    assert list(listed)[:4] == ["engine-static", "engine-dynamic", "engine-static-unrolled",
+                                "torch"]
     status, rest = listed["engine-dynamic"]
     assert status == "ok" and rest.startswith("autodiff-harness")
     assert rest.endswith("the numpy engine, graph rebuilt every batch (define-by-run)")

@@ -58,10 +58,10 @@ def test_builtin_suite_expands_to_its_cases(name):
 
 def test_known_case_counts():
     counts = {name: len(load_suite(name).cases) for name in BUILTIN}
-    assert counts["quick"] == 4 * 4  # models x frameworks
+    assert counts["quick"] == 4 * 5  # models x frameworks
     assert counts["contest"] == 4 * 7
     assert counts["ci"] == 3 * 2
-    assert counts["paper"] == 4 * 7 * 3  # x seeds
+    assert counts["paper"] == 4 * 8 * 3  # x seeds
     assert counts["circles"] == 6 * 3 * 2 * 5  # x seeds x folds
     assert counts["circles-paper"] == 6 * 1 * 2 * 5 * 6  # x learning rates
     # batch sizes, widths, sequence lengths (rnn and lstm)
@@ -98,11 +98,12 @@ def test_a_suite_declares_the_cases_it_does_not_run_and_why(tmp_path):
         load_suite(str(path))
     paper = load_suite("paper")
     assert [(c.model, c.framework) for c in paper.cases if paper.not_run_reason(c)] == \
+        [("cnn", "engine-static-unrolled")] * 3 + [("mlp", "engine-static-unrolled")] * 3 + \
         [("lstm", "tinygrad")] * 3
 
 
 @pytest.mark.parametrize(("name", "frameworks"), [
-    ("quick", ("engine-static", "engine-dynamic", "torch", "jax")),
+    ("quick", ("engine-static", "engine-static-unrolled", "engine-dynamic", "torch", "jax")),
     ("contest", ("engine-static", "engine-dynamic", "torch", "torch-compile", "jax", "autograd",
                  "tinygrad"))])
 def test_quick_and_contest_suite_cases(name, frameworks):
@@ -183,7 +184,8 @@ def test_a_models_override_picks_among_each_sweeps_models():
 @pytest.mark.parametrize("overrides, words", [
     ({"models": ["lenet"]}, ["--models", "unknown model 'lenet'", "choose from: cnn, mlp, rnn"]),
     ({"frameworks": ["caffe"]},
-     ["--frameworks", "unknown framework 'caffe'", "engine-static, engine-dynamic, torch"]),
+     ["--frameworks", "unknown framework 'caffe'",
+      "engine-static, engine-dynamic, engine-static-unrolled, torch"]),
     ({"dataset": "cifar"}, ["--dataset", "unknown dataset 'cifar'", "mnist-10k"]),
     ({"epochs": 0}, ["--epochs", "at least 1"]),
     ({"threads": 0}, ["--threads", "at least 1"]),
@@ -262,7 +264,7 @@ def test_wrong_type_in_a_list_field(tmp_path):
 @pytest.mark.parametrize("field, value, what, choices", [
     ("models", '["mlp", "lenet"]', "model 'lenet'", ", ".join(MODELS)),
     ("frameworks", '["engine-static", "caffe"]', "framework 'caffe'",
-     "engine-static, engine-dynamic, torch"),
+     "engine-static, engine-dynamic, engine-static-unrolled, torch"),
     ("dataset", '"cifar"', "dataset 'cifar'", "mnist-10k, mnist, fashion-mnist, circles"),
 ])
 def test_unknown_names_list_the_choices(tmp_path, field, value, what, choices):

@@ -11,9 +11,10 @@ import sys
 
 import pytest
 
+from harness.contract.frameworks import ENGINES
 from harness.contract.specs import MODELS
 from harness.errors import UsageError
-from harness.run.check import ENGINES, format_table
+from harness.run.check import format_table
 from harness.testing import DTYPES, check_framework, parametrize_with_checks
 from toy_adapters import activate
 from toy_adapters.toy_conformance import (

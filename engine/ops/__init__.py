@@ -12,10 +12,10 @@ from .matmul import MatMul
 from .pool import MaxPool2d
 from .reduce import Mean, Sum
 from .rnn import RNN
-from .shape import Reshape, Transpose
+from .shape import Index, Reshape, Transpose
 
 PRIMITIVES = (Add, Sub, Mul, Div, Neg, Pow, MatMul, Exp, Log, Sin, Cos, Tanh, Sigmoid, ReLU,
-              Sum, Mean, Reshape, Transpose, SoftmaxCrossEntropy, MeanSquaredError, Conv2d,
+              Sum, Mean, Reshape, Transpose, Index, SoftmaxCrossEntropy, MeanSquaredError, Conv2d,
               MaxPool2d, RNN, LSTM)
 
 
@@ -42,6 +42,11 @@ def reshape(x, shape: tuple[int, ...]) -> Operator:
 
 def transpose(x, axes: tuple[int, ...] | None = None) -> Operator:
     return apply(Transpose(axes), x)
+
+
+def index(x, key: int | slice | tuple[int | slice, ...]) -> Operator:
+    """x[key] for integers and slices; `node[key]` reads the same."""
+    return apply(Index(key if isinstance(key, tuple) else (key,)), x)
 
 
 def matmul(a, b) -> Operator:
@@ -85,6 +90,7 @@ NODE_METHODS = {
     "__matmul__": matmul,
     "__rmatmul__": lambda a, b: matmul(b, a),
     "__neg__": lambda a: apply(Neg(), a),
+    "__getitem__": index,
     "sum": sum,
     "mean": mean,
     "reshape": lambda x, *shape: reshape(

@@ -1,5 +1,5 @@
-"""Reshape (a view on the way forward) and transpose (a contiguous copy); on the way back, g laid
-back in the input's shape."""
+"""Reshape and indexing (views on the way forward) and transpose (a contiguous copy); on the way
+back, g laid back in the input's shape."""
 from __future__ import annotations
 
 import numpy as np
@@ -34,3 +34,20 @@ class Transpose(Op):
         # argsort inverts a permutation only once negative axes are made positive
         inverse = None if self.axes is None else tuple(np.argsort([a % x.ndim for a in self.axes]))
         np.copyto(gx, np.transpose(g, inverse))
+
+
+class Index(Op):
+    """x[key] for a basic index (integers and slices: one time step x[:, t], one gate z[:, :h]),
+    a view on the way forward; on the way back, g laid into zeros of x's shape."""
+
+    def __init__(self, key: tuple[int | slice, ...]) -> None:
+        if not all(isinstance(k, (int, slice)) for k in key):
+            raise TypeError(f"an index of integers and slices, not {key!r}")
+        self.key = key
+
+    def forward(self, x, out):
+        return x[self.key]
+
+    def backward(self, g, y, x, gx):
+        gx.fill(0)
+        gx[self.key] = g

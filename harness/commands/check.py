@@ -30,8 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                "  adh check --suite my-suite.toml       the models a suite file declares",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     check.add_argument("--frameworks", nargs="+", metavar="F",
-                       help="registered frameworks to check (default: engine-static "
-                            "engine-dynamic)")
+                       help="registered frameworks to check (default: the engine's three, "
+                            "engine-static engine-dynamic engine-static-unrolled)")
     check.add_argument("--models", nargs="+", metavar="M", help="only these models (default: all)")
     check.add_argument("--suite", metavar="FILE",
                        help="check the models of this suite (built-in name or TOML file, its "

@@ -39,7 +39,7 @@ NAME_RULES = (
     ("activation", r"relu|tanh|sigmoid|gelu|select_n"),
     ("loss", r"entropy|nll|softmax|mse|loss|take_along_axis|_take|reduce_max|\bexp\b"),
     ("layout", r"transpose|reshape|view|flatten|copy|bitcast|concatenate|broadcast|iota|slice|"
-               r"select|stack|unbind|detach|item|lift_fresh|resolve|aten::to\b|zeros|ones_like|"
+               r"index|select|stack|unbind|detach|item|lift_fresh|resolve|aten::to\b|zeros|ones_like|"
                r"accumulategrad|^t$|tbackward"),
     ("elementwise", r"add|sub|mul|div|max|sum|neg|pow|sqrt"),
 )

@@ -58,8 +58,6 @@ from harness.run.parity import (
     worst,
 )
 
-ENGINES = ("engine-static", "engine-dynamic")
-
 
 class CheckFailed(AssertionError):
     """A check found the framework wrong; the message says how."""

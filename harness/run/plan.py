@@ -31,6 +31,7 @@ from statistics import median
 from typing import TYPE_CHECKING
 
 from harness.contract.cases import Case, dataset_file
+from harness.contract.frameworks import ENGINES
 from harness.errors import StoreError
 from harness.measure.threads import usable_cpus
 from harness.results.records import Status
@@ -46,11 +47,11 @@ MIB = 1024**2
 # share of the GEMM peak on the built-in models' training steps here (2 cores: 5-20 %).
 ROUGH_PEAK_SHARE = 0.1
 ROUGH_PEAK_GFLOPS = 100.0  # a GEMM peak where none was measured on this machine yet
-ROUGH_STARTUP_S = {"engine-static": 2.0, "engine-dynamic": 2.0}  # a fresh process, to its 1st step
+ROUGH_STARTUP_S = dict.fromkeys(ENGINES, 2.0)  # a fresh process, to its 1st step
 ROUGH_STARTUP_DEFAULT_S = 5.0  # torch, jax and plugins import more
 ROUGH_MEMORY_PASS_FACTOR = 2.0  # memray slows training about this much
 ROUGH_INSTRUCTIONS_PASS_S = 40.0  # valgrind: 12-80 s per case of the built-in suites here
-ROUGH_BASE_RSS = {"engine-static": 150 * MIB, "engine-dynamic": 150 * MIB}  # interpreter, numpy
+ROUGH_BASE_RSS = dict.fromkeys(ENGINES, 150 * MIB)  # interpreter, numpy
 ROUGH_BASE_RSS_DEFAULT = 600 * MIB  # torch, jax and plugins
 ACTIVATION_COPIES = 4  # each layer output: value, gradient, and temporaries of its backward
 

@@ -27,10 +27,12 @@ ENTRY_POINT_GROUP = "autodiff_harness.frameworks"
 BUILTIN = {
     "engine-static": "harness.contract.frameworks.engine:EngineStatic",
     "engine-dynamic": "harness.contract.frameworks.engine:EngineDynamic",
+    "engine-static-unrolled": "harness.contract.frameworks.engine:EngineStaticUnrolled",
     "torch": "references.pytorch:TorchFramework",
     "torch-compile": "references.torch_compile:TorchCompileFramework",
     "jax": "references.jax:JaxFramework",
 }
+ENGINES = tuple(name for name in BUILTIN if name.startswith("engine-"))  # numpy only, this repo's
 
 
 @dataclass(frozen=True)

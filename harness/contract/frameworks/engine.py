@@ -1,5 +1,8 @@
 """The engine under test, in its two modes: a graph built once and re-fed (static) or rebuilt
-every batch (dynamic). Both run the same ops; they differ in graph construction and allocation."""
+every batch (dynamic). Both run the same ops; they differ in graph construction and allocation.
+Both run a recurrent layer as one fused op with its backward through time written by hand;
+engine-static-unrolled unrolls it over time into the engine's primitives, which the graph
+differentiates (engine/layers.py, fused=False), as the references differentiate theirs."""
 from __future__ import annotations
 
 import time
@@ -19,7 +22,7 @@ ACTIVATIONS = {None: None, "relu": ad.relu, "tanh": ad.tanh, "sigmoid": ad.sigmo
 LOSSES = {"softmax_cross_entropy": ad.softmax_cross_entropy, "mse": ad.mse}
 
 
-def _layer(layer: Layer, dtype: np.dtype) -> ad.Module:
+def _layer(layer: Layer, dtype: np.dtype, fused: bool) -> ad.Module:
     # Parameters start at zeros (nothing drawn): the harness's canonical weights are loaded next.
     act, zeros = ACTIVATIONS[layer.act], initializers.zeros
     if layer.kind == "dense":
@@ -32,9 +35,9 @@ def _layer(layer: Layer, dtype: np.dtype) -> ad.Module:
     if layer.kind == "flatten":
         return ad.Flatten()
     if layer.kind == "rnn":
-        return ad.RNN(layer.n_in, layer.n_out, act, init=zeros, dtype=dtype)
+        return ad.RNN(layer.n_in, layer.n_out, act, init=zeros, dtype=dtype, fused=fused)
     if layer.kind == "lstm":
-        return ad.LSTM(layer.n_in, layer.n_out, init=zeros, dtype=dtype)
+        return ad.LSTM(layer.n_in, layer.n_out, init=zeros, dtype=dtype, fused=fused)
     raise ValueError(f"unknown layer kind {layer.kind!r}")
 
 
@@ -46,7 +49,7 @@ class SpecChain(ad.Chain):
     BatchFirst after it (the engine's image ops are batch-last; the spec's images are
     (N, C, H, W)). Parameters are named by their layer's index in the spec, as everywhere."""
 
-    def __init__(self, spec: ModelSpec, dtype: np.dtype) -> None:
+    def __init__(self, spec: ModelSpec, dtype: np.dtype, fused: bool = True) -> None:
         layers: list[ad.Module] = []
         self.spec_index: list[int | None] = []  # per layer of the chain; None: a layout change
         batch_last = False
@@ -55,7 +58,7 @@ class SpecChain(ad.Chain):
                 layers.append(ad.BatchFirst() if batch_last else ad.BatchLast())
                 self.spec_index.append(None)
                 batch_last = not batch_last
-            layers.append(_layer(layer, dtype))
+            layers.append(_layer(layer, dtype, fused))
             self.spec_index.append(i)
         if batch_last:
             layers.append(ad.BatchFirst())
@@ -69,10 +72,10 @@ class SpecChain(ad.Chain):
 
 
 def build_engine_model(spec: ModelSpec, weights: dict[str, np.ndarray],
-                       dtype: np.dtype) -> ad.Chain:
+                       dtype: np.dtype, fused: bool = True) -> ad.Chain:
     """The spec's layers as an engine Chain holding `weights` (canonical names and layout, which
-    are the engine's own)."""
-    model = SpecChain(spec, dtype)
+    are the engine's own); recurrent layers fused or unrolled into primitives."""
+    model = SpecChain(spec, dtype, fused)
     model.load(weights)
     return model
 
@@ -88,10 +91,11 @@ def build_optimizer(spec: ModelSpec, params: list[ad.Variable]) -> ad.optim.Opti
 class EngineDynamic(Framework):
     name = "engine-dynamic"
     description = "the numpy engine, graph rebuilt every batch (define-by-run)"
+    fused = True  # recurrent layers as one op each (False: unrolled into primitives)
 
     def __init__(self, spec, weights, dtype, threads) -> None:
         super().__init__(spec, weights, dtype, threads)
-        self.model = build_engine_model(spec, weights, self.dtype)
+        self.model = build_engine_model(spec, weights, self.dtype, self.fused)
         self.loss_fn = LOSSES[spec.loss]
         self.optimizer = build_optimizer(spec, self.model.parameters())
 
@@ -163,3 +167,10 @@ class EngineStatic(EngineDynamic):
         graph.forward()
         graph.backward()
         return graph.output, outputs
+
+
+class EngineStaticUnrolled(EngineStatic):
+    name = "engine-static-unrolled"
+    description = ("the numpy engine, graph built once, recurrent layers unrolled over time "
+                   "into its primitives")
+    fused = False
