@@ -15,7 +15,14 @@ DeprecationWarning naming its new home, then goes, announced in the changelog.
 from __future__ import annotations
 
 from harness.contract.data.dataset import Dataset, arrays_checksum
-from harness.contract.frameworks.base import Framework
+from harness.contract.frameworks.base import (
+    BY_HAND,
+    COMPILED,
+    THROUGH_PRIMITIVES,
+    Framework,
+    eager_after,
+    fused_by_hand,
+)
 from harness.contract.frameworks.process import ProcessError, ProcessFramework
 from harness.contract.metrics import predictions, targets
 from harness.contract.profiling import OpCall, ProfiledStep
@@ -39,6 +46,8 @@ from harness.testing import CheckResult, check_framework, parametrize_with_check
 __all__ = [
     # the adapter, in Python or through the process door
     "Framework", "ProcessFramework", "ProcessError",
+    # how it differentiates (Framework.differentiates), in the words of every table row
+    "THROUGH_PRIMITIVES", "COMPILED", "BY_HAND", "fused_by_hand", "eager_after",
     # what it is built from and hands back
     "ModelSpec", "Layer", "Parameter", "initial_weights", "targets", "predictions",
     "ProfiledStep", "OpCall",

@@ -68,7 +68,7 @@ import numpy as np
 import optax
 
 from harness.contract.flops import train_step_flops
-from harness.contract.frameworks.base import Framework
+from harness.contract.frameworks.base import COMPILED, Framework
 from harness.contract.profiling import XLA_STEP_EVENT, whole_steps, xla_ops, xla_profiled_steps
 from harness.contract.specs import Layer, ModelSpec
 
@@ -251,6 +251,7 @@ class JaxFramework(Framework):
     name = "jax"
     description = (f"JAX {jax.__version__} + Flax linen {flax.__version__} + optax "
                    f"{optax.__version__}, the whole step under one jax.jit, CPU")
+    differentiates = COMPILED  # jax.grad traced with the step, compiled by XLA (lax.scan: RNN)
 
     def __init__(self, spec: ModelSpec, weights: dict[str, np.ndarray], dtype: str,
                  threads: int) -> None:

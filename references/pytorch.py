@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from harness.contract.frameworks.base import Framework
+from harness.contract.frameworks.base import THROUGH_PRIMITIVES, Framework
 from harness.contract.profiling import TORCH_STEP_EVENT, torch_profiled_steps
 from harness.contract.specs import Layer, ModelSpec
 from harness.measure.threads import pin_torch_threads
@@ -123,6 +123,9 @@ def _stderr_silenced() -> Iterator[None]:
 class TorchFramework(Framework):
     name = "torch"
     description = f"PyTorch {torch.__version__} eager, CPU"
+    # autograd over the ops each step records (on the CPU nn.RNN and nn.LSTM are composed of
+    # matmuls and activations, differentiated step by step)
+    differentiates = THROUGH_PRIMITIVES
 
     def __init__(self, spec, weights, dtype, threads) -> None:
         super().__init__(spec, weights, dtype, threads)

@@ -65,6 +65,7 @@ import torch._dynamo
 import torch._inductor.config
 from torch._dynamo.utils import counters
 
+from harness.contract.frameworks.base import COMPILED, eager_after
 from references.pytorch import TorchFramework
 
 # Set before anything is compiled: Inductor reads the variable each time it opens its cache.
@@ -94,6 +95,13 @@ class TorchCompileFramework(TorchFramework):
     def _loss_and_outputs(self, x: torch.Tensor,
                           y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self._compiled_loss(x, y)
+
+    def differentiation(self) -> str:
+        """Traced and compiled, or "eager after N graph breaks" where Dynamo broke the step's
+        graph (the RNN's recurrence: the rest of the step ran eagerly, autograd through
+        primitives), counted from Dynamo's own counters over this framework's steps."""
+        breaks = sum((Counter(counters["graph_break"]) - self._breaks_before).values())
+        return eager_after(breaks) if breaks else COMPILED
 
     def facts(self) -> dict[str, str | int | float]:
         """How often Dynamo broke the graphs of this framework so far, and why: what ran eagerly

@@ -15,6 +15,9 @@ from torch import nn
 
 import engine
 from engine import init, optim
+from harness.contract.frameworks import get_framework
+from harness.contract.specs import get_model
+from harness.contract.weights import initial_weights
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -568,3 +571,15 @@ def test_zero_grad_keeps_an_unused_parameter_from_its_old_gradient():
     engine.sum(used * used).backward()  # this loss does not use later_unused
     optimizer.step()
     np.testing.assert_array_equal(later_unused.value, after_first)
+
+
+@pytest.mark.parametrize(("framework", "model", "said"), [
+    ("engine-static", "cnn", "through primitives"), ("engine-static", "rnn", "rnn fused by hand"),
+    ("engine-dynamic", "lstm", "lstm fused by hand"),
+    ("engine-static-unrolled", "rnn", "through primitives"),
+    ("engine-static-unrolled", "lstm", "through primitives")])
+def test_the_engine_says_how_it_differentiates_each_model(framework, model, said):
+    """Read from the layers it built: a fused recurrent op is a backward written by hand."""
+    spec = get_model(model)
+    adapter = get_framework(framework)(spec, initial_weights(spec, 0, "float32"), "float32", 1)
+    assert adapter.differentiation() == said

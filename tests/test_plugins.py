@@ -333,10 +333,11 @@ def old_plugin(tmp_path, monkeypatch) -> Path:
     (site / "adh_old_template").mkdir(parents=True)
     modules = {f"adh_old_template/{file.name}": file.read_text() for file in TEMPLATE.glob("*.py")}
     adapter = modules["adh_old_template/adapter.py"]
-    assert "from harness.plugin import Framework, ModelSpec\n" in adapter
-    modules["adh_old_template/adapter.py"] = adapter.replace(
-        "from harness.plugin import Framework, ModelSpec\n", OLD_IMPORTS).replace(
-        'name = "numpy-mlp"', 'name = "old-numpy-mlp"')
+    new_lines = ("from harness.plugin import BY_HAND, Framework, ModelSpec\n",
+                 "    differentiates = BY_HAND\n")  # the contract's words, since
+    assert all(line in adapter for line in new_lines)
+    modules["adh_old_template/adapter.py"] = adapter.replace(new_lines[0], OLD_IMPORTS).replace(
+        new_lines[1], "").replace('name = "numpy-mlp"', 'name = "old-numpy-mlp"')
     build_distribution(site, "adh_old_template", "0.1",
                        {"old-numpy-mlp": "adh_old_template.adapter:NumpyMLP"}, modules)
     monkeypatch.syspath_prepend(str(site))

@@ -178,28 +178,33 @@ def test_papers_table_against_torch(store: ResultsStore) -> None:
     assert cnn.at["engine-static", "test_pct_diff"].value == pytest.approx(0.0)
     assert cnn.at["torch", "n"] == 2  # the failed run is left out
 
-    headers, rows = tables.paper_table(summary[summary["model"] == "cnn"])
-    assert headers == ["Framework", "Training (s)", "Build + warm-up (s)", "Step (ms)",
-                       "Step vs torch", "Allocations (GiB)", "vs torch", "Peak (MiB)", "vs torch",
-                       "Test accuracy (%)", "vs torch (pp)", "Processes", "Seeds"]
-    by_fw = {row[0]: row for row in rows}
+    headers, rows = tables.model_table(summary[summary["model"] == "cnn"])
+    assert headers == ["Framework", "Differentiated", "Training (s)", "Build + warm-up (s)",
+                       "Step (ms)", "Step vs torch", "Cores", "Allocations (GiB)", "vs torch",
+                       "Peak (MiB)", "vs torch", "Test accuracy (%)", "vs torch (pp)",
+                       "Processes", "Seeds"]
+    by_fw = {row[0]: dict(zip(headers, row, strict=True)) for row in rows}
     assert set(by_fw) == set(KNOWN)
+    engine = by_fw["engine-static"]
     # the training time over the same 4 processes as the step, with the same estimator
     train = cnn.at["engine-static", "train"]
-    assert train.n == 4 and by_fw["engine-static"][1] == (
+    assert train.n == 4 and engine["Training (s)"] == (
         f"{train.value:.2f} (95% CI {train.low:.2f}-{train.high:.2f})")
     # the model's build (0.2) and warm-up steps, the same in both seeds: no "± 0.00"
-    assert by_fw["engine-static"][2] == "0.25"
+    assert engine["Build + warm-up (s)"] == "0.25"
     step = cnn.at["engine-static", "step"]
-    assert by_fw["engine-static"][3] == (f"{1000 * step.value:.2f} "
-                                         f"(95% CI {1000 * step.low:.2f}-{1000 * step.high:.2f})")
-    assert by_fw["engine-static"][4] == (f"{ratio.value:.2f}x "
-                                         f"(95% PI {ratio.low:.2f}-{ratio.high:.2f}) slower")
-    assert by_fw["acme-grad"][4].endswith("slower") and by_fw["torch"][4] == "reference"
-    assert by_fw["engine-static"][6] == "2.00× less"
-    assert by_fw["engine-static"][8] == "4.00× more"
-    assert by_fw["acme-grad"][6] == "1.50× more"
-    assert by_fw["engine-static"][-2:] == ["4", "2"]
+    assert engine["Step (ms)"] == (f"{1000 * step.value:.2f} "
+                                   f"(95% CI {1000 * step.low:.2f}-{1000 * step.high:.2f})")
+    assert engine["Step vs torch"] == (f"{ratio.value:.2f}x "
+                                       f"(95% PI {ratio.low:.2f}-{ratio.high:.2f}) slower")
+    assert by_fw["acme-grad"]["Step vs torch"].endswith("slower")
+    assert by_fw["torch"]["Step vs torch"] == "reference"
+    row = next(r for r in rows if r[0] == "engine-static")
+    assert row[headers.index("Allocations (GiB)") + 1] == "2.00× less"
+    assert row[headers.index("Peak (MiB)") + 1] == "4.00× more"
+    acme = next(r for r in rows if r[0] == "acme-grad")
+    assert acme[headers.index("Allocations (GiB)") + 1] == "1.50× more"
+    assert row[-2:] == ["4", "2"]
 
 
 def test_tables_give_the_achieved_gflops_where_the_cases_recorded_their_flops(
@@ -207,15 +212,15 @@ def test_tables_give_the_achieved_gflops_where_the_cases_recorded_their_flops(
     cases = store.cases("plain").assign(flops_per_step=2e8, gemm_peak_gflops=100.0)
     summary = estimates.model_summary(cases, store.epochs("plain"), store.runs("plain"))
     cnn = summary[summary["model"] == "cnn"]
-    headers, rows = tables.paper_table(cnn)
-    assert headers[5] == "GFLOP/s (% of GEMM peak)" == tables.RATE_HEADER
+    headers, rows = tables.model_table(cnn)
+    assert headers[7] == "GFLOP/s (% of GEMM peak)" == tables.RATE_HEADER
     step = cnn.set_index("framework").at["engine-static", "step"].value
     rate = 0.2 / step
     by_fw = {row[0]: row for row in rows}
-    assert by_fw["engine-static"][5] == f"{rate:.1f} ({rate:.0f} %)"  # of a 100 GFLOP/s peak
+    assert by_fw["engine-static"][7] == f"{rate:.1f} ({rate:.0f} %)"  # of a 100 GFLOP/s peak
     assert tables.RATE_HEADER in tables.format_model_tables(cnn)
     # cases that recorded no FLOPs (older stores): no column
-    assert tables.RATE_HEADER not in tables.paper_table(
+    assert tables.RATE_HEADER not in tables.model_table(
         summary_of(store, "plain").query("model == 'cnn'"))[0]
 
 
@@ -244,14 +249,14 @@ def test_relative_words() -> None:
 
 def test_papers_table_leaves_out_memory_not_measured(store: ResultsStore) -> None:
     summary = summary_of(store, "circles")
-    headers, _ = tables.paper_table(summary[summary["model"] == "circles-tanh"])
+    headers, _ = tables.model_table(summary[summary["model"] == "circles-tanh"])
     assert "Allocations (GiB)" not in headers and "Training (s)" in headers
     # Without a torch row there is nothing to compare with: no "vs torch" columns.
-    headers, rows = tables.paper_table(summary[(summary["model"] == "circles-tanh")
+    headers, rows = tables.model_table(summary[(summary["model"] == "circles-tanh")
                                                & (summary["framework"] != "torch")])
-    assert headers == ["Framework", "Training (s)", "Build + warm-up (s)", "Step (ms)",
-                       "Test accuracy (%)", "Processes", "Seeds"]
-    assert len(rows[0]) == 7
+    assert headers == ["Framework", "Differentiated", "Training (s)", "Build + warm-up (s)",
+                       "Step (ms)", "Cores", "Test accuracy (%)", "Processes", "Seeds"]
+    assert len(rows[0]) == 9
 
 
 def test_accuracy_table_over_folds(store: ResultsStore) -> None:
@@ -279,7 +284,7 @@ def test_latex_table_is_booktabs_and_escaped() -> None:
 def test_model_tables_give_every_ratio_its_interval(store: ResultsStore) -> None:
     text = tables.format_model_tables(summary_of(store, "plain"))
     assert "Step vs torch" in text and "Step (ms)" in text
-    ratio_cells = [line.split("|")[8] for line in text.splitlines()
+    ratio_cells = [line.split("|")[6] for line in text.splitlines()
                    if line.startswith("| engine-static")]
     assert len(ratio_cells) == 2
     assert all("(95% PI " in c and c.strip().endswith("slower") for c in ratio_cells)

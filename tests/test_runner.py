@@ -810,6 +810,11 @@ def test_reported_facts_and_the_roof_of_the_threads_used(toys, tmp_path, monkeyp
     assert row.peak_pct == pytest.approx(100 * row.gflops / 50.0)
     assert reported_facts(cases) == ("reported by the frameworks: toy-ok: ran eagerly all; "
                                      "threads used 1")
+    # how it differentiated, asked of the framework after its last step, in its row
+    assert result.provenance["differentiated"] == "through primitives"
+    assert row.differentiated == "through primitives"
+    assert "| toy-ok [reported] | through primitives |" in format_model_tables(summary)
+    assert "| 2 threads, " in format_model_tables(summary)  # and its threads and cores
 
 
 @pytest.mark.slow

@@ -171,7 +171,7 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
     measured = "time, memory and accuracy" if data.has_memory else "time and accuracy"
     spread = "memory and accuracy" if data.has_memory else "accuracy"
     for model, rows in summary.groupby("model", sort=False):
-        headers, body = tables.paper_table(rows, REFERENCE)
+        headers, body = tables.model_table(rows, REFERENCE)
         headers[-1] = count
         ratio = (f"; its ratio to {REFERENCE}: paired, with the 95% PI where a rerun's falls"
                  if (rows["framework"] == REFERENCE).any() else "")

@@ -237,6 +237,9 @@ def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFr
     summary["forced"] = forced.groupby([ok["model"], ok["framework"]], sort=False).any()
     summary["reported"] = notable_reports(ok).groupby([ok["model"], ok["framework"]],
                                                         sort=False).any()
+    said = ok.get("prov_differentiated", pd.Series(None, index=ok.index, dtype=object))
+    summary["differentiated"] = said.groupby([ok["model"], ok["framework"]], sort=False).agg(
+        lambda ways: " + ".join(sorted(set(ways.dropna()))))  # "" where none said
     summary["machine"] = case_machines(ok).groupby([ok["model"], ok["framework"]], sort=False).agg(
         lambda m: " + ".join(sorted(set(m))))
     summary = summary.reset_index()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import unicodedata
+from dataclasses import dataclass
+from typing import Callable
 
 import pandas as pd
 
@@ -123,19 +125,33 @@ def _rated(summary: pd.DataFrame) -> bool:
 
 
 def _rate_cell(row: pd.Series) -> str:
-    """Achieved GFLOP/s (the spec's FLOPs per step over the median step), its share of the
+    """Achieved GFLOP/s (the spec's FLOPs per step over the median step) and its share of the
     machine's measured GEMM peak for the threads the framework used (`_roof`: "48 % of the
-    1-thread peak" where it used fewer than the case's), and the cores its processes used (a
-    framework that trains on one of two threads' cores shows about 1.0)."""
-    rate, share, cores = row.get("gflops"), row.get("peak_pct"), row.get("cores")
+    1-thread peak" where it used fewer than the case's)."""
+    rate, share = row.get("gflops"), row.get("peak_pct")
     if rate is None or pd.isna(rate):
         return "-"
     used, threads = row.get("threads_used"), row.get("threads")
     of = (f" of the {used:.0f}-thread peak" if pd.notna(used) and pd.notna(threads)
           and used < threads else "")
-    parts = [] if share is None or pd.isna(share) else [f"{share:.0f} %{of}"]
+    return f"{rate:.1f}" + ("" if share is None or pd.isna(share) else f" ({share:.0f} %{of})")
+
+
+def _cores_cell(row: pd.Series) -> str:
+    """The threads the case gave the framework and the cores its processes used (their CPU
+    time over their loop's wall time): "2 threads, 1.0 cores" for a framework that trains on
+    one core of two."""
+    threads, cores = row.get("threads"), row.get("cores")
+    parts = [] if threads is None or pd.isna(threads) else [
+        f"{threads:.0f} thread{'s' if threads != 1 else ''}"]
     parts += [] if cores is None or pd.isna(cores) else [f"{cores:.1f} cores"]
-    return f"{rate:.1f}" + (f" ({', '.join(parts)})" if parts else "")
+    return ", ".join(parts) or "-"
+
+
+def _differentiated_cell(row: pd.Series) -> str:
+    """How the framework computed its gradients (Framework.differentiation), as it said."""
+    said = row.get("differentiated")
+    return said if isinstance(said, str) and said else "not stated"
 
 
 def _ratio_cell(row: pd.Series, reference: str) -> str:
@@ -188,32 +204,94 @@ def shown_summary(cases: pd.DataFrame, epochs: pd.DataFrame,
     return model_summary(shown, epochs[epochs["key"].isin(keys)], runs[runs["key"].isin(keys)])
 
 
+@dataclass(frozen=True)
+class Column:
+    """One column of the per-model tables, the terminal's, the report's (Markdown and LaTeX)
+    and the published page's alike: its header ("{reference}" stands for the reference
+    framework), its cell for a row of `model_summary`, and whether a table of those rows shows
+    it at all. The CSV export has every summary column as numbers (`flat_estimates`)."""
+
+    header: str
+    cell: Callable[[pd.Series, str], str]  # (row, reference) -> the cell's text
+    shown: Callable[[pd.DataFrame, str], bool] = lambda rows, reference: True
+
+
+def _has_reference(rows: pd.DataFrame, reference: str) -> bool:
+    return bool((rows["framework"] == reference).any())
+
+
+def _measured(column: str, against_reference: bool = False
+              ) -> Callable[[pd.DataFrame, str], bool]:
+    """Shown where some row measured `column` (no memory pass: no memory columns), and, for
+    a column against the reference, where the rows have the reference's."""
+    def shown(rows: pd.DataFrame, reference: str) -> bool:
+        return (column in rows and bool(rows[column].notna().any())
+                and (not against_reference or _has_reference(rows, reference)))
+    return shown
+
+
+def _counted(rows: pd.DataFrame, reference: str) -> bool:
+    """Whether instructions were counted (or said not measurable) for any row."""
+    return "instructions" in rows and bool(
+        rows["instructions"].notna().any()
+        or rows["instructions_note"].fillna("").astype(bool).any())
+
+
+# The columns in their order. A column added here is in every per-model table.
+COLUMNS = (
+    Column("Framework", lambda row, ref: row["framework"] + _marks(row)),
+    Column("Differentiated", lambda row, ref: _differentiated_cell(row)),
+    Column("Training (s)", lambda row, ref: _step_cell(row, "train", 1)),
+    Column("Build + warm-up (s)", lambda row, ref: mean_std(row, "warmup_s", 2)),
+    Column("Step (ms)", lambda row, ref: _step_cell(row)),
+    Column("Step vs {reference}", lambda row, ref: _ratio_cell(row, ref), _has_reference),
+    Column("Cores", lambda row, ref: _cores_cell(row)),
+    Column(RATE_HEADER, lambda row, ref: _rate_cell(row), lambda rows, ref: _rated(rows)),
+    *(column for metric, header, digits, words in (
+        ("alloc_gib", "Allocations (GiB)", 3, ("more", "less")),
+        ("peak_mib", "Peak (MiB)", 1, ("more", "less")),
+        ("test_pct", "Test accuracy (%)", 2, None))
+      # a ratio says "2.10× more" rather than "2.10", so that no reader guesses which way it
+      # points; an accuracy, a difference in percentage points
+      for column in (
+          Column(header, lambda row, ref, m=metric, d=digits: mean_std(row, m, d),
+                 _measured(metric)),
+          Column("vs {reference}" + ("" if words else " (pp)"),
+                 lambda row, ref, m=metric, w=words: _relative_cell(row, m, w, ref),
+                 _measured(metric, against_reference=True)))),
+    Column("Instructions/step", lambda row, ref: _instructions_cell(row), _counted),
+    Column("Processes", lambda row, ref: _processes_cell(row)),
+    Column("Seeds", lambda row, ref: str(int(row["n"]))),
+    Column("Machine", lambda row, ref: str(row["machine"]),
+           lambda rows, ref: _mixed_machines(rows)),
+)
+
+
+def shown_columns(rows: pd.DataFrame, reference: str = "torch") -> list[Column]:
+    """The COLUMNS a table of `rows` shows."""
+    return [c for c in COLUMNS if c.shown(rows, reference)]
+
+
+def model_table(rows: pd.DataFrame, reference: str = "torch",
+                columns: list[Column] | None = None) -> tuple[list[str], list[list[str]]]:
+    """Rows of `model_summary` (one model's, as a rule) as a table: the headers and cells of
+    `columns` (default: those `rows` show). A framework that does not support the model shows
+    "n/a (reason)"."""
+    columns = shown_columns(rows, reference) if columns is None else columns
+    headers = [c.header.format(reference=reference) for c in columns]
+    body = [_unsupported_row(row, len(headers)) or [c.cell(row, reference) for c in columns]
+            for _, row in rows.iterrows()]
+    return headers, body
+
+
 def model_table_rows(summary: pd.DataFrame, reference: str = "torch"
                      ) -> tuple[list[str], list[tuple[str, list[list[str]]]], list[str]]:
-    """The cells of `format_model_tables`: the headers, per model its name and rows, and the
-    notes that explain a mark in them."""
-    mixed = _mixed_machines(summary)
-    counted = "instructions" in summary and (
-        summary["instructions"].notna().any()
-        or summary["instructions_note"].fillna("").astype(bool).any())
-    rated = _rated(summary)
-    headers = ["Framework", "Training (s)", "Build + warm-up (s)", "Allocations (GiB)",
-               "Peak (MiB)",
-               "Test accuracy (%)",
-               "Step (ms)", f"Step vs {reference}", *([RATE_HEADER] if rated else []),
-               *(["Instructions/step"] if counted else []), "Processes", "Seeds",
-               *(["Machine"] if mixed else [])]
-    tables = [(str(model), [
-        _unsupported_row(row, len(headers)) or
-        [row["framework"] + _marks(row),
-         _step_cell(row, "train", 1), mean_std(row, "warmup_s", 2),
-         mean_std(row, "alloc_gib", 3),
-         mean_std(row, "peak_mib", 1), mean_std(row, "test_pct", 2), _step_cell(row),
-         _ratio_cell(row, reference), *([_rate_cell(row)] if rated else []),
-         *([_instructions_cell(row)] if counted else []),
-         _processes_cell(row), str(int(row["n"])),
-         *([str(row["machine"])] if mixed else [])]
-        for _, row in rows.iterrows()]) for model, rows in summary.groupby("model", sort=False)]
+    """The cells of `format_model_tables`: the headers (one layout for every model), per model
+    its name and rows, and the notes that explain a mark in them."""
+    columns = shown_columns(summary, reference)
+    headers = [c.header.format(reference=reference) for c in columns]
+    tables = [(str(model), model_table(rows, reference, columns)[1])
+              for model, rows in summary.groupby("model", sort=False)]
     notes = [FORCED_NOTE] if any(_forced(row) for _, row in summary.iterrows()) else []
     if "reported" in summary and summary["reported"].fillna(False).astype(bool).any():
         notes.append(REPORTED_NOTE)
@@ -224,34 +302,12 @@ def model_table_rows(summary: pd.DataFrame, reference: str = "torch"
 
 
 def format_model_tables(summary: pd.DataFrame, reference: str = "torch") -> str:
-    """One table per model: Framework, training time and step time each with its 95 % CI,
-    Build + warm-up (s), Allocations (GiB), Peak (MiB), Test accuracy (%), the paired step-time
-    ratio to the reference framework with its 95 % PI (the verdict; where a rerun's falls), the
-    achieved GFLOP/s and its share of the GEMM peak where the cases recorded their FLOPs,
-    instructions per step where counted (adh run --count-instructions), and the processes and
-    seeds behind them; "n/a (reason)" for a framework that does not support the model; notes
-    on the verdict and where the medians' quotient departs from it. Where the rows come from
-    more than one machine (pooled on purpose: harness.results.machines), a last column names each
-    row's."""
+    """One table per model, its COLUMNS (among them the paired step-time ratio to the
+    reference with its 95 % PI: the verdict), then notes on the verdict and on where the
+    medians' quotient departs from it."""
     headers, tables, notes = model_table_rows(summary, reference)
     return "\n\n".join([*(f"{model}\n{markdown_table(headers, rows)}" for model, rows in tables),
                         *notes])
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def _marks(row: pd.Series) -> str:
@@ -275,15 +331,6 @@ FORCED_NOTE = ("[forced]: run with --force although its settings make the measur
                "batch, ...); its provenance says what was forced")
 
 
-# Memory and accuracy columns of the papers' table: (summary column, header, digits, ratio words
-# or None for a difference in percentage points). A ratio says "2.10× more" rather than "2.10",
-# so that a reader never has to guess which way it points. Memory is measured once a case; where
-# seeds give different ratios, the ratio gets its PI over them (estimates.memory_ratios).
-PAPER_COLUMNS = [("alloc_gib", "Allocations (GiB)", 3, ("more", "less")),
-                 ("peak_mib", "Peak (MiB)", 1, ("more", "less")),
-                 ("test_pct", "Test accuracy (%)", 2, None)]
-
-
 def relative_words(ratio: float, words: tuple[str, str]) -> str:
     """A ratio in words: 2.0 -> '2.00× more', 0.5 -> '2.00× less' (words = (above, below))."""
     if pd.isna(ratio) or ratio <= 0:
@@ -293,6 +340,9 @@ def relative_words(ratio: float, words: tuple[str, str]) -> str:
 
 def _relative_cell(row: pd.Series, column: str, words: tuple[str, str] | None,
                    reference: str) -> str:
+    """A metric against the reference's: a ratio in words (memory: measured once a case, with
+    its PI where seeds give different ratios, estimates.memory_ratios) or a difference in
+    percentage points (accuracy)."""
     if row["framework"] == reference:
         return "reference"
     if words:
@@ -304,52 +354,6 @@ def _relative_cell(row: pd.Series, column: str, words: tuple[str, str] | None,
     diff = row.get(f"{column}_diff")
     return (format_difference(diff, undecidable_beyond=UNDECIDABLE_PP)
             if isinstance(diff, Estimate) else "-")
-
-
-def paper_table(rows: pd.DataFrame, reference: str = "torch") -> tuple[list[str], list[list[str]]]:
-    """One model's rows of `model_summary` as the papers' table: the training time with its
-    95 % CI over processes, and the build and warm-up time (compilation) apart as mean ± std
-    over seeds; the step time with its 95 % CI and its paired ratio to the reference with its
-    95 % PI; the achieved GFLOP/s and % of the GEMM peak where the cases recorded their FLOPs; the
-    memory and accuracy as mean ± std, each followed by its value against the reference when
-    the model has a reference row. A metric no row measured (no memory pass) is left out. A
-    framework that does not support the model shows "n/a (reason)"; a last column names each
-    row's machine where they differ."""
-    relative = bool((rows["framework"] == reference).any())
-    mixed = _mixed_machines(rows)
-    columns = [c for c in PAPER_COLUMNS if rows[c[0]].notna().any()]
-    rated = _rated(rows)
-    headers = ["Framework", "Training (s)", "Build + warm-up (s)", "Step (ms)"]
-    headers += [f"Step vs {reference}"] if relative else []
-    headers += [RATE_HEADER] if rated else []
-    for _, header, _, words in columns:
-        unit = "" if words else " (pp)"
-        headers += [header, f"vs {reference}{unit}"] if relative else [header]
-    body = []
-    width = len(headers) + 2 + mixed  # with Processes, Seeds and Machine
-    for _, row in rows.iterrows():
-        unsupported = _unsupported_row(row, width)
-        if unsupported:
-            body.append(unsupported)
-            continue
-        cells = [row["framework"] + _marks(row), _step_cell(row, "train", 1),
-                 mean_std(row, "warmup_s", 2),
-                 _step_cell(row)]
-        if relative:
-            cells.append(_ratio_cell(row, reference))
-        if rated:
-            cells.append(_rate_cell(row))
-        for column, _, digits, words in columns:
-            cells.append(mean_std(row, column, digits))
-            if relative:
-                cells.append(_relative_cell(row, column, words, reference))
-        body.append(cells + [_processes_cell(row), str(int(row["n"]))]
-                    + ([str(row["machine"])] if mixed else []))
-    return headers + ["Processes", "Seeds"] + (["Machine"] if mixed else []), body
-
-
-
-
 
 
 def accuracy_table(summary: pd.DataFrame) -> tuple[list[str], list[list[str]]]:

@@ -267,6 +267,7 @@ def time_pass(case, data_dir, turn_steps: int = 0, attribution_steps: int = 0) -
                                on_call=recorder.on_call)
         meter.stop()
     reported = reported_facts(framework)  # of training, before the attribution's steps
+    differentiated = framework.differentiation()
     if status == Status.OK and attribution_steps:  # past the process facts and every clock
         if turns:
             turns.take()
@@ -285,6 +286,7 @@ def time_pass(case, data_dir, turn_steps: int = 0, attribution_steps: int = 0) -
     if door:
         result["provenance"]["step_clock"] = "the framework's own (steps run in its process)"
     result["provenance"]["reported"] = reported
+    result["provenance"]["differentiated"] = differentiated
     c = meter.value
     eval_time = sum(e["eval_time_s"] for e in recorder.epochs)
     for i, record in enumerate(recorder.epochs):  # each epoch's steps, the warm-up left out

@@ -17,6 +17,24 @@ from harness.contract.profiling import ProfiledStep
 from harness.contract.specs import DTYPES, ModelSpec
 from harness.contract.weights import check_weights
 
+# How a framework computed its gradients (Framework.differentiation), in the words every table
+# row uses, so that no reader compares hand-derived calculus with automatic differentiation
+# unawares.
+THROUGH_PRIMITIVES = "through primitives"  # reverse mode over its primitive ops, run eagerly
+COMPILED = "traced and compiled"  # the step traced once and compiled whole (XLA, inductor, ...)
+BY_HAND = "by hand"  # a backward pass written by hand for the whole model
+
+
+def fused_by_hand(layers: str) -> str:
+    """"rnn fused by hand": through primitives, but `layers` are each one op whose backward was
+    written by hand (a recurrence over all time steps, not differentiated step by step)."""
+    return f"{layers} fused by hand"
+
+
+def eager_after(breaks: int) -> str:
+    """"eager after 1 graph break": a compiler broke the step's graph and ran parts eagerly."""
+    return f"eager after {breaks} graph break{'s' if breaks != 1 else ''}"
+
 
 class Framework(ABC):
     """A model built from a spec and initial weights, trained one batch at a time.
@@ -43,6 +61,10 @@ class Framework(ABC):
     uncountable: str = ""
     # How many batches the training loop hands to timed_train_steps at once (see there).
     steps_per_call: int = 1
+    # How it computes gradients: THROUGH_PRIMITIVES, COMPILED, BY_HAND or fused_by_hand(...);
+    # "" shows as "not stated". A framework whose answer depends on its run overrides
+    # `differentiation`.
+    differentiates: str = ""
 
     @classmethod
     def supports(cls, spec: ModelSpec) -> str | None:
@@ -120,6 +142,13 @@ class Framework(ABC):
         The timing pass asks after its last step and records the answer in the case's
         provenance. {}, the default: nothing to report."""
         return {}
+
+    def differentiation(self) -> str:
+        """How it computed the gradients of the steps so far, in the words of every table row
+        (`differentiates`, the class's answer, by default): automatic through its primitives,
+        traced and compiled, some layers fused by hand, by hand, eager after graph breaks. The
+        timing pass asks after its last step, as it asks `facts`."""
+        return self.differentiates
 
     def predict_all(self, x: np.ndarray, batch_size: int = 1000) -> np.ndarray:
         return np.concatenate([self.predict(x[i:i + batch_size])

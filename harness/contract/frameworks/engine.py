@@ -13,7 +13,7 @@ import numpy as np
 import engine as ad
 from engine import init as initializers
 from engine.profile import profiled
-from harness.contract.frameworks.base import Framework
+from harness.contract.frameworks.base import THROUGH_PRIMITIVES, Framework, fused_by_hand
 from harness.contract.metrics import targets
 from harness.contract.profiling import OpCall, ProfiledStep
 from harness.contract.specs import Layer, ModelSpec
@@ -129,6 +129,13 @@ class EngineDynamic(Framework):
             OpCall(e.name, e.phase, e.start, e.seconds, e.flops(), e.nbytes or None)
             for e in events if start <= e.start <= start + seconds])
             for start, seconds in spans]
+
+    def differentiation(self) -> str:
+        """Through the engine's primitives, but for the recurrent layers it runs as one fused
+        op each, whose backward through time is written by hand ("lstm fused by hand")."""
+        fused = [type(layer).__name__.lower() for layer in self.model.layers
+                 if isinstance(layer, (ad.RNN, ad.LSTM)) and layer.fused]
+        return fused_by_hand(" and ".join(dict.fromkeys(fused))) if fused else THROUGH_PRIMITIVES
 
     def predict(self, x):
         return self.model(ad.Constant(x)).value

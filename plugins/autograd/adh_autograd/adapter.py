@@ -12,7 +12,7 @@ from importlib.metadata import version
 
 import numpy as np
 
-from harness.plugin import Framework, Layer, ModelSpec
+from harness.plugin import THROUGH_PRIMITIVES, Framework, Layer, ModelSpec
 
 from .model import (
     ACTIVATIONS,
@@ -56,6 +56,7 @@ class Autograd(Framework):
     name = "autograd"  # the entry point's name in pyproject.toml
     description = (f"HIPS autograd {version('autograd')} on numpy {np.__version__}: "
                    "define-by-run, the loss traced and differentiated every step")
+    differentiates = THROUGH_PRIMITIVES  # it traces each call, differentiates its primitives
 
     @classmethod
     def supports(cls, spec: ModelSpec) -> str | None:

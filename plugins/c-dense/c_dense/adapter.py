@@ -1,7 +1,7 @@
 """The harness's side of c-dense: which models it trains, and how to start it."""
 from __future__ import annotations
 
-from harness.plugin import ModelSpec, ProcessFramework
+from harness.plugin import BY_HAND, ModelSpec, ProcessFramework
 
 from .build import executable
 
@@ -12,6 +12,7 @@ class CDense(ProcessFramework):
 
     name = "c-dense"
     description = "dense networks in C, hand-written backward pass, one thread, out of process"
+    differentiates = BY_HAND
 
     @classmethod
     def supports(cls, spec: ModelSpec) -> str | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.plugin import Framework, ModelSpec
+from harness.plugin import BY_HAND, Framework, ModelSpec
 
 from . import __version__
 from .mlp import ACTIVATIONS, LOSSES, SGD, Adam, Dense, Network
@@ -18,6 +18,7 @@ class NumpyMLP(Framework):
     name = "numpy-mlp"  # the entry point's name in pyproject.toml
     description = (f"tinymlp {__version__}: dense layers with a hand-written backward pass, "
                    f"numpy {np.__version__}")
+    differentiates = BY_HAND
     dtypes = ("float32", "float64")
 
     @classmethod

@@ -42,7 +42,7 @@ from tinygrad import Context, Device, Tensor, TinyJit
 from tinygrad.helpers import CCACHE, NUM_CPU_THREADS, PARALLEL
 
 from harness import UsageError
-from harness.plugin import Framework, ModelSpec
+from harness.plugin import COMPILED, Framework, ModelSpec
 from harness.plugin import Layer as LayerSpec
 
 from .model import (
@@ -104,6 +104,7 @@ class Tinygrad(Framework):
     name = "tinygrad"  # the entry point's name in pyproject.toml
     description = (f"tinygrad {version('tinygrad')}: lazy Tensors, each train step one TinyJit, "
                    "clang-compiled kernels on the CPU, one thread")
+    differentiates = COMPILED  # its autograd over lazy Tensors, each step one TinyJit
     dtypes = ("float32", "float64")
 
     @classmethod
