@@ -51,8 +51,9 @@ def one_round(model: str, pairs: int, block_steps: int, threads: int) -> tuple[f
     import numpy as np
 
     from harness.contract.batches import batch_indices
-    from harness.contract.cases import Case, prepare
+    from harness.contract.cases import Case
     from harness.contract.frameworks import get_framework
+    from harness.contract.prepared import prepare
     from harness.contract.weights import initial_weights
 
     case = Case(suite="bench", model=model, framework="engine-static", dataset="mnist-10k",

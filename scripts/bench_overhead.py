@@ -4,8 +4,8 @@ For each model and framework, one framework instance in one process, with the ca
 count and allocator policy, trains epoch after epoch (the same batches each time), alternately:
 - bare: the training loop a user would write — gather the batch, train_step — with a clock
   read around each train_step and nothing else;
-- harness: the worker's training loop (harness.run.worker.train) with the timing pass's recorder
-  (harness.run.worker.StepRecorder), which also records every loss and accuracy and reports
+- harness: the worker's training loop (harness.run.passes.train) with the timing pass's recorder
+  (harness.run.timing.StepRecorder), which also records every loss and accuracy and reports
   progress: everything the timing pass runs between two steps. What it runs once, before the
   first step and after the last (provenance, the contention watch's readings), is in no step.
 Two comparisons, each a ratio paired by round (one bare and one harness epoch, next to each
@@ -40,12 +40,14 @@ if any(os.environ.get(name) != value for name, value in MEASURED.items()):
 import numpy as np  # noqa: E402
 
 from harness.contract.batches import batch_indices, steps_per_epoch  # noqa: E402
-from harness.contract.cases import Case, CaseExtra, prepare  # noqa: E402
+from harness.contract.cases import Case, CaseExtra  # noqa: E402
 from harness.contract.frameworks import get_framework  # noqa: E402
+from harness.contract.prepared import prepare  # noqa: E402
 from harness.contract.weights import initial_weights  # noqa: E402
 from harness.measure.stats import format_ratio, paired_ratio  # noqa: E402
 from harness.results.markdown import markdown_table  # noqa: E402
-from harness.run.worker import StepRecorder, train  # noqa: E402
+from harness.run.passes import train  # noqa: E402
+from harness.run.timing import StepRecorder  # noqa: E402
 
 
 class Loops:

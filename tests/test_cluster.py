@@ -21,7 +21,7 @@ from harness.results.notes import machine_verdicts
 from harness.results.records import CaseResult, RunRecord, Status
 from harness.results.store import ResultsStore
 from harness.results.tables import format_model_tables
-from harness.run import abtest, cluster, runner
+from harness.run import abtest, cluster, runner, worker
 from harness.run.cluster import ClusterOptions, dry_run, parse_time, time_limit_min
 from harness.run.options import RunOptions
 from harness.run.runner import case_keys
@@ -290,14 +290,14 @@ def test_a_compare_task_measures_both_sides_of_every_round_on_its_node(monkeypat
 
 
 def test_a_task_remeasures_a_case_whose_stored_rounds_ran_on_another_machine(monkeypatch) -> None:
-    monkeypatch.setattr(cluster, "pin_threads", lambda threads: None)
-    monkeypatch.setattr(roofs, "calibrate", lambda threads: None)
+    monkeypatch.setattr(worker, "pin_threads", lambda threads: None)
+    monkeypatch.setattr(runner, "calibrate", lambda threads: None)
     monkeypatch.setattr(runner, "finish_case", lambda result, options: result)
     stored = on(INTEL, make_result())
-    assert cluster.measure_case(stored, RunOptions()).runs == []  # not this machine's rounds
+    assert worker.measure_case(stored, RunOptions()).runs == []  # not this machine's rounds
     here = provenance(2, "float32", "mnist-10k", "x", 0)["machine"]
     mine = dataclasses.replace(stored, provenance={**stored.provenance, "machine": here})
-    assert cluster.measure_case(mine, RunOptions()) is mine  # the rounds it lacks, on top
+    assert worker.measure_case(mine, RunOptions()) is mine  # the rounds it lacks, on top
 
 
 def test_a_failed_task_is_stored_with_slurms_reason() -> None:

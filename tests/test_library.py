@@ -12,10 +12,10 @@ import warnings
 from pathlib import Path
 
 import pytest
-import threadpoolctl
 
 import harness
 from harness.contract.specs import MODELS
+from harness.measure import threads
 from harness.measure.threads import THREAD_VARIABLES, pin_threads
 
 PYTHON_DOC = Path(__file__).parents[1] / "docs" / "python.md"
@@ -90,8 +90,8 @@ def test_adh_check_in_process_after_numpy(tmp_path):
 def test_a_pool_that_refuses_the_count_is_one_warning(monkeypatch):
     for name in THREAD_VARIABLES:  # pin_threads sets them: restored after the test
         monkeypatch.setenv(name, "2")
-    monkeypatch.setattr(threadpoolctl, "threadpool_limits", lambda limits: None)
-    monkeypatch.setattr(threadpoolctl, "threadpool_info",
+    monkeypatch.setattr(threads, "threadpool_limits", lambda limits: None)
+    monkeypatch.setattr(threads, "threadpool_info",
                         lambda: [{"internal_api": "openblas", "num_threads": 4}])
     with pytest.warns(RuntimeWarning) as caught:
         pin_threads(2)
@@ -104,8 +104,8 @@ def test_a_pool_that_refuses_the_count_is_one_warning(monkeypatch):
 def test_a_pool_that_takes_the_count_is_silent(monkeypatch):
     for name in THREAD_VARIABLES:
         monkeypatch.setenv(name, "2")
-    monkeypatch.setattr(threadpoolctl, "threadpool_limits", lambda limits: None)
-    monkeypatch.setattr(threadpoolctl, "threadpool_info",
+    monkeypatch.setattr(threads, "threadpool_limits", lambda limits: None)
+    monkeypatch.setattr(threads, "threadpool_info",
                         lambda: [{"internal_api": "openblas", "num_threads": 2}])
     with warnings.catch_warnings():
         warnings.simplefilter("error")

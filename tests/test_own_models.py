@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from harness.cli import main
-from harness.contract.cases import case_spec, dataset_file
+from harness.contract.cases import dataset_file
 from harness.contract.data import load_dataset
 from harness.contract.data.mnist10k import load as load_mnist10k
+from harness.contract.prepared import case_spec
 from harness.contract.specs import MODELS, Layer, get_model, model_names
 from harness.errors import DatasetError, UsageError
 from harness.results.store import ResultsStore

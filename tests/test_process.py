@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 from harness import UsageError
-from harness.contract import frameworks
-from harness.contract.cases import Case, PreparedCase
+from harness.contract.cases import Case
 from harness.contract.frameworks import get_framework, known_framework
 from harness.contract.frameworks.process import ProcessError, ProcessFramework
+from harness.contract.prepared import PreparedCase
 from harness.contract.specs import get_model
 from harness.contract.weights import initial_weights
 from harness.results.records import Status
-from harness.run import worker
+from harness.run import passes
 from harness.run.suites import load_suite
 from harness.testing import check_framework
 
@@ -108,7 +108,7 @@ def test_steps_are_timed_by_the_childs_clock(child):
     case = Case("s", "mlp", framework.name, "mnist-10k", epochs=1)
     x, labels = np.zeros((300, 784), np.float32), np.zeros(300, np.int64)
     seen = []
-    status, _ = worker.train(framework, spec, case, x, labels, labels,
+    status, _ = passes.train(framework, spec, case, x, labels, labels,
                              on_step=lambda *args: seen.append(args[-1]))
     assert status == Status.OK and seen == [0.25, 0.25, 0.25]
     assert framework.facts() == {"threads used": 1}  # what the child reported of itself
@@ -122,7 +122,7 @@ def test_a_child_that_takes_several_steps_gets_them_in_messages_within_an_epoch(
     case = Case("s", "mlp", framework.name, "mnist-10k", epochs=2)
     x, labels = np.zeros((2500, 784), np.float32), np.zeros(2500, np.int64)
     seen = []
-    status, _ = worker.train(framework, spec, case, x, labels, labels,
+    status, _ = passes.train(framework, spec, case, x, labels, labels,
                              on_step=lambda *args: seen.append(args))
     assert status == Status.OK
     # 25 batches an epoch: messages of 10, 10 and 5 steps, never one across the two epochs
@@ -147,7 +147,7 @@ def test_a_door_with_several_steps_a_message_trains_as_the_engine_in_process():
     for name in ("engine-static", "engine-static@process"):
         framework = get_framework(name)(spec, initial_weights(spec, 0, "float32"), "float32", 1)
         losses[name] = []
-        worker.train(framework, spec, case, x, labels, labels,
+        passes.train(framework, spec, case, x, labels, labels,
                      on_step=lambda *args, name=name: losses[name].append(args[2]))
         if name.endswith("@process"):
             assert framework.steps_per_call > 1
@@ -159,12 +159,12 @@ def test_a_door_with_several_steps_a_message_trains_as_the_engine_in_process():
 
 def test_memory_is_the_childs(child, monkeypatch):
     scripted = child("steps")
-    monkeypatch.setattr(frameworks, "get_framework", lambda name: scripted)
-    monkeypatch.setattr(worker, "prepare", lambda case, data_dir: PreparedCase(
+    monkeypatch.setattr(passes, "get_framework", lambda name: scripted)
+    monkeypatch.setattr(passes, "prepare", lambda case, data_dir: PreparedCase(
         get_model("mlp"), None, np.zeros((300, 784), np.float32), np.zeros(300, np.int64),
         np.zeros(300, np.int64), None, None))
     case = Case("s", "mlp", scripted.name, "mnist-10k", epochs=2, threads=1)
-    memory = worker.memory_pass(case, None)
+    memory = passes.memory_pass(case, None)
     assert memory["status"] == Status.OK
     # Six steps' reports, summed; the peak is the largest reported; the RSS is the child's own
     # (a Python with numpy: far more than the scripted 4 kB, far less than the worker's).

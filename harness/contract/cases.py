@@ -1,23 +1,14 @@
-"""A case, and what it means: the settings that define one measurement, and the model, data
-and split a worker trains on for it.
-
-A case is one model x framework x dataset x settings x seed (`Case`). `case_spec` is its model
-with its settings, `prepare` its arrays shaped for the model (`PreparedCase`); the plan, the
-worker, `adh check`, `adh profile` and the framework probe all read a case through these, so
-that it means the same thing everywhere.
+"""A case: the settings that define one measurement, one model x framework x dataset x settings
+x seed (`Case`). What it means, its model and arrays, is harness.contract.prepared's: this module
+loads no numpy, since a case travels (pickled to a cluster task) before its process has pinned
+its thread count.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # numpy loads only when asked: a worker pins its threads first
-    import numpy as np
-
-    from harness.contract.data.dataset import Dataset
-    from harness.contract.specs import ModelSpec
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -89,75 +80,6 @@ class Case:
         return f"{self.model}/{self.framework}/{self.dataset}/seed{self.seed}"
 
 
-def case_spec(case: Case) -> ModelSpec:
-    """The model spec with the case's settings (width, sequence length, batch size, lr,
-    optimizer, momentum, epochs): a model declared in a suite file travels in the case."""
-    from harness.contract.specs import ModelSpec, get_model, scaled
-
-    extra = case.extra
-    spec = ModelSpec.from_dict(json.loads(extra.spec)) if extra.spec else get_model(case.model)
-    spec = scaled(spec, width=extra.width, seq_len=extra.seq_len)
-    momentum = spec.momentum if extra.momentum is None else extra.momentum
-    return spec.with_settings(batch_size=case.batch_size, lr=case.lr, optimizer=case.optimizer,
-                              momentum=momentum, epochs=case.epochs)
-
-
 def dataset_file(case: Case) -> str | None:
     """The file a case's dataset comes from, when it is one of the user's (harness.run.suites)."""
     return case.extra.dataset_file
-
-
-def case_split(case: Case, data: Dataset) -> tuple[np.ndarray, ...]:
-    """(x_train, y_train, x_test, y_test) of `data` for `case`: its k-fold split where it has
-    folds, its first `train_limit` training examples where it has a limit."""
-    import numpy as np
-
-    from harness.contract.data import kfold_splits
-
-    extra = case.extra
-    x_train, y_train, x_test, y_test = data.x_train, data.y_train, data.x_test, data.y_test
-    # k-fold cross-validation over all examples; the seed picks the split
-    if extra.folds and extra.fold is not None:
-        x_all, y_all = np.concatenate([x_train, x_test]), np.concatenate([y_train, y_test])
-        train_idx, test_idx = kfold_splits(len(x_all), extra.folds, case.seed)[extra.fold]
-        x_train, y_train = x_all[train_idx], y_all[train_idx]
-        x_test, y_test = x_all[test_idx], y_all[test_idx]
-    if case.train_limit:
-        x_train, y_train = x_train[:case.train_limit], y_train[:case.train_limit]
-    return x_train, y_train, x_test, y_test
-
-
-@dataclass(frozen=True)
-class PreparedCase:
-    """A case ready to train: the spec with its settings, its dataset, and the train and test
-    arrays shaped for the model (`targets`: the training labels as the model's loss takes
-    them)."""
-
-    spec: ModelSpec
-    data: Dataset
-    x_train: np.ndarray
-    y_train: np.ndarray
-    targets: np.ndarray
-    x_test: np.ndarray
-    y_test: np.ndarray
-
-
-def prepare(case: Case, data_dir: str | None) -> PreparedCase:
-    """`case` ready to train. The plan (harness.run.plan) has checked that its data fit; this raises
-    ValueError where they do not."""
-    import numpy as np
-
-    from harness.contract.data import load_dataset
-    from harness.contract.metrics import targets
-
-    spec = case_spec(case)
-    data = load_dataset(case.dataset, data_dir, dtype=np.dtype(case.dtype),
-                        file=dataset_file(case))
-    x_train, y_train, x_test, y_test = case_split(case, data)
-    if len(x_train) < spec.batch_size:  # an incomplete batch is dropped: nothing would train
-        raise ValueError(f"{len(x_train)} training examples make no full batch of "
-                         f"{spec.batch_size}; raise train_limit or lower batch_size")
-    shape = (-1,) + spec.input_shape
-    x_train, x_test = x_train.reshape(shape), x_test.reshape(shape)
-    return PreparedCase(spec, data, x_train, y_train, targets(spec, y_train, x_train.dtype),
-                        x_test, y_test)

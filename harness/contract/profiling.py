@@ -202,7 +202,7 @@ def _conv_backward_flops(event: Any) -> float:
     """torch.profiler counts no FLOPs for a convolution's backward; torch's FlopCounterMode
     does, with a formula of the shapes and the output mask (which gradients are wanted), both
     of which the profiler records: that formula, on them. 0 where they are missing."""
-    from torch.utils.flop_counter import conv_backward_flop
+    from torch.utils.flop_counter import conv_backward_flop  # noqa: PLC0415 - torch is optional, and only a torch profile calls this
 
     shapes, values = event.input_shapes or [], event.concrete_inputs or []
     if len(shapes) < 11 or len(values) < 11 or values[10] is None:

@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from harness.contract.entry_points import MODELS_GROUP, load_entry, registered
 from harness.errors import UsageError
 
 DTYPES = ("float32", "float64")  # what a model computes in (float64 for the parity checks)
@@ -428,7 +429,6 @@ def get_model(name: str) -> ModelSpec:
     an unknown name lists the valid ones."""
     if name in MODELS:
         return MODELS[name]
-    from harness.contract.entry_points import MODELS_GROUP, load_entry, registered
 
     ep = registered(MODELS_GROUP).get(name)
     if ep is None:
@@ -447,8 +447,6 @@ def get_model(name: str) -> ModelSpec:
 
 def model_names() -> list[str]:
     """The built-in models, then those that packages register."""
-    from harness.contract.entry_points import MODELS_GROUP, registered
-
     return [*MODELS, *(name for name in registered(MODELS_GROUP) if name not in MODELS)]
 
 

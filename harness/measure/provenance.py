@@ -17,6 +17,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from threadpoolctl import threadpool_info
+
 # The repository holding this code: harness/measure/provenance.py -> repo root.
 REPO_DIR = Path(__file__).resolve().parents[2]
 
@@ -81,7 +83,6 @@ def blas_library() -> str:
     never imports it: the caller may not have set its thread count yet)."""
     if "numpy" not in sys.modules:
         return "not loaded"
-    from threadpoolctl import threadpool_info
 
     blas = [p for p in threadpool_info() if p["user_api"] == "blas"]
     # numpy's own, where a framework loaded another (a torch build bundling its BLAS)

@@ -13,14 +13,20 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
+
 from harness.measure.contention import watch_contention
+from harness.measure.environment import measured_environment
 from harness.measure.provenance import cpu_model
+from harness.measure.threads import usable_cpus
 
 CACHE_FILE = "roofs.json"
 GEMM_SIZE = 2048
@@ -49,8 +55,6 @@ def _best_seconds(run: Callable[[], None], warmups: int, repeats: int) -> tuple[
 
 def _measure_gflops(size: int, warmups: int, repeats: int) -> tuple[float, bool]:
     """(GFLOP/s of a size x size float32 matmul (2 n^3 flops), contended)."""
-    import numpy as np
-
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((size, size), dtype=np.float32) for _ in range(2))
     out = np.empty((size, size), dtype=np.float32)
@@ -66,8 +70,6 @@ def _measure_triad_gbs(elements: int, threads: int, warmups: int,
     a = s * c then a += b: five array traversals (read c, write a; read a and b, write a), and
     that is the traffic counted (4 bytes each), as STREAM counts its reads and writes. Each of
     `threads` threads takes one contiguous slice (numpy releases the GIL in these loops)."""
-    import numpy as np
-
     a, b, c = (np.full(elements, value, dtype=np.float32) for value in (0.0, 1.0, 2.0))
     bounds = np.linspace(0, elements, threads + 1, dtype=int)
     slices = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
@@ -83,8 +85,6 @@ def _measure_triad_gbs(elements: int, threads: int, warmups: int,
 
 
 def _gemm_key(threads: int, size: int) -> str:
-    import numpy as np
-
     return f"{cpu_model()}|threads={threads}|numpy={np.__version__}|n={size}"
 
 
@@ -159,12 +159,6 @@ def calibrate(threads: set[int]) -> None:
     with that count and the measured processes' environment, so that workers and plans find them
     in the cache; the counts below are the roofs of a framework that used fewer threads than it
     was given (harness.results.tables: `_roof`)."""
-    import subprocess
-    import sys
-
-    from harness.measure.environment import measured_environment
-    from harness.measure.threads import usable_cpus
-
     for count in range(1, max(threads, default=0) + 1):  # more than CPUs: refused, or forced
         if count <= len(usable_cpus()) and (cached_gemm_peak_gflops(count) is None
                                             or cached_bandwidth_gbs(count) is None):

@@ -21,6 +21,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from threadpoolctl import threadpool_info
+
 from harness.measure.drift import probe_spread, probes_for
 from harness.measure.policy import DEFAULT_POLICY
 from harness.measure.threads import usable_cpus
@@ -123,7 +125,7 @@ def steadiness_fact(probes: list[float]) -> Fact:
     """How much identical work (the drift probe, timed back to back) varies on this host, and
     how many paired processes a ratio's 95 % PI (a rerun's interval) of ±5 % would take at that
     spread."""
-    from harness.measure.stats import (  # numpy, scipy: not at import
+    from harness.measure.stats import (  # noqa: PLC0415 - scipy stays out of the measured worker, which reads provenance_facts
         format_processes_needed,
         ratio_half_width,
     )
@@ -234,9 +236,7 @@ def _facts(threads: int | None, sample_s: float, numeric: bool,
 
 
 def _blas_fact(threads: int | None) -> Fact:
-    import numpy  # noqa: F401  (only here: the caller has settled the thread count, or does not mind)
-    from threadpoolctl import threadpool_info
-
+    import numpy  # noqa: F401, PLC0415 - only here: the caller has settled the thread count, or does not mind
     value = "; ".join(f"{p['internal_api']} {p['version']}, {p['num_threads']} threads"
                       + (f", {p['architecture']}" if p.get("architecture") else "")
                       for p in threadpool_info() if p["user_api"] == "blas")
@@ -265,10 +265,14 @@ def provenance_facts(sample_s: float = SAMPLE_S) -> dict[str, str]:
 def roofs_facts(threads: int) -> list[Fact]:
     """The machine's roofs at `threads` threads (harness.measure.roofs), from its cache: what
     achieved GFLOP/s and bytes per second are measured against."""
-    from harness.measure.roofs import cached_bandwidth_gbs, cached_gemm_peak_gflops
+    from harness.measure.roofs import (  # noqa: PLC0415 - roofs loads numpy: provenance_facts, in the worker, must not
+        cached_bandwidth_gbs,
+        cached_gemm_peak_gflops,
+    )
 
     advice = ("not measured: more threads than CPUs to use, or the machine was busy (a contended "
               "measurement is not kept); run again when it is quiet")
+
     peak, bandwidth = cached_gemm_peak_gflops(threads), cached_bandwidth_gbs(threads)
     return [
         Fact("GEMM peak", f"{peak:.0f} GFLOP/s (float32, {threads} threads)" if peak else "unknown",

@@ -12,6 +12,8 @@ import os
 import sys
 import warnings
 
+from threadpoolctl import threadpool_info, threadpool_limits
+
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                     "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 
@@ -52,8 +54,6 @@ def pin_affinity(threads: int) -> None:
 
 
 def _resize_running_pools(threads: int) -> None:
-    from threadpoolctl import threadpool_info, threadpool_limits
-
     threadpool_limits(threads)
     refused = [f"{pool['internal_api']} ({pool['num_threads']} threads)"
                for pool in threadpool_info() if pool["num_threads"] != threads]
@@ -67,7 +67,7 @@ def _resize_running_pools(threads: int) -> None:
 
 def pin_torch_threads(threads: int) -> None:
     """torch's intra- and inter-op pools, which it sizes itself unless told."""
-    import torch
+    import torch  # noqa: PLC0415 - torch is optional, and heavy: only its own frameworks load it
 
     torch.set_num_threads(threads)
     try:

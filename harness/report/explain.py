@@ -9,6 +9,7 @@ from pathlib import Path
 
 from engine.dot import to_dot
 from engine.trace import evaluation_trace, format_trace
+from harness.contract.frameworks.engine import EngineStatic
 from harness.contract.specs import MODELS, get_model
 from harness.contract.weights import initial_weights
 
@@ -21,8 +22,6 @@ def graph_dot(model: str, batch: int | None = None) -> str:
     """The DOT text of the graph engine-static builds for one training step of built-in `model`
     (its spec's batch size unless `batch`): operators by op, parameters by name, shapes on the
     edges."""
-    from harness.contract.frameworks.engine import EngineStatic
-
     spec = get_model(model)
     batch = batch or spec.batch_size
     framework = EngineStatic(spec, initial_weights(spec, 0, "float32"), "float32", 1)

@@ -16,10 +16,12 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.patches import Circle
 from matplotlib.ticker import (
     MaxNLocator,
 )
 
+from harness.contract.data import circles
 from harness.report import frames
 from harness.report.panels import (
     Caption,
@@ -300,10 +302,6 @@ CIRCLES_DATA_CAPTION = Caption(
 def circles_dataset() -> Figure:
     """Figure 9, as `CIRCLES_DATA_CAPTION` describes it: training and test points side by side,
     coloured by label, with the circle that defines the labels."""
-    from matplotlib.patches import Circle
-
-    from harness.contract.data import circles
-
     data = circles.load()
     fig, grid = new_figure(1, 2, panel_height=1.7, sharey=True, legend=False)
     colours = np.array(["#BBBBBB", "#332288"])  # inside (0), outside (1)

@@ -265,7 +265,10 @@ def change_points(points: list[Point], metric: Metric) -> list[ChangePoint]:
     if len(points) < MIN_POINTS:
         return []
     try:
-        from asv.step_detect import detect_regressions, detect_steps
+        from asv.step_detect import (  # noqa: PLC0415 - optional (the history extra)
+            detect_regressions,
+            detect_steps,
+        )
     except ImportError:
         raise UsageError("change points need asv's step detection: pip install asv") from None
     # asv takes larger as worse: accuracy enters as its error rate

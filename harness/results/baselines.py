@@ -28,6 +28,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import numpy  # noqa: F401  (loads the BLAS that the fingerprint names)
+
 from harness.contract.cases import Case
 from harness.errors import UsageError
 from harness.measure.environment import ALLOCATOR_POLICY, RECORDED
@@ -52,8 +54,6 @@ HEADER = """\
 
 def this_machine() -> str:
     """This machine's fingerprint, with numpy's BLAS loaded (its kernels depend on the CPU)."""
-    import numpy  # noqa: F401  (loads the BLAS that the fingerprint names)
-
     return machine_fingerprint(cpu_model(), os.cpu_count(), blas_library())
 
 

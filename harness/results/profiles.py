@@ -20,8 +20,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import UsageError
 from harness.contract.cases import Case
 from harness.contract.profiling import OpCall, ProfiledStep
+from harness.measure.provenance import code_version, cpu_model
+from harness.results.markdown import markdown_table
 
 
 @dataclass(frozen=True)
@@ -96,8 +99,6 @@ def format_profile(rows: list[ProfileRow], step_s: float, profiled_s: float,
                    peak_gflops: float | None) -> str:
     """The profile as a Markdown table, with a closing line comparing the sum of the rows with
     the step measured without the profiler."""
-    from harness.results.markdown import markdown_table
-
     def number(value: float | None, fmt: str) -> str:
         return "-" if value is None or not math.isfinite(value) else format(value, fmt)
 
@@ -161,8 +162,6 @@ def write_profile(path: Path, profile: Profile, peak_gflops: float | None,
                   bandwidth_gbs: float | None) -> None:
     """`profile`'s table as JSON at `path`, with its case's settings, the machine and its roofs
     (what the report needs to print it and place its ops under the roofs)."""
-    from harness.measure.provenance import code_version, cpu_model
-
     case = profile.case
     record = {"model": case.model, "framework": case.framework, "dataset": case.dataset,
               "batch_size": case.batch_size, "dtype": case.dtype, "threads": case.threads,
@@ -194,8 +193,6 @@ class SavedProfile:
 def read_profiles(folder: Path) -> list[SavedProfile]:
     """Every profile `adh profile` saved in `folder`, by model then framework; UsageError when
     the folder holds none or a file is not one."""
-    from harness import UsageError
-
     paths = sorted(Path(folder).glob(f"*{PROFILE_SUFFIX}"))
     if not paths:
         raise UsageError(f"no profiles ({PROFILE_SUFFIX}) in {folder}: make them with "

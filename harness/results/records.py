@@ -144,7 +144,7 @@ class CaseResult:
     @property
     def step_time(self) -> Estimate:
         """The median of the used runs' median step times, with its 95 % interval."""
-        from harness.measure.stats import estimate
+        from harness.measure.stats import estimate  # noqa: PLC0415 - scipy: a CaseResult is unpickled in a cluster task before it pins its threads
 
         return estimate([r.median_s for r in self.used_runs if r.median_s is not None])
 

@@ -461,7 +461,7 @@ class ResultsStore:
             raise StoreError(f"unknown export format {fmt!r}; use 'csv' or 'parquet'")
         if fmt == "parquet":
             try:
-                import pyarrow  # noqa: F401  (pandas' own error does not say what to install)
+                import pyarrow  # noqa: F401, PLC0415 - optional (the parquet extra); pandas' own error does not say what to install
             except ImportError:
                 raise StoreError("exporting parquet needs pyarrow: pip install pyarrow") from None
         out_dir = Path(out_dir)

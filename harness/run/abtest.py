@@ -17,11 +17,13 @@ import subprocess
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
 from harness.errors import UsageError
 from harness.measure.provenance import REPO_DIR, code_version
+from harness.measure.roofs import calibrate
 from harness.measure.threads import pin_threads
 from harness.results.baselines import (
     PASSES,
@@ -34,7 +36,13 @@ from harness.results.baselines import (
 )
 from harness.results.compare import ComparisonRow, ResultSet, Thresholds, compare
 from harness.results.records import MEMORY_PASS_FIELDS, CaseResult, Status
-from harness.run.cluster import ClusterOptions, failed_task
+from harness.run.cluster import (
+    COMPARE_TIME_MIN,
+    ClusterOptions,
+    failed_task,
+    import_submitit,
+    make_executor,
+)
 from harness.run.options import RunOptions
 from harness.run.processes import WorkerError
 from harness.run.runner import Probes, case_keys, deterministic_passes, measure_round, rotated
@@ -104,8 +112,6 @@ def measure_sides(pair: dict[str, CaseResult], round_: int, rounds: int,
 def measure_case_sides(pair: dict[str, CaseResult], rounds: int, sides: dict[str, RunOptions],
                        ref: str) -> dict[str, CaseResult]:
     """A cluster task (harness.run.cluster): every round of one case on both sides, on one node."""
-    from harness.measure.roofs import calibrate
-
     pin_threads(pair["new"].case.threads)
     calibrate({pair["new"].case.threads})
     probes = Probes()
@@ -190,8 +196,6 @@ def measure_passes(ref: str, suite: Suite, options: RunOptions, repo: Path = REP
     """The memory and instructions passes of every case of `suite` at REF, measured as
     `ab_test` measures REF's (in a worktree, by REF's own worker): what `adh baseline --set`
     records. UsageError naming the case where a memory pass fails."""
-    from datetime import datetime, timezone
-
     options = replace(options, memory=True, count_instructions=True)
     cases: dict[str, RecordedPasses] = {}
     with worktree(ref, repo) as ref_dir:
@@ -219,10 +223,7 @@ def measure_passes(ref: str, suite: Suite, options: RunOptions, repo: Path = REP
 def _on_cluster(pairs: list[dict[str, CaseResult]], rounds: int, sides: dict[str, RunOptions],
                 ref: str, cluster: ClusterOptions, on_run: Callable[[str], None]) -> None:
     """Each case's both sides as one task of `cluster`; the pairs updated as the tasks end."""
-    from harness.run.cluster import COMPARE_TIME_MIN, import_submitit, make_executor
-
-    import_submitit()
-    from submitit.helpers import as_completed
+    as_completed = import_submitit().helpers.as_completed
 
     threads = max((p["new"].case.threads for p in pairs), default=1)
     executor = make_executor(cluster, threads, cluster.time_min or COMPARE_TIME_MIN)

@@ -39,9 +39,11 @@ from pathlib import Path
 import numpy as np
 
 from harness.contract import metrics
+from harness.contract.cases import dataset_file
 from harness.contract.data import load_dataset
 from harness.contract.frameworks import get_framework, not_installed, registration
 from harness.contract.frameworks.base import Framework, unsupported_dtype
+from harness.contract.prepared import case_spec
 from harness.contract.specs import DTYPES, MODELS, ModelSpec, get_model
 from harness.contract.weights import check_weights
 from harness.errors import AdhError, UsageError
@@ -57,6 +59,7 @@ from harness.run.parity import (
     transposed_use,
     worst,
 )
+from harness.run.suites import load_suite
 
 
 class CheckFailed(AssertionError):
@@ -331,9 +334,6 @@ def suite_checks(suite_name: str, frameworks: Sequence[str] | None = None,
     """What `adh check --suite` checks: the suite's frameworks (unless given), one spec per
     model of the suite (its settings, on the suite's dataset, or `dataset`; only `models` where
     given), and the dataset files; the arguments of `check_frameworks`."""
-    from harness.contract.cases import case_spec, dataset_file
-    from harness.run.suites import load_suite
-
     overrides = {**({"models": list(models)} if models else {}),
                  **({"dataset": dataset} if dataset else {})}
     suite = load_suite(suite_name, overrides or None)

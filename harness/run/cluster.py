@@ -30,9 +30,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from tqdm import tqdm
+
 from harness.errors import UsageError
-from harness.measure.threads import pin_threads
 from harness.results.records import FINISHED, CaseResult, Status
+from harness.run.runner import SuiteOutcome, pending_cases
+from harness.run.worker import measure_case
 
 if TYPE_CHECKING:
     import submitit
@@ -84,25 +87,6 @@ def time_limit_min(estimates_s: list[float], cluster: ClusterOptions) -> int:
     return max(MIN_TIME_MIN, math.ceil(TIME_MARGIN * longest / 60))
 
 
-def measure_case(result: CaseResult, options: Any) -> CaseResult:
-    """A task: the rounds `result` lacks, on the node the task landed on (runner.finish_case),
-    after measuring the node's roofs if its cache has none (harness.measure.roofs); all of them
-    if its stored rounds ran on another machine (a case is measured on one). Runs in submitit's
-    process on the node, which has not set its thread count yet."""
-    pin_threads(result.case.threads)
-    import os
-
-    from harness.measure.provenance import blas_library, cpu_model, machine_fingerprint
-    from harness.measure.roofs import calibrate
-    from harness.run.runner import finish_case
-
-    calibrate({result.case.threads})
-    here = machine_fingerprint(cpu_model(), os.cpu_count(), blas_library())
-    if result.runs and result.provenance.get("machine") != here:  # rounds of another machine
-        result = CaseResult(case=result.case, key=result.key, status=Status.OK)
-    return finish_case(result, options)
-
-
 def _slurm_parameters(cluster: ClusterOptions, threads: int, time_min: int) -> dict[str, Any]:
     """sbatch's settings of every task: a node of its own, `threads` CPUs, the time limit."""
     return {"job_name": "adh", "time": time_min, "exclusive": True, "nodes": 1,
@@ -113,7 +97,7 @@ def _slurm_parameters(cluster: ClusterOptions, threads: int, time_min: int) -> d
 def import_submitit() -> Any:
     """submitit, or a UsageError saying how to install it."""
     try:
-        import submitit
+        import submitit  # noqa: PLC0415 - an optional dependency (the cluster extra)
     except ImportError:
         raise UsageError("--executor needs submitit: pip install 'autodiff-harness[cluster]' "
                          "(or pip install submitit)") from None
@@ -143,15 +127,15 @@ def dry_run(results: list[CaseResult], cluster: ClusterOptions, time_min: int) -
     """Write the sbatch script that `submit_cases` would submit for `results` (one job array)
     into the cluster folder as dry-run.sh, by submitit's own writer; submit nothing. Returns the
     script's path."""
-    import_submitit()
-    from submitit.slurm.slurm import _make_sbatch_string  # what SlurmExecutor writes and submits
+    # what SlurmExecutor writes and submits
+    make_sbatch_string = import_submitit().slurm.slurm._make_sbatch_string
 
     threads = max((r.case.threads for r in results), default=1)
     cluster.folder.mkdir(parents=True, exist_ok=True)
     folder = cluster.folder.resolve()
     command = shlex.join([sys.executable, "-u", "-m", "submitit.core._submit", str(folder)])
     array = {"map_count": len(results)} if len(results) > 1 else {}  # one case: a plain job
-    script = _make_sbatch_string(command=command, folder=folder, **array,
+    script = make_sbatch_string(command=command, folder=folder, **array,
                                  **_slurm_parameters(cluster, threads, time_min))
     path = cluster.folder / "dry-run.sh"
     path.write_text(script)
@@ -181,9 +165,7 @@ def failed_task(result: CaseResult, error: Exception, job: Any = None) -> CaseRe
 def slurm_state(job: Any) -> str:
     """Slurm's state of `job` as sacct has it now ("CANCELLED by 0", "TIMEOUT", "FAILED"), or ""
     for a job of the local executor or one Slurm cannot say."""
-    from submitit import SlurmJob
-
-    if not isinstance(job, SlurmJob):  # the local executor's jobs: no sacct
+    if not isinstance(job, import_submitit().SlurmJob):  # the local executor's jobs: no sacct
         return ""
     job.done(force_check=True)  # refreshes the state from sacct
     state = str(job.state)
@@ -267,7 +249,7 @@ def collect(executor: submitit.Executor, pairs: list[tuple[CaseResult, Any]], op
     """Hand each case's result to `on_result` as its task ends (a failed task as a crashed case);
     the local executor's tasks are submitted here, each after the one before has ended. On Ctrl-C
     the local task in flight is cancelled; Slurm's keep running for --resume to collect."""
-    import submitit
+    submitit = import_submitit()
 
     book = JobBook(cluster.folder)
     waiting = {}
@@ -329,10 +311,6 @@ def run_suite_on_cluster(suite: Any, store: Any, options: Any, cluster: ClusterO
     `estimates_s` (case key -> the plan's seconds) sets the default time limit; the cases in
     `unsupported` (key -> the framework's reason, from the plan) are recorded here as n/a
     without taking a node."""
-    from tqdm import tqdm
-
-    from harness.run.runner import SuiteOutcome, pending_cases
-
     outcome = SuiteOutcome()
     todo, outcome.skipped = pending_cases(suite, store, options)
     for result in [r for r in todo if r.key in unsupported]:

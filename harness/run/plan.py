@@ -30,12 +30,20 @@ from pathlib import Path
 from statistics import median
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from harness.contract.cases import Case, dataset_file
-from harness.contract.frameworks import ENGINES
-from harness.errors import StoreError
+from harness.contract.data import load_dataset
+from harness.contract.flops import train_step_flops
+from harness.contract.frameworks import ENGINES, not_installed
+from harness.contract.prepared import case_spec, case_split
+from harness.errors import DatasetError, StoreError
+from harness.measure.roofs import cached_gemm_peak_gflops
 from harness.measure.threads import usable_cpus
 from harness.results.records import Status
+from harness.results.store import ResultsStore
 from harness.run.options import RunOptions
+from harness.run.probe import probe
 from harness.run.runner import case_keys, resume_skips
 from harness.run.suites import Suite
 
@@ -121,9 +129,6 @@ def make_plan(suite: Suite, store_path: str | Path, options: RunOptions,
     another measurement would disturb or change: loading each framework in a child process
     (its CPU would fall on that measurement) and the free memory (which it holds); that is the
     plan made before waiting for the measurement lock."""
-    from harness.contract.frameworks import not_installed
-    from harness.run.probe import probe
-
     problems: list[tuple[str, str, bool]] = []  # (case name, message, forceable)
     store_problem = _store_problem(Path(store_path))
     if store_problem:
@@ -227,10 +232,6 @@ def _case_names(cases: list[Case]) -> list[str]:
 def _fit_problems(p: PlannedCase, data: Dataset) -> list[tuple[str, bool]]:
     """Whether the dataset fits the case's model: (message, forceable) for each way it does
     not. A forceable misfit is mended in `p` (its case and `forced`)."""
-    import numpy as np
-
-    from harness.contract.cases import case_spec, case_split
-
     case = p.case
     spec = case_spec(case)
     x_train, y_train, x_test, y_test = case_split(case, data)
@@ -281,9 +282,6 @@ def load_datasets(names: set[tuple[str, str | None]],
               data_dir: str | None) -> dict[tuple[str, str | None], Dataset | str]:
     """Each dataset by (name, file or None), loaded once (float32: shapes and labels are what
     is checked), or the one line that says why it cannot be."""
-    from harness.contract.data import load_dataset
-    from harness.errors import DatasetError
-
     out: dict = {}
     for name, file in names:
         try:
@@ -295,8 +293,6 @@ def load_datasets(names: set[tuple[str, str | None]],
 
 def _store_problem(path: Path) -> str | None:
     """Why the run could not store its results at `path`, or None. Writes nothing there."""
-    from harness.results.store import ResultsStore
-
     if path.is_dir():
         return f"--store {path} is a folder; give a file, e.g. {path / 'adh.sqlite'}"
     if path.exists():
@@ -329,8 +325,6 @@ def _signature(case: Case) -> str:
 def _history(path: Path) -> tuple[dict[str, dict], dict[str, dict]]:
     """From the store at `path`: the newest measured case of each signature that recorded its
     passes' wall times, and every stored case by key."""
-    from harness.results.store import ResultsStore
-
     if not path.exists():
         return {}, {}
     with ResultsStore(path, read_only=True) as store:
@@ -364,7 +358,6 @@ def _estimate(case: Case, data: Dataset, past: dict | None,
         counting = walls.get("instructions", ROUGH_INSTRUCTIONS_PASS_S)
         return (passes * timing + options.memory * memory
                 + options.count_instructions * counting), True
-    from harness.measure.roofs import cached_gemm_peak_gflops
 
     return rough_estimate(case, data, options,
                           cached_gemm_peak_gflops(case.threads) or ROUGH_PEAK_GFLOPS), False
@@ -376,9 +369,6 @@ def rough_estimate(case: Case, data: Dataset, options: RunOptions,
     FLOPs at a share of `gemm_peak_gflops`, plus each process's start-up. Given a fixed peak it
     depends on the case and the dataset's size alone (harness.run.shards balances shards with
     it)."""
-    from harness.contract.cases import case_spec, case_split
-    from harness.contract.flops import train_step_flops
-
     spec = case_spec(case)
     x_train, _, x_test, _ = case_split(case, data)
     rate = 1e9 * ROUGH_PEAK_SHARE * gemm_peak_gflops
@@ -398,9 +388,6 @@ def _peak_memory_bytes(case: Case, data: Dataset, past: dict | None) -> float:
     layer's output for a batch, a few times over)."""
     if past is not None and not _missing(past.get("peak_rss_bytes")):
         return float(past["peak_rss_bytes"])
-    import numpy as np
-
-    from harness.contract.cases import case_spec
 
     spec = case_spec(case)
     itemsize = np.dtype(case.dtype).itemsize
@@ -445,7 +432,6 @@ def estimate_line(plan: Plan) -> str:
               "rough: FLOPs at a share of this machine's GEMM peak, no history of these cases"
               if not known else f"{known} of {len(todo)} cases from the store's history, "
                                "the others rough")
-    from harness.measure.roofs import cached_gemm_peak_gflops
 
     if any(cached_gemm_peak_gflops(c.case.threads) is None for c in todo if not c.from_history):
         source += f"; this machine's GEMM peak is not measured yet: {ROUGH_PEAK_GFLOPS:.0f} " \

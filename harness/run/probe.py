@@ -18,6 +18,9 @@ import sys
 from dataclasses import dataclass
 
 from harness.contract.cases import Case
+from harness.contract.frameworks import get_framework
+from harness.contract.frameworks.base import why_unsupported
+from harness.contract.prepared import case_spec
 from harness.errors import UsageError
 
 TIMEOUT_S = 300  # loading torch, jax and plugins takes seconds; a plugin that hangs, forever
@@ -54,10 +57,6 @@ def probe(cases: list[Case]) -> Support:
 
 
 def _answer(settings: list[dict]) -> dict:
-    from harness.contract.cases import case_spec
-    from harness.contract.frameworks import get_framework
-    from harness.contract.frameworks.base import why_unsupported
-
     broken: dict[str, str] = {}
     loaded = {}
     unsupported: list[str | None] = []

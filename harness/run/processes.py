@@ -22,10 +22,15 @@ from harness.contract.cases import Case
 from harness.measure import keep_awake
 from harness.measure.contention import ContentionMeter
 from harness.measure.environment import measured_environment
+from harness.measure.instructions import (
+    COUNTING_ENVIRONMENT,
+    marks_library,
+    valgrind_command,
+)
 from harness.measure.process_facts import stat_fields
 from harness.results.records import Status
 from harness.run.options import RunOptions
-from harness.run.worker import PROGRESS_PREFIX, TURN_PREFIX
+from harness.run.passes import PROGRESS_PREFIX, TURN_PREFIX
 
 WORKER = "harness.run.worker"
 STDERR_TAIL = 2000
@@ -63,12 +68,6 @@ class _Worker:
         launcher, threads = list(options.launcher), case.threads
         overrides: dict[str, str | None] = {"PYTHONUNBUFFERED": "1"}
         if pass_name == "instructions":
-            from harness.measure.instructions import (
-                COUNTING_ENVIRONMENT,
-                marks_library,
-                valgrind_command,
-            )
-
             out_file = Path(tmp, "callgrind.out")
             spec.update(callgrind_out=str(out_file), marks_library=str(marks_library()))
             launcher, threads = valgrind_command(out_file), 1

@@ -10,9 +10,14 @@ import itertools
 import statistics
 from typing import Any
 
+from harness import UsageError
+from harness.contract.batches import batch_indices
 from harness.contract.cases import Case
+from harness.contract.frameworks import get_framework
 from harness.contract.frameworks.base import Framework
+from harness.contract.prepared import prepare
 from harness.contract.profiling import ProfiledStep, whole_steps
+from harness.contract.weights import initial_weights, read_only
 from harness.results.profiles import Profile, profile_table
 
 
@@ -22,11 +27,6 @@ def profile_case(case: Case, data_dir: str | None = None, steps: int = 50,
     as the timing pass times them and `steps` under the framework's profiler, alternating in
     blocks of `block` so that the host's drift falls on both alike. A framework without a
     profiler (`Framework.profile_steps` returns None) gets one row, its whole step."""
-    from harness import UsageError
-    from harness.contract.cases import prepare
-    from harness.contract.frameworks import get_framework
-    from harness.contract.weights import initial_weights, read_only
-
     try:
         prepared = prepare(case, data_dir)
     except ValueError as error:  # adh run's plan says this before running; here, the same
@@ -51,8 +51,6 @@ def profile_case(case: Case, data_dir: str | None = None, steps: int = 50,
 def first_batches(x_train: Any, targets: Any, batch_size: int, seed: int,
                   count: int) -> list[tuple[Any, Any]]:
     """The first `count` batches of the seed's order (as arrays of their own)."""
-    from harness.contract.batches import batch_indices
-
     order = (idx for epoch in itertools.count(1)
              for idx in batch_indices(len(x_train), batch_size, seed, epoch))
     return [(x_train[idx], targets[idx]) for idx in itertools.islice(order, count)]

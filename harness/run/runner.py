@@ -20,6 +20,7 @@ package versions (the case key): cases not finished and rounds not yet run.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -27,10 +28,15 @@ from functools import partial
 from statistics import median
 from typing import Callable
 
+from tqdm import tqdm
+
 from harness.contract.cases import Case
+from harness.contract.frameworks import framework_origin, known_framework, not_installed, shipped
 from harness.measure import keep_awake
 from harness.measure.drift import drifted, level_shift, probe
 from harness.measure.policy import DEFAULT_POLICY
+from harness.measure.provenance import blas_library, cpu_model, machine_fingerprint
+from harness.measure.roofs import calibrate
 from harness.measure.warmup import warmup_steps
 from harness.results.records import (
     FINISHED,
@@ -62,8 +68,6 @@ def case_keys(cases: list[Case], code_version: str) -> list[str]:
     of its framework's package (`harness.contract.frameworks.origin.Origin.key`), looked up once per
     framework ("not installed" for one of this project's plugins that is not); UsageError for a
     framework name that is unknown or registered twice."""
-    from harness.contract.frameworks import framework_origin, known_framework, shipped
-
     origins = {name: framework_origin(name).key if known_framework(name) or not shipped(name)
                else "not installed" for name in {case.framework for case in cases}}
     return [case.key(code_version, origins[case.framework]) for case in cases]
@@ -234,6 +238,17 @@ def run_case(case: Case, options: RunOptions, on_progress: Callable[[dict], None
                        note)
 
 
+def finish_on_node(result: CaseResult, options: RunOptions) -> CaseResult:
+    """`finish_case` on a cluster's node (harness.run.worker.measure_case), after measuring the
+    node's roofs if its cache has none (harness.measure.roofs); all of `result`'s rounds if its
+    stored rounds ran on another machine (a case is measured on one)."""
+    calibrate({result.case.threads})
+    here = machine_fingerprint(cpu_model(), os.cpu_count(), blas_library())
+    if result.runs and result.provenance.get("machine") != here:  # rounds of another machine
+        result = CaseResult(case=result.case, key=result.key, status=Status.OK)
+    return finish_case(result, options)
+
+
 def finish_case(result: CaseResult, options: RunOptions,
                 on_progress: Callable[[dict], None] = lambda p: None,
                 note: Callable[[str], None] = lambda m: None) -> CaseResult:
@@ -310,8 +325,6 @@ def pending_cases(suite: Suite, store: ResultsStore,
     stored runs, and a finished one is skipped. A case whose framework is not installed
     (frameworks.not_installed) is n/a at once, with the command that installs it; so is one the
     suite declares not run (its `not_run` table), with the suite's reason."""
-    from harness.contract.frameworks import not_installed
-
     todo: dict[str, CaseResult] = {}  # by key: a case listed twice runs once
     skipped = []
     absent = {name: not_installed(name) for name in {case.framework for case in suite.cases}}
@@ -333,8 +346,6 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
     saving each pass at once, then, under `options.more_rounds`, more rounds while a ratio is too
     wide (`wide_units`); with --resume, only what the store does not yet hold for this code
     version. `on_case_done` hears of each case when its last round ends."""
-    from tqdm import tqdm
-
     outcome = SuiteOutcome()
     todo, outcome.skipped = pending_cases(suite, store, options)
     order = {id(result): i for i, result in enumerate(todo)}  # the suite's

@@ -16,9 +16,10 @@ import json
 import re
 from dataclasses import replace
 
-from harness.contract.cases import Case
+from harness.contract.cases import Case, dataset_file
 from harness.errors import UsageError
 from harness.run.options import RunOptions
+from harness.run.plan import ROUGH_PEAK_GFLOPS, load_datasets, rough_estimate
 from harness.run.suites import Suite
 
 
@@ -41,9 +42,6 @@ def comparison(case: Case) -> str:
 def case_costs(suite: Suite, options: RunOptions, data_dir: str | None) -> list[float]:
     """Each case's rough cost in seconds at a fixed GEMM peak (harness.run.plan.rough_estimate); a
     case whose dataset cannot be loaded costs its start-up (the plan reports the problem)."""
-    from harness.contract.cases import dataset_file
-    from harness.run.plan import ROUGH_PEAK_GFLOPS, load_datasets, rough_estimate
-
     datasets = load_datasets({(c.dataset, dataset_file(c)) for c in suite.cases}, data_dir)
     costs = []
     for case in suite.cases:

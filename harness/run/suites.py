@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.contract.cases import Case, CaseExtra
+from harness.contract.data import dataset_names, file_checksum
+from harness.contract.frameworks import available, known_framework, shipped
 from harness.contract.specs import (
     DTYPES,
     ModelSpec,
@@ -175,8 +177,6 @@ def load_suite(name_or_path: str, overrides: dict[str, Any] | None = None) -> Su
     if dataset is not None and _is_path(dataset, raw):  # --dataset PATH: a file of your own
         file = Path(dataset).resolve()
         if not file.exists():
-            from harness.contract.data import dataset_names
-
             raise UsageError(f"--dataset {dataset}: no file {file}; give the path of a .npz file "
                              "(x_train, y_train, x_test, y_test) or of a folder of IDX files, or "
                              f"a dataset's name ({', '.join(dataset_names())})")
@@ -203,7 +203,6 @@ def load_suite(name_or_path: str, overrides: dict[str, Any] | None = None) -> Su
                          f"{', '.join(overrides['models'])}; its sweeps have: {', '.join(swept)}")
     groups = groups or [options]
     name = path.stem
-    from harness.contract.data import file_checksum
 
     checksums = {name: file_checksum(file) for name, file in datasets.items()}
     cases = [case for group in groups
@@ -242,8 +241,6 @@ def _not_run(path: Path, text: str, raw: dict[str, Any]) -> dict[tuple[str, str]
 
 def _is_path(dataset: str, raw: dict[str, Any]) -> bool:
     """Whether a --dataset value is a path rather than a dataset's name."""
-    from harness.contract.data import dataset_names
-
     named = dataset in dataset_names() or dataset in raw.get("datasets", {})
     return not named and (Path(dataset).exists() or dataset.endswith(".npz") or "/" in dataset)
 
@@ -251,8 +248,6 @@ def _is_path(dataset: str, raw: dict[str, Any]) -> bool:
 def _declared_models(path: Path, text: str, models: Any,
                      datasets: dict[str, Path]) -> dict[str, ModelSpec]:
     """The models a suite's [models.NAME] tables declare (none when `models` is a list)."""
-    from harness.contract.data import dataset_names
-
     declared: dict[str, ModelSpec] = {}
     known = model_names()
     for name, table in (models.items() if isinstance(models, dict) else ()):
@@ -285,8 +280,6 @@ def _declared_models(path: Path, text: str, models: Any,
 def _declared_datasets(path: Path, text: str, tables: dict[str, Any]) -> dict[str, Path]:
     """The files of a suite's [datasets.NAME] tables, relative paths taken from the suite's
     folder; each must exist (its contents are checked before anything runs: harness.run.plan)."""
-    from harness.contract.data import dataset_names
-
     files = {}
     for name, table in tables.items():
         _, where = _table_where(path, text, "datasets", name)
@@ -395,9 +388,6 @@ def _validate(where: str, key: str, value: Any, raw: dict[str, Any]) -> None:
     if key == "dtype" and value not in DTYPES:
         raise UsageError(f"{where}: unknown dtype {value!r}; choose from: {', '.join(DTYPES)}")
     if key in ("models", "frameworks", "dataset"):
-        from harness.contract.data import dataset_names
-        from harness.contract.frameworks import available, known_framework, shipped
-
         own = {"models": raw.get("models"), "dataset": raw.get("datasets")}.get(key)
         declared = list(own) if isinstance(own, dict) else []  # [models.NAME], [datasets.NAME]
         known = {"models": model_names, "frameworks": lambda: list(available()),

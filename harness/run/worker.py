@@ -1,429 +1,52 @@
 """One pass of one case, in a fresh process: `python -m harness.run.worker JOB.json RESULT.json`.
 
-The runner starts this module with the thread count already in the environment, so BLAS, OpenMP
-and torch start with it. Passes, never mixed: "time" (every step timed, the warm-up steps
-measured and kept apart, evaluation after each epoch, contention watched), "memory" (the same
-training loop under memray, nothing timed) and, with --count-instructions, "instructions" (a few
-steps counted under valgrind, one thread: harness.measure.instructions). A case the framework
-does not support (`harness.contract.frameworks.base.why_unsupported`) ends its timing pass before
-the
+The runner starts this module with the thread count already in the environment, and the worker
+pins it again before numpy loads, so BLAS, OpenMP and torch start with it: this module imports
+nothing numeric, and each pass's module loads once the count is set. Passes, never mixed: "time"
+(harness.run.timing: every step timed, the warm-up steps measured and kept apart, evaluation
+after each epoch, contention watched), "memory" (harness.run.passes: the same training loop
+under memray, nothing timed) and, with --count-instructions, "instructions" (a few steps
+counted under valgrind, one thread: harness.measure.instructions). A case the framework does
+not support (`harness.contract.frameworks.base.why_unsupported`) ends its timing pass before the
 framework is built, with status unsupported and the framework's reason. Progress goes to stdout
-as lines starting with PROGRESS_PREFIX.
+as lines starting with harness.run.passes.PROGRESS_PREFIX.
 """
 from __future__ import annotations
 
-import itertools
 import json
-import math
 import sys
-import time
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
-from harness.contract.cases import Case, prepare
-from harness.results.records import Status
-
-if TYPE_CHECKING:
-
-    pass
-
-PROGRESS_PREFIX = "ADH-PROGRESS "
-TURN_PREFIX = "ADH-TURN "  # "wait" before a turn, "end" after the last (Turns)
-PROGRESS_INTERVAL_S = 0.2  # report at most this often: printing must not cost step time
-ATTRIBUTION_BLOCK = 10  # plain and profiled steps alternate in blocks of this many
-DIVERGED_FACTOR = 100.0  # a loss above this many times max(first loss, 1) has diverged
-
-
-def _progress(**fields) -> None:
-    print(PROGRESS_PREFIX + json.dumps(fields), flush=True)
-
-
-def train(framework, spec, case, x_train, y_train, targets, on_step,
-          on_epoch=None, gate=None, on_call=None) -> tuple[Status, str]:
-    """The training loop both passes share. Returns (status, reason). `gate`, if given, is
-    called with the number of steps done before each call of the framework (`Turns.gate`);
-    `on_call` with the process's CPU time and the wall time of each call, read next to each
-    other around it (`StepRecorder.on_call`)."""
-    import numpy as np
-
-    from harness.contract.batches import batch_indices
-
-    # The framework takes `steps_per_call` batches at a time (1 but for the process door), and
-    # each has arrays of its own, refilled each call.
-    buffers = [(np.empty((spec.batch_size,) + x_train.shape[1:], dtype=x_train.dtype),
-                np.empty((spec.batch_size,) + targets.shape[1:], dtype=targets.dtype))
-               for _ in range(framework.steps_per_call)]
-    first_loss = None
-    done = 0
-    for epoch in range(1, case.epochs + 1):
-        # One call's batches at a time (a list of the epoch's index arrays would cost numpy an
-        # allocation for each, which the memory pass would count), never spanning two epochs.
-        indices = batch_indices(len(x_train), spec.batch_size, case.seed, epoch)
-        first = 0
-        while chunk := list(itertools.islice(indices, len(buffers))):
-            for (x_batch, t_batch), idx in zip(buffers, chunk, strict=False):
-                # Gathering into the same arrays every step allocates nothing (mode="clip"
-                # matters).
-                np.take(x_train, idx, axis=0, out=x_batch, mode="clip")
-                np.take(targets, idx, axis=0, out=t_batch, mode="clip")
-            if gate:
-                gate(done)
-            if on_call:  # the timing pass: the clocks read around the call, outside its timing
-                cpu, wall = time.process_time(), time.perf_counter()
-                steps = framework.timed_train_steps(buffers[:len(chunk)])
-                on_call(time.process_time() - cpu, time.perf_counter() - wall)
-            else:
-                steps = framework.timed_train_steps(buffers[:len(chunk)])
-            done += len(chunk)
-            for batch, idx, (loss, outputs, elapsed) in zip(itertools.count(first), chunk, steps,
-                                                            strict=False):
-                first_loss = loss if first_loss is None else first_loss
-                if not math.isfinite(loss) or loss > DIVERGED_FACTOR * max(first_loss, 1.0):
-                    return Status.DIVERGED, f"loss {loss:.4g} at epoch {epoch}, batch {batch}"
-                on_step(epoch, batch, loss, outputs, y_train[idx], elapsed)
-            first += len(chunk)
-        if on_epoch:
-            on_epoch(epoch)
-    return Status.OK, ""
-
-
-class Turns:
-    """The worker's side of taking turns (harness.run.processes.run_turns): the processes of one
-    model's
-    frameworks are all alive, and only one trains at a time, `steps` steps a turn, so that the
-    host's changes of speed fall on every framework alike. Before each turn the worker says
-    "wait" on stdout and blocks until the runner writes a line to its stdin; at the end it says
-    "end". The runner measures the contention of the whole group (harness.run.processes.run_turns);
-    the meter here times the worker's own turns (its loop time). The process facts are taken
-    over the whole training, the others' turns included."""
-
-    def __init__(self, steps: int, meter) -> None:
-        from harness.measure.drift import probe
-
-        self.steps, self.meter, self.probe = steps, meter, probe
-        self.probe_s: float | None = None  # timed at the start of the first turn
-        self.starts: list[int] = []  # the step each turn began with
-
-    def gate(self, done: int) -> None:
-        if self.starts and done < self.starts[-1] + self.steps:
-            return  # (a framework that takes several steps a call may pass the boundary)
-        self.meter.stop()
-        print(TURN_PREFIX + "wait", flush=True)
-        if not sys.stdin.readline():
-            raise RuntimeError("the runner stopped handing out turns")
-        if self.probe_s is None:
-            self.probe_s = self.probe()
-        self.starts.append(done)
-        self.meter.start()
-
-    def medians(self, step_times: list[float], warmup: int) -> list[float | None]:
-        """The median step of each turn, the warm-up steps left out (None: warm-up only)."""
-        ends = [*self.starts[1:], len(step_times)]
-        kept = [step_times[max(start, warmup):end]
-                for start, end in zip(self.starts, ends, strict=True)]
-        return [sorted(k)[len(k) // 2] if k else None for k in kept]
-
-    def take(self) -> None:
-        """One more turn, past the timed ones (the attribution's steps): no other framework
-        runs while it lasts."""
-        self.meter.stop()
-        print(TURN_PREFIX + "wait", flush=True)
-        if not sys.stdin.readline():
-            raise RuntimeError("the runner stopped handing out turns")
-
-    def end(self) -> None:
-        self.meter.stop()
-        print(TURN_PREFIX + "end", flush=True)
-
-
-class StepRecorder:
-    """What the timing pass records while training runs: every step's time, each batch's loss
-    and accuracy, each epoch's means and test metrics, and progress lines at most every
-    `PROGRESS_INTERVAL_S`. `on_step` is the training loop's callback for each step."""
-
-    def __init__(self, spec, steps_per_epoch: int) -> None:
-        # here, not at the top: numpy loads after the thread count is set
-        from harness.contract import metrics
-
-        self.metrics, self.spec, self.steps_per_epoch = metrics, spec, steps_per_epoch
-        self.step_times: list[float] = []  # every step, the warm-up included (cut off after)
-        self.batches: list[dict] = []
-        self.epochs: list[dict] = []
-        self.epoch_losses: list[float] = []  # of the epoch under way
-        self.epoch_accs: list[float] = []
-        self.last_progress = 0.0  # when the last progress line went out (perf_counter)
-        self.calls: list[tuple[float, float]] = []  # each call's CPU and wall time (one step)
-
-    def on_step(self, epoch: int, batch: int, loss: float, outputs, labels, elapsed: float) -> None:
-        acc = self.metrics.accuracy(self.spec, outputs, labels)
-        self.batches.append({"epoch": epoch, "batch": batch, "loss": loss, "acc": acc})
-        self.epoch_losses.append(loss)
-        self.epoch_accs.append(acc)
-        self.step_times.append(elapsed)
-        now = time.perf_counter()
-        if now - self.last_progress > PROGRESS_INTERVAL_S:
-            self.last_progress = now
-            _progress(epoch=epoch, batch=batch + 1, batches=self.steps_per_epoch, loss=loss)
-
-    def on_call(self, cpu_s: float, wall_s: float) -> None:
-        self.calls.append((cpu_s, wall_s))
-
-    def cores_used(self, warmup: int) -> float | None:
-        """The cores the process used over its steps after the warm-up: their CPU time over
-        their wall time (the steps alone: no evaluation, no waiting for a turn, no compiling
-        in the warm-up); None where the calls were not one step each (the process door)."""
-        steady = self.calls[warmup:]
-        wall = sum(w for _, w in steady)
-        if len(self.calls) != len(self.step_times) or not wall:
-            return None
-        return sum(c for c, _ in steady) / wall
-
-    def end_epoch(self, epoch: int, outputs, labels, eval_time_s: float) -> None:
-        """Close `epoch`: its batches' means, and the test set's loss and accuracy from the
-        model's `outputs` for it, evaluated in `eval_time_s`."""
-        import numpy as np
-
-        self.epochs.append({
-            "epoch": epoch, "train_loss": float(np.mean(self.epoch_losses)),
-            "train_acc": float(np.mean(self.epoch_accs)),
-            "test_loss": self.metrics.loss(self.spec, outputs, labels),
-            "test_acc": self.metrics.accuracy(self.spec, outputs, labels),
-            "train_time_s": None, "eval_time_s": eval_time_s})  # known once the warm-up is
-        _progress(epoch=epoch, batch=self.steps_per_epoch, batches=self.steps_per_epoch,
-                  loss=self.batches[-1]["loss"], test_acc=self.epochs[-1]["test_acc"])
-        self.epoch_losses, self.epoch_accs = [], []
-
-
-def time_pass(case, data_dir, turn_steps: int = 0, attribution_steps: int = 0) -> dict:
-    """The timing pass; a case the framework does not support ends before it is built, with
-    status unsupported and the framework's reason. With `turn_steps`, it trains in turns of that
-    many steps with other processes (`Turns`). With `attribution_steps`, once training has
-    ended, that many plain steps and as many under the framework's profiler, alternating, in
-    this same process (in a turn of its own): where its step's time goes, by op group
-    (harness.results.attribution), off the clock of everything above."""
-    from harness.contract.batches import steps_per_epoch
-    from harness.contract.flops import train_step_flops
-    from harness.contract.frameworks import framework_origin, get_framework
-    from harness.contract.frameworks.base import Framework, reported_facts, why_unsupported
-    from harness.contract.weights import initial_weights, read_only
-    from harness.measure.contention import ContentionMeter
-    from harness.measure.drift import probe
-    from harness.measure.environment import recorded_environment
-    from harness.measure.process_facts import watch_process
-    from harness.measure.provenance import onednn_version, provenance
-    from harness.measure.roofs import (
-        cached_bandwidth_gbs,
-        cached_gemm_peak_gflops,
-        gemm_peak_gflops,
-    )
-    from harness.measure.system import provenance_facts
-    from harness.measure.warmup import warmup_steps
-
-    prepared = prepare(case, data_dir)
-    spec, data, x_train = prepared.spec, prepared.data, prepared.x_train
-    adapter = get_framework(case.framework)
-    origin = provenance(case.threads, case.dtype, data.name, data.checksum, case.seed)
-    record = {**origin, "framework": framework_origin(case.framework).record(),
-              "environment": recorded_environment(), "system": provenance_facts(sample_s=0),
-              # the memory roof beside the GEMM peak, as the runner's calibration measured it
-              "memory_bandwidth_gbs": cached_bandwidth_gbs(case.threads),
-              # the GEMM peak at each count up to the case's: the roof of a framework that used
-              # fewer threads than it was given
-              "gemm_peaks_gflops": {str(n): cached_gemm_peak_gflops(n)
-                                    for n in range(1, case.threads + 1)}}
-    refusal = why_unsupported(adapter, spec, case.dtype)
-    if refusal is not None:
-        return {"status": Status.UNSUPPORTED, "reason": refusal, "provenance": record}
-    weights = read_only(initial_weights(spec, case.seed, case.dtype))
-    start = time.perf_counter()
-    framework = adapter(spec, weights, case.dtype, case.threads)
-    # Building the model: a framework that compiles ahead of the first step (jax) does it here,
-    # one that compiles lazily does it in the warm-up steps (warmup_s).
-    record["build_s"] = time.perf_counter() - start
-    record["versions"]["onednn"] = onednn_version()  # where the framework loaded torch
-    steps = steps_per_epoch(len(x_train), spec.batch_size)
-    recorder = StepRecorder(spec, steps)
-    result = {"provenance": record,
-              "flops_per_step": train_step_flops(spec),
-              "gemm_peak_gflops": gemm_peak_gflops(case.threads),
-              "batches": recorder.batches, "epochs": recorder.epochs}
-
-    def on_epoch(epoch):
-        start = time.perf_counter()
-        outputs = framework.predict_all(prepared.x_test)
-        recorder.end_epoch(epoch, outputs, prepared.y_test, time.perf_counter() - start)
-
-    # The host's pace as this process sees it, just before training (at its first turn when it
-    # takes turns): does a slow process run slow identical work too?
-    meter = ContentionMeter()
-    turns = Turns(turn_steps, meter) if turn_steps else None
-    with watch_process(None if turns else probe()) as facts:
-        if turns is None:
-            meter.start()
-        status, reason = train(framework, spec, case, x_train, prepared.y_train, prepared.targets,
-                               recorder.on_step,
-                               on_epoch, gate=turns.gate if turns else None,
-                               on_call=recorder.on_call)
-        meter.stop()
-    reported = reported_facts(framework)  # of training, before the attribution's steps
-    differentiated = framework.differentiation()
-    if status == Status.OK and attribution_steps:  # past the process facts and every clock
-        if turns:
-            turns.take()
-        result["attribution"] = _attribution(framework, prepared, case, attribution_steps)
-    if turns:
-        turns.end()
-    loop_s = meter.wall_s  # the loop's own time: its turns, not the others'
-    door = type(framework).timed_train_step is not Framework.timed_train_step
-    step_times = recorder.step_times
-    warmup = warmup_steps(step_times)
-    if facts.value:
-        if turns:
-            facts.value.probe_s = turns.probe_s
-        if not door:  # behind a door the engine's process does the work
-            facts.value.cores_used = recorder.cores_used(warmup)
-    if door:
-        result["provenance"]["step_clock"] = "the framework's own (steps run in its process)"
-    result["provenance"]["reported"] = reported
-    result["provenance"]["differentiated"] = differentiated
-    c = meter.value
-    eval_time = sum(e["eval_time_s"] for e in recorder.epochs)
-    for i, record in enumerate(recorder.epochs):  # each epoch's steps, the warm-up left out
-        record["train_time_s"] = sum(step_times[max(i * steps, warmup):(i + 1) * steps])
-    result.update(status=status, reason=reason, foreign_cpu_s=c.foreign_cpu_s if c else None,
-                  foreign_fraction=c.foreign_fraction if c else None,
-                  step_times_s=step_times[warmup:], warmup_steps=warmup,
-                  warmup_s=sum(step_times[:warmup]), train_time_s=sum(step_times[warmup:]),
-                  eval_time_s=eval_time,
-                  process_facts=facts.value.record() if facts.value else None,
-                  turn_steps=turn_steps,
-                  turn_medians_s=turns.medians(step_times, warmup) if turns else [],
-                  # the whole loop (gathering, bookkeeping, progress) without evaluation:
-                  # scripts/bench_overhead.py compares it with the same loop run bare
-                  loop_time_s=loop_s - eval_time)
-    return result
-
-
-def _attribution(framework, prepared, case, steps: int) -> dict:
-    """The attribution of `steps` plain and `steps` profiled steps of `framework`, in blocks of
-    ATTRIBUTION_BLOCK on the first batches of the case's order (as `adh profile` takes them)."""
-    from harness.results.attribution import attribute
-    from harness.run.profile import alternate, first_batches
-
-    spec = prepared.spec
-    batches = first_batches(prepared.x_train, prepared.targets, spec.batch_size, case.seed,
-                            2 * ATTRIBUTION_BLOCK)
-    plain, profiled = alternate(framework, batches, steps, ATTRIBUTION_BLOCK)
-    return attribute(plain, profiled, [layer.kind for layer in spec.layers]).as_dict()
-
-
-def start_numeric_libraries() -> None:
-    """Run one small matrix product in numpy (and torch, if loaded) before the memory region.
-
-    OpenBLAS allocates its work buffers (about 33 MB with 2 threads) at its first GEMM; that is
-    library start-up, like an import, not training, and it would otherwise land in whichever
-    framework's region happened to call BLAS first.
-    """
-    import numpy as np
-
-    a = np.ones((256, 256), dtype=np.float32)
-    a @ a
-    if "torch" in sys.modules:
-        import torch
-
-        t = torch.ones((256, 256))
-        t @ t
-
-
-def memory_pass(case, data_dir) -> dict:
-    """The training loop under memray, its first call (where a lazy compiler compiles) apart
-    from the rest (harness.measure.memory.LoopMemory): the loop's numbers leave out the first
-    call's own allocations and high-water mark, which `first_call` reports."""
-    from harness.contract.frameworks import get_framework
-    from harness.contract.weights import initial_weights, read_only
-    from harness.measure.memory import track_loop_memory
-
-    prepared = prepare(case, data_dir)
-    spec = prepared.spec
-    weights = read_only(initial_weights(spec, case.seed, case.dtype))
-    framework = get_framework(case.framework)(spec, weights, case.dtype, case.threads)
-    start_numeric_libraries()
-    with track_loop_memory() as memory:
-        status, reason = train(framework, spec, case, prepared.x_train, prepared.y_train,
-                               prepared.targets,
-                               on_step=lambda *args: None, gate=memory.gate)
-    # A framework in another process reports that process's memory, its first step included;
-    # memray saw only the door.
-    door = framework.memory_stats()
-    first = memory.first_call
-    stats = door or vars(memory.training)
-    return {"status": status, "reason": reason,
-            **{k: stats[k] for k in ("alloc_bytes", "alloc_count", "peak_bytes", "peak_rss_bytes")},
-            "first_call": None if door or first is None else {
-                "peak_bytes": first.peak_bytes, "alloc_bytes": first.alloc_bytes,
-                "kept_bytes": first.kept_bytes}}
-
-
-def instructions_pass(case, data_dir, callgrind_out: str, marks_library: str) -> dict:
-    """Under callgrind: `WARMUP_STEPS` steps, then the instructions of `COUNTED_STEPS` steps on
-    the case's first batches, gathered beforehand so that only the steps are counted. A
-    framework whose steps valgrind cannot count (`Framework.uncountable`) says why instead."""
-    import numpy as np
-
-    from harness.contract.batches import batch_indices
-    from harness.contract.frameworks import get_framework
-    from harness.contract.weights import initial_weights, read_only
-    from harness.measure.instructions import (
-        COUNTED_STEPS,
-        WARMUP_STEPS,
-        CallgrindMarks,
-        counted_instructions,
-    )
-
-    adapter = get_framework(case.framework)
-    if adapter.uncountable:  # decided before any data is loaded under valgrind
-        return {"status": Status.OK, "instructions_per_step": None,
-                "instructions_note": adapter.uncountable}
-    prepared = prepare(case, data_dir)
-    spec, x_train, targets = prepared.spec, prepared.x_train, prepared.targets
-    framework = adapter(spec, read_only(initial_weights(spec, case.seed, case.dtype)),
-                        case.dtype, 1)
-    epochs = itertools.count(1)
-    indices = itertools.chain.from_iterable(
-        batch_indices(len(x_train), spec.batch_size, case.seed, epoch) for epoch in epochs)
-    batches = [(np.take(x_train, idx, axis=0), np.take(targets, idx, axis=0))
-               for idx in itertools.islice(indices, WARMUP_STEPS + COUNTED_STEPS)]
-    marks = CallgrindMarks(Path(marks_library))
-    for x, y in batches[:WARMUP_STEPS]:
-        framework.train_step(x, y)
-    marks.start()
-    for x, y in batches[WARMUP_STEPS:]:
-        framework.train_step(x, y)
-    marks.stop()
-    total = counted_instructions(Path(callgrind_out))
-    return {"status": Status.OK, "instructions_per_step": total / COUNTED_STEPS,
-            "instructions_note": ""}
+from harness.contract.cases import Case
+from harness.measure.threads import pin_affinity, pin_threads
+from harness.results.records import CaseResult, Status
 
 
 def main(argv: list[str]) -> int:
     job_path, result_path = map(Path, argv)
     job = json.loads(job_path.read_text())
-    from harness.measure.threads import pin_affinity, pin_threads
-
     case = Case.from_settings(job["case"])
     counting = job["pass"] == "instructions"
     threads = 1 if counting else case.threads
     pin_threads(threads)  # before numpy loads
     pin_affinity(threads)
     try:
-        if counting:
-            result = instructions_pass(case, job.get("data_dir"), job["callgrind_out"],
-                                       job["marks_library"])
-        else:
-            result = (time_pass(case, job.get("data_dir"), job.get("turn_steps", 0),
-                                job.get("attribution_steps", 0))
-                      if job["pass"] == "time" else memory_pass(case, job.get("data_dir")))
+        if job["pass"] == "time":
+            from harness.run.timing import time_pass  # noqa: PLC0415 - after pin_threads: numpy starts with the case's threads
+
+            result = time_pass(case, job.get("data_dir"), job.get("turn_steps", 0),
+                               job.get("attribution_steps", 0))
+        else:  # the memory and instructions passes load less than the timing pass
+            from harness.run.passes import (  # noqa: PLC0415 - after pin_threads: numpy starts with the case's threads
+                instructions_pass,
+                memory_pass,
+            )
+
+            result = (instructions_pass(case, job.get("data_dir"), job["callgrind_out"],
+                                        job["marks_library"])
+                      if counting else memory_pass(case, job.get("data_dir")))
     except Exception as error:  # reported to the parent, which records the case as failed
         result = {"status": Status.FAILED, "reason": f"{type(error).__name__}: {error}",
                   "traceback": traceback.format_exc()}
@@ -431,6 +54,16 @@ def main(argv: list[str]) -> int:
     tmp.write_text(json.dumps(result))
     tmp.replace(result_path)
     return 0
+
+
+def measure_case(result: CaseResult, options: Any) -> CaseResult:
+    """A cluster task (harness.run.cluster): the rounds `result` lacks, on the node the task
+    landed on (harness.run.runner.finish_on_node). Runs in submitit's process on the node, which
+    has not set its thread count yet: pinned here, before numpy loads."""
+    pin_threads(result.case.threads)
+    from harness.run.runner import finish_on_node  # noqa: PLC0415 - after pin_threads: numpy starts with the case's threads
+
+    return finish_on_node(result, options)
 
 
 if __name__ == "__main__":

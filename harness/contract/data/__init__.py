@@ -15,6 +15,7 @@ from harness.contract.data.circles import kfold_splits
 from harness.contract.data.dataset import Dataset
 from harness.contract.data.files import file_checksum, load_file_dataset
 from harness.contract.data.idx import IDX_FILES, find_idx_files, read_idx_dir
+from harness.contract.entry_points import DATASETS_GROUP, load_entry, registered
 from harness.errors import DatasetError
 
 __all__ = ["DATASETS", "FASHION_MNIST_DIR", "MNIST_DIR", "Dataset", "DatasetError", "dataset_names",
@@ -47,8 +48,6 @@ _DEFAULT_DIRS = {"mnist": MNIST_DIR, "fashion-mnist": FASHION_MNIST_DIR}
 def dataset_names() -> list[str]:
     """The built-in datasets, then those that packages register
     (harness/contract/entry_points.py)."""
-    from harness.contract.entry_points import DATASETS_GROUP, registered
-
     return [*DATASETS, *(name for name in registered(DATASETS_GROUP) if name not in DATASETS)]
 
 
@@ -100,8 +99,6 @@ def load_dataset(name: str, data_dir: str | Path | None = None, *,
 
 def _registered_dataset(name: str, dtype: DTypeLike) -> Dataset:
     """Dataset `name` as the package that registers it loads it."""
-    from harness.contract.entry_points import DATASETS_GROUP, load_entry, registered
-
     ep = registered(DATASETS_GROUP).get(name)
     if ep is None:
         raise DatasetError(f"unknown dataset {name!r}; valid names: "

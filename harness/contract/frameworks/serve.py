@@ -14,9 +14,12 @@ import sys
 import time
 from typing import Any, TextIO
 
+import numpy as np
+
 from harness.contract.frameworks import get_framework
 from harness.contract.frameworks.base import Framework
 from harness.contract.frameworks.process import PROTOCOL_VERSION
+from harness.contract.specs import ModelSpec
 from harness.contract.weights import read_only
 
 
@@ -25,8 +28,6 @@ def train_steps(model: Framework, messages: list[dict[str, Any]]) -> list[dict[s
     timed as the worker times an in-process one (around the same call), then write the outputs.
     Reading and writing files between two steps would evict the weights from the caches that an
     in-process loop keeps warm."""
-    import numpy as np
-
     batches = [(np.load(m["x"]), np.load(m["y"])) for m in messages]
     replies, outputs = [], []
     for x, y in batches:
@@ -42,10 +43,6 @@ def train_steps(model: Framework, messages: list[dict[str, Any]]) -> list[dict[s
 def serve(framework: type[Framework], stdin: TextIO, stdout: TextIO) -> None:
     """Answer the protocol's messages from `stdin` on `stdout` with `framework` until "stop"
     or the end of input."""
-    import numpy as np
-
-    from harness.contract.specs import ModelSpec
-
     model: Framework | None = None
 
     def answer(message: dict[str, Any]) -> dict[str, Any]:
