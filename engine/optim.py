@@ -32,6 +32,20 @@ class Optimizer:
         raise NotImplementedError
 
 
+def clip_grad_norm(params: Iterable[Variable], max_norm: float) -> float:
+    """Scale the gradients of `params` together by min(1, max_norm / (norm + 1e-6)), where norm
+    is their global L2 norm, as torch.nn.utils.clip_grad_norm_ (Pascanu et al. 2013: a
+    recurrent network's gradient can leap by orders of magnitude on one batch); returns the
+    norm before clipping. Call it between the backward sweep and the optimizer's step."""
+    grads = [p.grad for p in params if p.grad is not None]
+    norm = float(np.sqrt(sum(float(np.vdot(g, g)) for g in grads)))
+    scale = max_norm / (norm + 1e-6)
+    if scale < 1:
+        for g in grads:
+            g *= g.dtype.type(scale)
+    return norm
+
+
 class SGD(Optimizer):
     """p -= lr * v, with v = momentum * v + grad (v = grad at the parameter's first update), as
     in torch.optim.SGD."""

@@ -198,14 +198,27 @@ def from_flax(spec: ModelSpec, params: Params) -> dict[str, np.ndarray]:
 
 
 def optimizer(spec: ModelSpec) -> optax.GradientTransformation:
-    """torch's SGD or Adam (docs/plugin-contract.md#optimizers) with the spec's constants."""
+    """torch's SGD or Adam (docs/plugin-contract.md#optimizers) with the spec's constants, after
+    torch's clipping of the gradients' global norm where the spec clips."""
     if spec.optimizer == "sgd":
         # No trace at all without momentum: p - lr * g, as torch's SGD then does.
-        return optax.sgd(spec.lr, momentum=spec.momentum or None)
-    if spec.optimizer == "adam":
+        update = optax.sgd(spec.lr, momentum=spec.momentum or None)
+    elif spec.optimizer == "adam":
         beta1, beta2 = spec.betas
-        return optax.adam(spec.lr, b1=beta1, b2=beta2, eps=spec.eps, eps_root=0.0)
-    raise ValueError(f"unknown optimizer {spec.optimizer!r}")
+        update = optax.adam(spec.lr, b1=beta1, b2=beta2, eps=spec.eps, eps_root=0.0)
+    else:
+        raise ValueError(f"unknown optimizer {spec.optimizer!r}")
+    return optax.chain(clip_grad_norm(spec.clip_norm), update) if spec.clip_norm else update
+
+
+def clip_grad_norm(max_norm: float) -> optax.GradientTransformation:
+    """torch.nn.utils.clip_grad_norm_: every gradient times min(1, max_norm / (norm + 1e-6)),
+    norm their global L2 norm (optax.clip_by_global_norm leaves out the 1e-6)."""
+    def update(grads, state, params=None):
+        scale = jnp.minimum(1.0, max_norm / (optax.global_norm(grads) + 1e-6))
+        return jax.tree_util.tree_map(lambda g: g * scale.astype(g.dtype), grads), state
+
+    return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
 
 
 class Jitted:

@@ -166,6 +166,8 @@ class TorchFramework(Framework):
 
     def train_step(self, x, y):
         loss, outputs = self._forward_backward(x, y)
+        if self.spec.clip_norm:
+            nn.utils.clip_grad_norm_(self.model.parameters(), self.spec.clip_norm)
         self.optimizer.step()
         return loss.item(), outputs.detach().numpy()
 

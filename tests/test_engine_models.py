@@ -583,3 +583,21 @@ def test_the_engine_says_how_it_differentiates_each_model(framework, model, said
     spec = get_model(model)
     adapter = get_framework(framework)(spec, initial_weights(spec, 0, "float32"), "float32", 1)
     assert adapter.differentiation() == said
+
+
+@pytest.mark.parametrize("max_norm", [0.5, 100.0])  # one that clips, one that does not
+def test_clip_grad_norm_is_torchs(max_norm):
+    rng = np.random.default_rng(0)
+    grads = [rng.standard_normal(shape) for shape in ((3, 4), (4,), (2, 2))]
+    params = [engine.Variable(np.zeros_like(g)) for g in grads]
+    for p, g in zip(params, grads, strict=True):
+        p.grad = g.copy()
+    tensors = [torch.zeros(g.shape, dtype=torch.float64, requires_grad=True) for g in grads]
+    for t, g in zip(tensors, grads, strict=True):
+        t.grad = torch.tensor(g)
+    norm = optim.clip_grad_norm(params, max_norm)
+    assert norm == pytest.approx(float(nn.utils.clip_grad_norm_(tensors, max_norm)), rel=1e-12)
+    for p, t in zip(params, tensors, strict=True):
+        np.testing.assert_allclose(p.grad, t.grad.numpy(), rtol=1e-12)
+    assert (norm > max_norm) == any(not np.array_equal(p.grad, g)
+                                    for p, g in zip(params, grads, strict=True))

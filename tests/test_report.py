@@ -1296,3 +1296,16 @@ def test_a_run_records_its_verdicts_and_a_later_one_is_judged_against_them(
     elsewhere = history.assign(machine="another CPU")
     assert estimates.with_history(summary.drop(columns=["ratio_runs", "ratio_earlier"]), cases,
                                   elsewhere)["ratio_runs"].eq(0).all()
+
+
+def test_the_setup_table_states_where_a_model_clips_its_gradients() -> None:
+    from harness.report.setup import setup_table
+
+    cases = pd.DataFrame({"model": ["rnn", "mlp"], "extra": ['{"momentum": 0.9}'] * 2,
+                          "optimizer": "sgd", "lr": 0.01, "batch_size": 100, "epochs": 2,
+                          "dataset": "mnist-10k"})
+    headers, rows = setup_table(cases, ["rnn", "mlp"])
+    optimizer = {row[0]: row[headers.index("Optimizer")] for row in rows}
+    assert optimizer["rnn"].startswith("sgd, lr 0.01, momentum 0.9, gradients clipped to a "
+                                       "global norm of 2 before each update")
+    assert optimizer["mlp"] == "sgd, lr 0.01, momentum 0.9"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.contract.specs import MODELS, Parameter
+from harness.contract.specs import MODELS, ModelSpec, Parameter, SpecError, spec_from_table
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -63,6 +63,10 @@ def test_spec_json_has_the_documented_keys(capsys):
     assert main(["spec", "circles-tanh", "--json"]) == 0
     adam = json.loads(capsys.readouterr().out)["optimizer"]
     assert adam == {"name": "adam", "lr": 0.01, "betas": [0.9, 0.999], "eps": 1e-8}
+    assert main(["spec", "rnn", "--json"]) == 0
+    clipped = json.loads(capsys.readouterr().out)["optimizer"]
+    assert clipped == {"name": "sgd", "lr": 0.01, "momentum": 0.9, "clip_norm": 2.0}
+    assert ModelSpec.from_dict(json.loads(json.dumps(MODELS["rnn"].as_dict()))) == MODELS["rnn"]
 
 
 def test_spec_of_an_unknown_model_names_the_choices(capsys):
@@ -78,3 +82,12 @@ def test_spec_in_a_real_process():
                             timeout=60)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == MODELS["rnn"].as_dict()
+
+
+def test_a_suite_model_may_clip_its_gradients_by_a_positive_norm():
+    table = {"input_shape": [4], "layers": [{"kind": "dense", "n_in": 4, "n_out": 2}],
+             "loss": "softmax_cross_entropy", "optimizer": "sgd", "lr": 0.1}
+    assert spec_from_table("m", table).clip_norm == 0.0  # not clipped
+    assert spec_from_table("m", {**table, "clip_norm": 1}).clip_norm == 1.0
+    with pytest.raises(SpecError, match="clip_norm must be positive"):
+        spec_from_table("m", {**table, "clip_norm": -1.0})

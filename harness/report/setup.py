@@ -60,6 +60,14 @@ def _optimizer(cases: pd.DataFrame) -> str:
             + (f", momentum {momentum:g}" if isinstance(momentum, NUMBERS) and momentum else ""))
 
 
+def _clipping(spec: ModelSpec | None) -> str:
+    """', gradients clipped to a global norm of 2 before each update' where the spec clips."""
+    if spec is None or not spec.clip_norm:
+        return ""
+    return (f", gradients clipped to a global norm of {spec.clip_norm:g} before each update "
+            "(torch's clip_grad_norm_, in every framework; Pascanu et al. 2013)")
+
+
 def _span(values: list, show: Callable[[object], str] = str) -> str:
     """One value as `show` prints it, or the smallest to the largest: '16 to 1024'; "-" for
     none."""
@@ -113,7 +121,7 @@ def setup_table(cases: pd.DataFrame, models: list[str]) -> tuple[list[str], list
             f" ({'; '.join(swept)} swept)" if swept else "")
         rows.append([str(model), architecture,
                      _parameters(specs), _flops(group), spec.loss if spec else "-",
-                     _optimizer(group), setting_values(group, "batch_size"),
+                     _optimizer(group) + _clipping(spec), setting_values(group, "batch_size"),
                      setting_values(group, "epochs"), dataset])
     return headers, rows
 

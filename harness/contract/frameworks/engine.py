@@ -107,6 +107,8 @@ class EngineDynamic(Framework):
 
     def train_step(self, x, y):
         loss, outputs = self._forward_backward(x, y)
+        if self.spec.clip_norm:
+            ad.optim.clip_grad_norm(self.model.parameters(), self.spec.clip_norm)
         self.optimizer.step()
         return loss.item(), outputs.value
 

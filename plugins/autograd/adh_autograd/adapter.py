@@ -20,6 +20,7 @@ from .model import (
     SGD,
     Adam,
     Network,
+    clip_grad_norm,
     conv2d,
     dense,
     flatten,
@@ -90,6 +91,8 @@ class Autograd(Framework):
 
     def train_step(self, x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
         loss, outputs, grads = self.network.loss_and_gradients(self.params, x, y)
+        if self.spec.clip_norm:
+            clip_grad_norm(grads, self.spec.clip_norm)
         self.optimizer.step(self.params, grads)
         return float(loss), outputs
 

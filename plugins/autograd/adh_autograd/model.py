@@ -192,6 +192,15 @@ class Network:
         return loss, outputs, gradients
 
 
+def clip_grad_norm(grads: Sequence[np.ndarray], max_norm: float) -> None:
+    """torch.nn.utils.clip_grad_norm_ in place: every gradient times min(1, max_norm / (norm +
+    1e-6)), norm their global L2 norm."""
+    norm = np.sqrt(sum(float(np.vdot(g, g)) for g in grads))
+    scale = min(1.0, max_norm / (norm + 1e-6))
+    for g in grads:
+        g *= g.dtype.type(scale)
+
+
 @dataclass
 class SGD:
     """torch.optim.SGD: p -= lr g without momentum; else v = g on the first step, then

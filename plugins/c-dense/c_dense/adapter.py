@@ -17,7 +17,9 @@ class CDense(ProcessFramework):
     @classmethod
     def supports(cls, spec: ModelSpec) -> str | None:
         others = sorted({layer.kind for layer in spec.layers} - {"dense"})
-        return f"dense layers only (no {', '.join(others)})" if others else None
+        if others:
+            return f"dense layers only (no {', '.join(others)})"
+        return "no gradient clipping" if spec.clip_norm else None
 
     def start_command(self) -> list[str]:
         return [str(executable(self.dtype.name))]

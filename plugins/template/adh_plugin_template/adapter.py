@@ -39,6 +39,8 @@ class NumpyMLP(Framework):
             return f"no {spec.loss} loss"
         if spec.optimizer not in ("sgd", "adam"):
             return f"no {spec.optimizer} optimizer"
+        if spec.clip_norm:
+            return "no gradient clipping"
         return None
 
     def __init__(self, spec: ModelSpec, weights: dict[str, np.ndarray], dtype: str,

@@ -166,6 +166,13 @@ class Tinygrad(Framework):
         outputs = self._forward(x.to(DEVICE))
         loss = self.loss(outputs, y.to(DEVICE))
         loss.backward()
+        if self.spec.clip_norm:  # torch.nn.utils.clip_grad_norm_, in the same schedule
+            grads = [p.grad for p in self.optimizer.params if p.grad is not None]
+            norm = Tensor.stack(*((g * g).sum() for g in grads)).sum().sqrt()
+            scale = (self.spec.clip_norm / (norm + 1e-6)).minimum(1.0)
+            for p in self.optimizer.params:
+                if p.grad is not None:
+                    p.grad = p.grad * scale
         with Context(TRAINING=1):  # tinygrad's optimizers refuse to step without it
             Tensor.realize(loss, outputs, *self.optimizer.schedule_step())
         return loss, outputs
