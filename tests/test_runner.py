@@ -831,3 +831,22 @@ def test_a_failing_framework_leaves_the_others_their_turns(toys, tmp_path):
     assert statuses == {"toy-ok": "ok", "toy-hang": "timeout", "toy-crash": "crashed",
                         "toy-error": "failed"}
     assert "ran past 4 s" in by_framework(outcome.results)["toy-hang"].reason
+
+
+def test_a_case_the_suite_leaves_out_is_left_out_not_unsupported(toys, tmp_path):
+    """A `not_run` case is stored as left out, with the suite's reason, and its cell says
+    "left out", not "n/a": its framework could run it."""
+    path = write_suite(tmp_path, "lean", ["toy-ok", "toy-dense"])
+    path.write_text(path.read_text() + '[not_run]\n"mlp/toy-dense" = "too costly here"\n')
+    with ResultsStore(tmp_path / "store.sqlite") as store:
+        outcome = run_suite(load_suite(str(path)), store,
+                            RunOptions(progress=False, memory=False, code_version="v1"))
+        cases, epochs, runs = store.cases(), store.epochs(), store.runs()
+    statuses = {r.case.framework: (r.status, r.reason) for r in outcome.results}
+    assert statuses == {"toy-ok": ("ok", ""),
+                        "toy-dense": ("left out", "not run in suite lean: too costly here")}
+    table = format_model_tables(model_summary(cases, epochs, runs, reference="toy-ok"),
+                                reference="toy-ok")
+    (row,) = [line for line in table.splitlines() if line.startswith("| toy-dense ")]
+    assert [c.strip() for c in row.strip("|").split("|")][1:3] == [
+        "left out (not run in suite lean: too costly here)", "n/a"]

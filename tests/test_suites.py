@@ -87,7 +87,7 @@ def test_a_suite_declares_the_cases_it_does_not_run_and_why(tmp_path):
         todo, _ = pending_cases(suite, store, RunOptions())
     assert [(r.case.model, r.case.framework, r.status, r.reason) for r in todo][2:] == [
         ("cnn", "engine-static", "ok", ""),
-        ("cnn", "torch", "unsupported", "not run in suite s: too slow here")]
+        ("cnn", "torch", "left out", "not run in suite s: too slow here")]
     path.write_text(head + '"rnn/torch" = "why"\n')
     with pytest.raises(UsageError, match=r"s.toml, line 4 \(\[not_run\]\): 'rnn/torch' is not "
                                          r"MODEL/FRAMEWORK "

@@ -32,7 +32,7 @@ from harness.results.estimates import REFERENCE
 from harness.results.machines import require_one_machine
 from harness.results.markdown import markdown_table
 from harness.results.profiles import SavedProfile
-from harness.results.records import Status
+from harness.results.records import NOT_RUN, Status
 from harness.results.store import ResultsStore, newest_versions
 from harness.run.suites import builtin_suites, load_suite
 
@@ -189,24 +189,6 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
     return out
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def _cell(text: object) -> str:
     """Text that cannot break a Markdown table row."""
     return " ".join(str(text).split()).replace("|", "\\|")
@@ -214,7 +196,7 @@ def _cell(text: object) -> str:
 
 def _unfinished_section(cases: pd.DataFrame) -> list[str]:
     """The runs that did not finish, with their reasons (nothing when all finished)."""
-    bad = cases[~cases["status"].isin([Status.OK, Status.UNSUPPORTED])]
+    bad = cases[~cases["status"].isin([Status.OK, *NOT_RUN])]
     if bad.empty:
         return []
     rows = [[r["model"], r["framework"], str(r["seed"]), r["status"], _cell(r["reason"])[:100]]
@@ -234,6 +216,20 @@ def _unsupported_section(cases: pd.DataFrame) -> list[str]:
     return ["## Not supported", "", "These cases were not run: their framework does not support "
             "them (n/a in the tables, in no figure). This is no failure.", "",
             markdown_table(["Model", "Framework", "Reason", "Cases"], rows), ""]
+
+
+def _left_out_section(cases: pd.DataFrame) -> list[str]:
+    """The cases the suite leaves out for their cost, with its reason (nothing when none)."""
+    left_out = cases[cases["status"] == Status.LEFT_OUT]
+    if left_out.empty:
+        return []
+    groups = left_out.groupby(["model", "framework", "reason"], sort=False).size()
+    rows = [[model, framework, _cell(reason), str(n)]
+            for (model, framework, reason), n in groups.items()]
+    return ["## Left out", "", "The suite declares these cases and their frameworks support "
+            "them, but it does not run them, for what they cost (its `not_run` table; \"left "
+            "out\" in the tables, named under the figures they are missing from):", "",
+            markdown_table(["Model", "Framework", "Why", "Cases"], rows), ""]
 
 
 def _unmeasured_section(suite: str, cases: pd.DataFrame) -> list[str]:
@@ -467,7 +463,7 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
              "## Provenance", "", provenance_section(data.cases), "",
              "## How this was measured", "", method_section(data), "",
              *_unfinished_section(data.cases),
-             *_unsupported_section(data.cases),
+             *_unsupported_section(data.cases), *_left_out_section(data.cases),
              *_unmeasured_section(suite, data.cases),
              *_machines_section(data),
              *_tables_section(data, suite, table_dir),

@@ -43,6 +43,7 @@ from harness.report.style import (
     styled,
     variant_look,
 )
+from harness.results.records import Status
 
 BAND_ALPHA = 0.18
 RAW_ALPHA = 0.3
@@ -215,7 +216,8 @@ def scaling_size(data: frames.SuiteData) -> Figure:
 TIME_TO_ACCURACY_CAPTION = Caption(
     "Test accuracy after each epoch against the time spent so far, a column per model: training "
     "alone (top row; evaluation excluded) and with the model's build and warm-up steps before it "
-    "(bottom row: where torch.compile and tinygrad compile, and jax traces){over}.",
+    "(bottom row: where torch.compile and tinygrad compile, and jax traces){over}. A framework "
+    "the suite leaves out of a model for its cost is named in that model's panels.",
     "the band from their minimum to maximum", "band")
 
 
@@ -240,6 +242,11 @@ def time_to_accuracy(data: frames.SuiteData) -> Figure:
             ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
             log_if_wide(ax, "x", of_model[column])
             ax.set_title(f"{title}: {what}")
+            left_out = data.cases[(data.cases["model"] == model)
+                                  & (data.cases["status"] == Status.LEFT_OUT)]["framework"]
+            if len(left_out):
+                ax.text(0.98, 0.02, "left out: " + ", ".join(dict.fromkeys(left_out)),
+                        transform=ax.transAxes, ha="right", va="bottom", fontsize="x-small")
     shared_labels(fig, "Time (s)", "Test accuracy (%)")
     framework_legend(fig, framework_order(data.ok["framework"]))
     return fig

@@ -15,7 +15,7 @@ from harness.results import notes
 from harness.results.estimates import REFERENCE
 from harness.results.machines import case_machines
 from harness.results.markdown import markdown_table
-from harness.results.records import Status
+from harness.results.records import NOT_RUN
 
 
 def distinct(values: pd.Series) -> str:
@@ -56,7 +56,7 @@ def provenance_section(every: pd.DataFrame) -> str:
     """Where and with what the suite's runs ran, as a Markdown list: from the cases the runner
     started (all but the unsupported, which ran nowhere), but for the frameworks' packages,
     which a case one declined records too."""
-    cases = every[every["status"] != Status.UNSUPPORTED]
+    cases = every[~every["status"].isin(NOT_RUN)]
     commit = column(cases, "prov_code_version").fillna(
         column(cases, "prov_commit").astype(str) + column(cases, "prov_dirty").map(
             lambda d: " (uncommitted changes)" if d is True else ""))

@@ -21,7 +21,7 @@ from harness.measure.stats import (
     with_earlier_runs,
 )
 from harness.results.machines import case_machines
-from harness.results.records import Status
+from harness.results.records import NOT_RUN, Status
 from harness.results.store import SETTINGS_COLUMNS, from_json
 
 REFERENCE = "torch"  # the framework every ratio is against, unless a caller names another
@@ -190,7 +190,7 @@ def model_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFrame,
     of `cases`."""
     summary = _with_unsupported(_measured_summary(cases, epochs, runs, reference), cases)
     order = {model: i for i, model in enumerate(dict.fromkeys(
-        cases.loc[cases["status"].isin([Status.OK, Status.UNSUPPORTED]), "model"]))}
+        cases.loc[cases["status"].isin([Status.OK, *NOT_RUN]), "model"]))}
     return summary.sort_values("model", key=lambda m: m.map(order), kind="stable",
                                ignore_index=True)
 
@@ -199,14 +199,16 @@ def _with_unsupported(summary: pd.DataFrame, cases: pd.DataFrame) -> pd.DataFram
     """`summary` and a row for each model and framework that has no finished case but one its
     framework does not support: status unsupported and the (first) reason."""
     summary = summary.assign(status=Status.OK.value, reason="")
-    refused = cases[cases["status"] == Status.UNSUPPORTED]
+    refused = cases[cases["status"].isin(NOT_RUN)]
     if refused.empty:
         return summary
     rows = (refused.groupby(["model", "framework"], sort=False)
-            .agg(reason=("reason", "first"), n=("key", "size")).reset_index())
+            .agg(status=("status", "first"), reason=("reason", "first"), n=("key", "size"))
+            .reset_index())
     measured = pd.MultiIndex.from_frame(summary[["model", "framework"]])
     rows = rows[~pd.MultiIndex.from_frame(rows[["model", "framework"]]).isin(measured)]
-    return pd.concat([summary, rows.assign(status=Status.UNSUPPORTED.value)], ignore_index=True)
+    return pd.concat([summary, rows.assign(status=rows["status"].astype(str))],
+                     ignore_index=True)
 
 
 def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFrame,

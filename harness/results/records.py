@@ -34,10 +34,14 @@ class Status(StrEnum):
     # Not run and no failure: the tables show "n/a (reason)", the figures leave it out. (Not
     # stored as "n/a", which pandas reads back from CSV as a missing value.)
     UNSUPPORTED = "unsupported"
+    # The suite declares the case but does not run it, for what it costs (Suite.not_run): the
+    # framework could run it. The tables show "left out (reason)", the figures say so.
+    LEFT_OUT = "left out"
 
 
 # `--resume` skips these; the others run again.
-FINISHED = frozenset({Status.OK, Status.DIVERGED, Status.UNSUPPORTED})
+FINISHED = frozenset({Status.OK, Status.DIVERGED, Status.UNSUPPORTED, Status.LEFT_OUT})
+NOT_RUN = (Status.UNSUPPORTED, Status.LEFT_OUT)  # recorded without running: no failure
 
 
 @dataclass

@@ -19,7 +19,7 @@ from harness.results.estimates import (
     model_summary,
 )
 from harness.results.markdown import markdown_table
-from harness.results.records import Status
+from harness.results.records import NOT_RUN, Status
 
 
 def mean_std(row: pd.Series, name: str, digits: int) -> str:
@@ -172,12 +172,14 @@ def _processes_cell(row: pd.Series) -> str:
 
 
 def _unsupported_row(row: pd.Series, width: int) -> list[str] | None:
-    """A row of `width` cells for a framework that does not support the model: its name,
-    "n/a (reason)", and "n/a" in every other cell; None for a measured row."""
-    if row.get("status") != Status.UNSUPPORTED:
+    """A row of `width` cells for a case not run: its framework's name, "n/a (reason)" where
+    the framework does not support the model, "left out (reason)" where the suite leaves it
+    out for its cost, and "n/a" in every other cell; None for a measured row."""
+    if row.get("status") not in NOT_RUN:
         return None
+    said = "left out" if row["status"] == Status.LEFT_OUT else "n/a"
     reason = " ".join(str(row["reason"]).split()).replace("|", "/")  # one line, no cell break
-    return [row["framework"], f"n/a ({reason})" if reason else "n/a", *["n/a"] * (width - 2)]
+    return [row["framework"], f"{said} ({reason})" if reason else said, *["n/a"] * (width - 2)]
 
 
 def _mixed_machines(summary: pd.DataFrame) -> bool:
@@ -197,7 +199,7 @@ def shown_summary(cases: pd.DataFrame, epochs: pd.DataFrame,
                   runs: pd.DataFrame) -> pd.DataFrame | None:
     """`model_summary` of the measured cases among `cases` and of those their framework does not
     support; None where there is neither."""
-    shown = cases[cases["status"].isin([Status.OK, Status.UNSUPPORTED])]
+    shown = cases[cases["status"].isin([Status.OK, *NOT_RUN])]
     if not len(shown):
         return None
     keys = set(shown["key"])

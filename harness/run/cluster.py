@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from tqdm import tqdm
 
 from harness.errors import UsageError
-from harness.results.records import FINISHED, CaseResult, Status
+from harness.results.records import FINISHED, NOT_RUN, CaseResult, Status
 from harness.run.runner import SuiteOutcome, pending_cases
 from harness.run.worker import measure_case
 
@@ -313,8 +313,9 @@ def run_suite_on_cluster(suite: Any, store: Any, options: Any, cluster: ClusterO
     without taking a node."""
     outcome = SuiteOutcome()
     todo, outcome.skipped = pending_cases(suite, store, options)
-    for result in [r for r in todo if r.key in unsupported]:
-        result.status, result.reason = Status.UNSUPPORTED, unsupported[result.key]
+    for result in [r for r in todo if r.status in NOT_RUN or r.key in unsupported]:
+        if result.status not in NOT_RUN:
+            result.status, result.reason = Status.UNSUPPORTED, unsupported[result.key]
         store.save(result)
         outcome.results.append(result)
         todo.remove(result)
@@ -333,7 +334,7 @@ def run_suite_on_cluster(suite: Any, store: Any, options: Any, cluster: ClusterO
         book.forget(result.key)
         outcome.results.append(result)
         bar.update(1)
-        if result.status not in (Status.OK, Status.UNSUPPORTED):
+        if result.status != Status.OK and result.status not in NOT_RUN:
             note(f"{result.case.label()}: {result.status}: "
                  f"{result.reason.splitlines()[0] if result.reason else ''}")
 

@@ -41,6 +41,7 @@ from harness.measure.warmup import warmup_steps
 from harness.results.records import (
     FINISHED,
     MEMORY_PASS_FIELDS,
+    NOT_RUN,
     BatchRecord,
     CaseResult,
     EpochRecord,
@@ -332,8 +333,11 @@ def pending_cases(suite: Suite, store: ResultsStore,
         stored = store.find(key) if options.resume else None
         if stored is not None and resume_skips(stored.status, len(stored.runs), options.rounds):
             skipped.append(stored)
-        elif not_run := suite.not_run_reason(case) or absent[case.framework]:
-            todo[key] = CaseResult(case=case, key=key, status=Status.UNSUPPORTED, reason=not_run)
+        elif left_out := suite.not_run_reason(case):
+            todo[key] = CaseResult(case=case, key=key, status=Status.LEFT_OUT, reason=left_out)
+        elif absent[case.framework]:
+            todo[key] = CaseResult(case=case, key=key, status=Status.UNSUPPORTED,
+                                   reason=absent[case.framework])
         else:
             todo[key] = stored if stored is not None and stored.status == Status.OK else \
                 CaseResult(case=case, key=key, status=Status.OK)
@@ -349,7 +353,7 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
     outcome = SuiteOutcome()
     todo, outcome.skipped = pending_cases(suite, store, options)
     order = {id(result): i for i, result in enumerate(todo)}  # the suite's
-    for result in [r for r in todo if r.status == Status.UNSUPPORTED]:  # nothing to measure
+    for result in [r for r in todo if r.status in NOT_RUN]:  # nothing to measure
         store.save(result)
         outcome.results.append(result)
         on_case_done(result)
