@@ -205,31 +205,29 @@ def _unfinished_section(cases: pd.DataFrame) -> list[str]:
             markdown_table(["Model", "Framework", "Seed", "Status", "Reason"], rows), ""]
 
 
-def _unsupported_section(cases: pd.DataFrame) -> list[str]:
-    """The models a framework does not support, with its reason (nothing when it supports all)."""
-    refused = cases[cases["status"] == Status.UNSUPPORTED]
-    if refused.empty:
-        return []
-    groups = refused.groupby(["model", "framework", "reason"], sort=False).size()
-    rows = [[model, framework, _cell(reason), str(n)]
-            for (model, framework, reason), n in groups.items()]
-    return ["## Not supported", "", "These cases were not run: their framework does not support "
-            "them (n/a in the tables, in no figure). This is no failure.", "",
-            markdown_table(["Model", "Framework", "Reason", "Cases"], rows), ""]
+# The cases recorded without running, each status under a heading and a sentence of its own.
+NOT_RUN_SECTIONS = {
+    Status.UNSUPPORTED: ("Not supported", "These cases were not run: their framework does not "
+                         "support them (n/a in the tables, in no figure). This is no failure."),
+    Status.LEFT_OUT: ("Left out", "The suite declares these cases and their frameworks support "
+                      "them, but it does not run them, for what they cost (its `not_run` table; "
+                      "\"left out\" in the tables, named in the figures they are missing from)."),
+}
 
 
-def _left_out_section(cases: pd.DataFrame) -> list[str]:
-    """The cases the suite leaves out for their cost, with its reason (nothing when none)."""
-    left_out = cases[cases["status"] == Status.LEFT_OUT]
-    if left_out.empty:
-        return []
-    groups = left_out.groupby(["model", "framework", "reason"], sort=False).size()
-    rows = [[model, framework, _cell(reason), str(n)]
-            for (model, framework, reason), n in groups.items()]
-    return ["## Left out", "", "The suite declares these cases and their frameworks support "
-            "them, but it does not run them, for what they cost (its `not_run` table; \"left "
-            "out\" in the tables, named under the figures they are missing from):", "",
-            markdown_table(["Model", "Framework", "Why", "Cases"], rows), ""]
+def _not_run_sections(cases: pd.DataFrame) -> list[str]:
+    """The cases not run, by status (NOT_RUN_SECTIONS), with their reasons; nothing for a
+    status no case has."""
+    lines = []
+    for status, (heading, sentence) in NOT_RUN_SECTIONS.items():
+        groups = cases[cases["status"] == status].groupby(["model", "framework", "reason"],
+                                                         sort=False).size()
+        rows = [[model, framework, _cell(reason), str(n)]
+                for (model, framework, reason), n in groups.items()]
+        if rows:
+            lines += [f"## {heading}", "", sentence, "",
+                      markdown_table(["Model", "Framework", "Reason", "Cases"], rows), ""]
+    return lines
 
 
 def _unmeasured_section(suite: str, cases: pd.DataFrame) -> list[str]:
@@ -463,7 +461,7 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
              "## Provenance", "", provenance_section(data.cases), "",
              "## How this was measured", "", method_section(data), "",
              *_unfinished_section(data.cases),
-             *_unsupported_section(data.cases), *_left_out_section(data.cases),
+             *_not_run_sections(data.cases),
              *_unmeasured_section(suite, data.cases),
              *_machines_section(data),
              *_tables_section(data, suite, table_dir),
