@@ -239,6 +239,17 @@ def _counted(rows: pd.DataFrame, reference: str) -> bool:
         or rows["instructions_note"].fillna("").astype(bool).any())
 
 
+def _with_reference(metric: str, header: str, digits: int,
+                    words: tuple[str, str] | None) -> tuple[Column, Column]:
+    """A metric's mean ± std over seeds and, beside it, its value against the reference's: a
+    ratio in `words` ("2.10× more" rather than "2.10", so that no reader guesses which way it
+    points), or with `words` None a difference in percentage points."""
+    return (Column(header, lambda row, ref: mean_std(row, metric, digits), _measured(metric)),
+            Column("vs {reference}" + ("" if words else " (pp)"),
+                   lambda row, ref: _relative_cell(row, metric, words, ref),
+                   _measured(metric, against_reference=True)))
+
+
 # The columns in their order. A column added here is in every per-model table.
 COLUMNS = (
     Column("Framework", lambda row, ref: row["framework"] + _marks(row)),
@@ -249,18 +260,9 @@ COLUMNS = (
     Column("Step vs {reference}", lambda row, ref: _ratio_cell(row, ref), _has_reference),
     Column("Cores", lambda row, ref: _cores_cell(row)),
     Column(RATE_HEADER, lambda row, ref: _rate_cell(row), lambda rows, ref: _rated(rows)),
-    *(column for metric, header, digits, words in (
-        ("alloc_gib", "Allocations (GiB)", 3, ("more", "less")),
-        ("peak_mib", "Peak (MiB)", 1, ("more", "less")),
-        ("test_pct", "Test accuracy (%)", 2, None))
-      # a ratio says "2.10× more" rather than "2.10", so that no reader guesses which way it
-      # points; an accuracy, a difference in percentage points
-      for column in (
-          Column(header, lambda row, ref, m=metric, d=digits: mean_std(row, m, d),
-                 _measured(metric)),
-          Column("vs {reference}" + ("" if words else " (pp)"),
-                 lambda row, ref, m=metric, w=words: _relative_cell(row, m, w, ref),
-                 _measured(metric, against_reference=True)))),
+    *_with_reference("alloc_gib", "Allocations (GiB)", 3, ("more", "less")),
+    *_with_reference("peak_mib", "Peak (MiB)", 1, ("more", "less")),
+    *_with_reference("test_pct", "Test accuracy (%)", 2, None),
     Column("Instructions/step", lambda row, ref: _instructions_cell(row), _counted),
     Column("Processes", lambda row, ref: _processes_cell(row)),
     Column("Seeds", lambda row, ref: str(int(row["n"]))),
