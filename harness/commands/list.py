@@ -4,17 +4,6 @@ from __future__ import annotations
 import argparse
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    listing = sub.add_parser(
-        "list", help="models, frameworks, datasets and suites",
-        description="Every model, framework, dataset and built-in suite (those that installed "
-                    "packages register included). Each framework is imported and checked: its "
-                    "package and version, and ok or broken with the reason.")
-    listing.add_argument("--suite", metavar="FILE",
-                         help="also the models and datasets this suite file declares, and its "
-                              "cases")
-
-
 def run(args: argparse.Namespace) -> int:
     from harness.contract.data import DATASETS, dataset_names, load_dataset
     from harness.contract.specs import get_model, model_names
