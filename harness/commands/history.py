@@ -3,18 +3,16 @@ from __future__ import annotations
 
 import argparse
 
+from harness import api
 from harness.commands.common import stored
 from harness.errors import UsageError
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.report.history import build_history, format_history
-
     with stored(args.store, "history") as store:
         suites = [args.suite] if args.suite else store.suites()
         if not suites:
             raise UsageError(f"{args.store} holds no results yet: run `adh run SUITE --store "
                              f"{args.store}` at a commit, then again at the next")
-        print("\n\n".join(format_history(build_history(store, suite, args.metric, args.repo))
-                           for suite in suites))
+        print(api.history(store, suites, args.metric, args.repo))
     return 0

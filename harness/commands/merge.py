@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import argparse
 
+from harness import api
 from harness.commands.common import refuse_misplaced
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.results.merge import format_summary, merge_stores
-
     for path in (args.out, *args.inputs):
         refuse_misplaced(path, "store", "merge")
-    print(format_summary(args.out, merge_stores(args.out, args.inputs)))
+    print(api.merge(args.out, args.inputs))
     return 0

@@ -4,20 +4,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness import api
 from harness.commands.common import refuse_misplaced
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness import api
-    from harness.results.profiles import read_profiles
-    from harness.results.store import ResultsStore
-
     refuse_misplaced(args.store, "store", "report")
-    profiles = read_profiles(args.profiles) if args.profiles else []
+    profiles = api.read_profiles(args.profiles) if args.profiles else []
     if not Path(args.store).exists():
         refuse_misplaced(args.suite, "suite", "report")
     else:
-        with ResultsStore(args.store) as store:  # a suite may be called anything it was stored as
+        # a suite may be called anything it was stored as
+        with api.ResultsStore(args.store) as store:
             if args.suite not in store.suites():
                 refuse_misplaced(args.suite, "suite", "report")
     print(api.report(args.suite, args.store, args.out, profiles, check_parity=not args.no_check,
