@@ -44,12 +44,13 @@ from harness.contract.specs import get_model as get_model
 from harness.errors import UsageError
 from harness.measure.instructions import marks_library, require_valgrind
 from harness.measure.lock import expect_end, measurement_lock
+from harness.measure.numeric_facts import roofs_facts
+from harness.measure.numeric_facts import system_facts as _system_facts
 from harness.measure.provenance import REPO_DIR
 from harness.measure.provenance import code_version as code_version
 from harness.measure.roofs import bandwidth_gbs, calibrate, gemm_peak_gflops
-from harness.measure.system import Fact, roofs_facts
+from harness.measure.system import Fact
 from harness.measure.system import format_facts as format_facts
-from harness.measure.system import system_facts as _system_facts
 from harness.report import build_report
 from harness.report.ci_exports import export as ci_export
 from harness.report.explain import draw as draw
