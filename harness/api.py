@@ -77,6 +77,7 @@ from harness.results.records import Status as Status
 from harness.results.store import ResultsStore as ResultsStore
 from harness.results.store import newest_versions
 from harness.run.abtest import DEFAULT_THRESHOLDS, ABResult, ab_test, commit_of, measure_passes
+from harness.run.abtest import require_base_ran as require_base_ran
 from harness.run.catalogue import format_catalogue
 from harness.run.check import (
     CheckResult,

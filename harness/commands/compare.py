@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from harness import api
 from harness.commands.common import (
@@ -14,22 +13,6 @@ from harness.commands.common import (
     refuse_misplaced,
 )
 from harness.errors import UsageError
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-
-def require_base_ran(cases: pd.DataFrame, ref: str) -> None:
-    """UsageError where REF's side crashed, failed or timed out: a comparison with a baseline
-    that did not run says nothing, and a regression check must not pass on it."""
-    broken = cases[cases["status"].isin([api.Status.FAILED, api.Status.CRASHED,
-                                         api.Status.TIMEOUT])]
-    if len(broken):
-        first = broken.iloc[0]
-        reason = (str(first["reason"] or "").strip().splitlines() or [""])[-1][:160]
-        raise UsageError(f"{len(broken)} of {len(cases)} passes at {ref} did not finish (first: "
-                         f"{first['model']}/{first['framework']} {first['status']}: {reason}); "
-                         f"nothing to compare against: check that `adh run` works at {ref}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         # (REF's worker may predate the fingerprint: the working tree's side says where)
         api.require_one_machine(outcome.new.cases, f"this comparison with {args.against}",
                                 args.allow_mixed_machines)
-        require_base_ran(outcome.base.cases, args.against)
+        api.require_base_ran(outcome.base.cases, args.against)
         rows, base, new = outcome.rows, outcome.base, outcome.new
         labels = (args.against, "working tree")
         if args.store:
