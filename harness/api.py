@@ -60,7 +60,8 @@ from harness.report.parity import check_suite
 from harness.report.publish import publish as publish
 from harness.report.spec import format_spec as format_spec
 from harness.results import baselines
-from harness.results.compare import ComparisonRow, ResultSet, Thresholds, compare, load_result_set
+from harness.results.compare import ComparisonRow, ResultSet, compare, load_result_set
+from harness.results.compare import Thresholds as Thresholds
 from harness.results.compare import exit_code as exit_code
 from harness.results.compare import to_json as to_json
 from harness.results.compare.explained import comparison_text as comparison_text
@@ -98,9 +99,10 @@ from harness.run.plan import format_duration as format_duration
 from harness.run.plan import format_plan as format_plan
 from harness.run.profile import profile_case
 from harness.run.runner import SuiteOutcome, run_suite
-from harness.run.shards import shard_of as shard_of
-from harness.run.suites import Suite, load_suite
+from harness.run.shards import shard_of
+from harness.run.suites import Suite as Suite
 from harness.run.suites import builtin_suites as builtin_suites
+from harness.run.suites import load_suite as load_suite
 
 
 def _stderr(line: str) -> None:

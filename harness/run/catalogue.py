@@ -15,8 +15,9 @@ def format_catalogue(suite: Suite | None = None) -> str:
     out = ["models:"]
     for name in model_names():
         out.append(f"  {name:<24} {get_model(name).description}")
-    for spec in (suite.models.values() if suite else ()):
-        out.append(f"  {spec.name:<24} {spec.description} (declared in {suite.source})")
+    if suite:
+        out += [f"  {spec.name:<24} {spec.description} (declared in {suite.source})"
+                for spec in suite.models.values()]
     out.append("frameworks:")
     lines = framework_lines()
     # as wide as the longest package name (a clash's list of packages aside: it says why)
@@ -32,8 +33,9 @@ def format_catalogue(suite: Suite | None = None) -> str:
             out.append(f"  {name:<24} {load_dataset(name).source} (registered by a package)")
         except DatasetError as error:
             out.append(f"  {name:<24} broken: {error}")
-    for name, file in (suite.datasets.items() if suite else ()):
-        out.append(f"  {name:<24} {file} (declared in {suite.source})")
+    if suite:
+        out += [f"  {name:<24} {file} (declared in {suite.source})"
+                for name, file in suite.datasets.items()]
     out.append("suites:")
     listed = [load_suite(name) for name in sorted(builtin_suites())] + ([suite] if suite else [])
     for each in listed:
