@@ -11,39 +11,98 @@ LockBusy at once when another measurement holds it); every error the caller can 
     results = api.check(["engine-static"], ["mlp"])            # adh check --frameworks ...
     verdicts = api.compare_with("HEAD~1", "ci", rounds=3)      # adh compare --against HEAD~1
     path = api.report("quick", "results/adh.sqlite")           # adh report quick
+
+Below those four, the rest of what the commands call: each command's work that is more than
+reading flags and printing (`set_baseline`, `profile`, `system_facts`, ...), and, re-exported
+under their own names, the types and functions of the layers they print with. harness/commands/
+imports nothing of the harness but this module and harness.errors (an import-linter contract
+in pyproject.toml holds it).
 """
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
-from harness.contract.frameworks import ENGINES
+import pandas as pd
+
+from engine.trace import evaluation_trace, format_trace
+from harness.contract.cases import Case
+from harness.contract.data import DATASETS as DATASETS
+from harness.contract.data import dataset_names
+from harness.contract.frameworks import ENGINES, get_framework
+from harness.contract.frameworks import known_framework as known_framework
+from harness.contract.specs import MODELS as MODELS
 from harness.contract.specs import ModelSpec
+from harness.contract.specs import get_model as get_model
 from harness.errors import UsageError
+from harness.measure.instructions import marks_library, require_valgrind
 from harness.measure.lock import expect_end, measurement_lock
-from harness.measure.provenance import code_version
-from harness.measure.roofs import calibrate
+from harness.measure.numeric_facts import roofs_facts
+from harness.measure.numeric_facts import system_facts as _system_facts
+from harness.measure.provenance import REPO_DIR
+from harness.measure.provenance import code_version as code_version
+from harness.measure.roofs import bandwidth_gbs, calibrate, gemm_peak_gflops
+from harness.measure.system import Fact
+from harness.measure.system import format_facts as format_facts
 from harness.report import build_report
+from harness.report.ci_exports import export as ci_export
+from harness.report.explain import draw as draw
+from harness.report.explain import graph_dot
+from harness.report.history import build_history, format_history
 from harness.report.parity import check_suite
-from harness.results.compare import Thresholds
+from harness.report.publish import publish as publish
+from harness.report.spec import format_spec as format_spec
+from harness.results import baselines
+from harness.results.compare import ComparisonRow, ResultSet, compare, load_result_set
+from harness.results.compare import Thresholds as Thresholds
+from harness.results.compare import exit_code as exit_code
+from harness.results.compare import to_json as to_json
+from harness.results.compare.explained import comparison_text as comparison_text
 from harness.results.estimates import model_summary, verdict_rows
-from harness.results.profiles import SavedProfile
-from harness.results.records import DEFAULT_STORE, Status
-from harness.results.store import ResultsStore
-from harness.run.abtest import DEFAULT_THRESHOLDS, ABResult, ab_test, commit_of
-from harness.run.check import CheckResult, check_frameworks, ready_to_check, suite_checks
-from harness.run.cluster import ClusterOptions, run_suite_on_cluster
-from harness.run.options import RunOptions
+from harness.results.machines import require_one_machine as require_one_machine
+from harness.results.merge import format_summary, merge_stores
+from harness.results.model_tables import model_tables
+from harness.results.profiles import PROFILE_SUFFIX, format_profile, write_profile, write_trace
+from harness.results.profiles import SavedProfile as SavedProfile
+from harness.results.profiles import read_profiles as read_profiles
+from harness.results.records import DEFAULT_STORE
+from harness.results.records import FINISHED as FINISHED
+from harness.results.records import Status as Status
+from harness.results.store import ResultsStore as ResultsStore
+from harness.results.store import newest_versions
+from harness.run.abtest import DEFAULT_THRESHOLDS, ABResult, ab_test, commit_of, measure_passes
+from harness.run.abtest import require_base_ran as require_base_ran
+from harness.run.catalogue import format_catalogue
+from harness.run.check import (
+    CheckResult,
+    check_frameworks,
+    format_failures,
+    format_table,
+    ready_to_check,
+    suite_checks,
+    summary,
+)
+from harness.run.cluster import ClusterOptions as ClusterOptions
+from harness.run.cluster import dry_run_plan as dry_run_plan
+from harness.run.cluster import parse_time as parse_time
+from harness.run.cluster import run_suite_on_cluster
+from harness.run.options import RunOptions as RunOptions
 from harness.run.plan import Plan, estimate_line, format_problems, make_plan
+from harness.run.plan import format_duration as format_duration
+from harness.run.plan import format_plan as format_plan
+from harness.run.profile import profile_case
 from harness.run.runner import SuiteOutcome, run_suite
-from harness.run.suites import Suite, load_suite
+from harness.run.shards import shard_of
+from harness.run.suites import Suite as Suite
+from harness.run.suites import builtin_suites as builtin_suites
+from harness.run.suites import load_suite as load_suite
 
 
 def _stderr(line: str) -> None:
@@ -207,3 +266,175 @@ def report(suite: str, store: str | Path = DEFAULT_STORE, out_dir: str | Path | 
         return build_report(results, suite, Path(out_dir) if out_dir else None, profiles,
                             allow_mixed_machines, parity if check_parity else None,
                             allow_mixed_commits=allow_mixed_commits, command=command)
+
+
+# What the other commands do, each under the command's name where it has one.
+
+def measuring(wait: bool = True) -> AbstractContextManager[None]:
+    """The machine-wide measurement lock (one adh measurement at a time on this machine); with
+    `wait=False`, LockBusy at once where another measurement holds it."""
+    return measurement_lock(wait=wait)
+
+
+def require_instruction_counting() -> None:
+    """UsageError saying what to install where valgrind, or the C compiler its step marks need,
+    is missing: before anything runs (`--count-instructions`)."""
+    require_valgrind()
+    marks_library()
+
+
+def stored_suites(path: str | Path) -> list[str]:
+    """The suites stored in the results store at `path` (read only); StoreError where it is not
+    one."""
+    with ResultsStore(path, read_only=True) as store:
+        return store.suites()
+
+
+def baseline() -> tuple[str, str]:
+    """This machine's baseline commit and why it is that one (`adh baseline`): its entry in
+    benchmarks/ci-baselines.toml, else the parent commit."""
+    return baselines.baseline()
+
+
+def set_baseline(*, wait: bool = True, note: Callable[[str], None] = _stderr) -> str:
+    """Record HEAD as this machine's baseline (`adh baseline --set`), dropping the other
+    machines' entries, and measure the memory and instructions of the ci suite's cases at it
+    into benchmarks/ci-baseline-passes.json; `note` hears each step. Returns the commit."""
+    require_instruction_counting()  # before anything is written: what to install, where missing
+    commit, machine, dropped = baselines.set_baseline()
+    note(f"{baselines.BASELINES}: {commit} is the baseline of {machine}"
+         + (f"; the entries of {dropped} other machine{'s' * (dropped > 1)} dropped"
+            if dropped else ""))
+    suite = load_suite("ci")
+    with measurement_lock(wait=wait):
+        passes = measure_passes(commit, suite, RunOptions.from_suite(suite), on_run=note)
+    baselines.write_passes(REPO_DIR / baselines.PASSES, passes)
+    note(f"{baselines.PASSES}: the memory and instructions of the {len(passes.cases)} cases of "
+         f"the ci suite at {commit}; commit {baselines.BASELINES} and {baselines.PASSES}")
+    return commit
+
+
+def check_text(results: list[CheckResult]) -> str:
+    """`check`'s results as `adh check` prints them: the table, each failure explained, and the
+    summary line."""
+    failed = [r for r in results if not r.passed]
+    parts = [format_table(results)] + (["\n" + format_failures(failed)] if failed else [])
+    return "\n".join([*parts, f"\n{summary(results)}"])
+
+
+def shard(suite: Suite, text: str, options: RunOptions, data_dir: str | None = None
+          ) -> tuple[Suite, int, int]:
+    """The shard `text` ("I/N", `adh run --shard`) of `suite`, its I and its N."""
+    return shard_of(suite, text, options, data_dir)
+
+
+def tables(store: ResultsStore, suite: str, what: str, *, keys: set[str] | None = None,
+           newest: bool = False, allow_mixed_machines: bool = False) -> str | None:
+    """The per-model tables that `adh run` prints under a run (the cases of `keys`; None where
+    the store holds none of them) and `adh results` of a stored suite (`newest`: of several
+    commits' results, the newest), each verdict judged against the store's earlier verdicts.
+    UsageError where the cases ran on different machines, unless `allow_mixed_machines`."""
+    cases = store.cases(suite)
+    if keys is not None:
+        cases = cases[cases["key"].isin(keys)]
+        if not len(cases):
+            return None
+    if newest:
+        cases = newest_versions(cases)
+    return model_tables(cases, store.epochs(suite), store.runs(suite), what,
+                        allow_mixed_machines, store.verdicts())
+
+
+def compare_stored(base: str, new: str, thresholds: Thresholds, *,
+                   allow_mixed_machines: bool = False
+                   ) -> tuple[list[ComparisonRow], ResultSet, ResultSet]:
+    """Two stored result sets compared (`adh compare BASE NEW`): the verdicts and both sets.
+    UsageError where their cases ran on different machines, unless `allow_mixed_machines`."""
+    base_set, new_set = load_result_set(base), load_result_set(new)
+    require_one_machine(pd.concat([base_set.cases, new_set.cases]), f"{base} with {new}",
+                        allow_mixed_machines)
+    return compare(base_set, new_set, thresholds), base_set, new_set
+
+
+def catalogue(suite: str | None = None) -> str:
+    """What `adh list` prints: every model, framework (each checked), dataset and suite, and
+    the models and datasets the suite file `suite` declares."""
+    return format_catalogue(load_suite(suite) if suite else None)
+
+
+def merge(out: str | Path, inputs: Sequence[str | Path]) -> str:
+    """Join the stores `inputs` into `out` (`adh merge`); what was merged, as it prints it."""
+    return format_summary(out, merge_stores(out, list(inputs)))
+
+
+def history(store: ResultsStore, suites: Sequence[str], metric: str = "step",
+            repo: Path | None = None) -> str:
+    """Each case's `metric` over the commits, with change points, per suite (`adh history`)."""
+    return "\n\n".join(format_history(build_history(store, suite, metric, repo))
+                       for suite in suites)
+
+
+def export(store: ResultsStore, folder: str | Path, fmt: str = "csv", suite: str | None = None,
+           allow_mixed_machines: bool = False) -> list[Path]:
+    """Write what `store` holds into `folder` (`adh results --export`): its tables as csv or
+    parquet, or as a CI benchmark tool reads them ("bmf", "github"); returns the paths."""
+    if fmt in ("bmf", "github"):
+        return ci_export(store, folder, fmt, suite, allow_mixed_machines)
+    return store.export(folder, fmt)
+
+
+def write_graph(model: str, out: Path, batch: int | None = None) -> Path:
+    """Write OUT/MODEL-graph.dot, the engine's static graph of `model`'s training step with
+    `batch` (default: the model's) on its edges (`adh graph`); returns its path (`draw` draws
+    it)."""
+    path = out / f"{model}-graph.dot"
+    path.write_text(graph_dot(model, batch))
+    return path
+
+
+def profile(model: str, frameworks: Sequence[str], trace_dir: Path, *,
+            dataset: str | None = None, seed: int = 0, batch_size: int | None = None,
+            threads: int = 1, dtype: str = "float32", data_dir: str | None = None,
+            steps: int = 50, warmup: int = 10, wait: bool = True) -> Iterator[str]:
+    """Profile `model`'s training step in each of `frameworks` (`adh profile`), holding the
+    measurement lock: each one's trace and profile written into `trace_dir`, and, as each
+    finishes, what `adh profile` prints of it. UsageError before anything runs for an unknown
+    dataset or framework."""
+    spec = get_model(model)
+    if dataset is not None and dataset not in dataset_names():
+        raise UsageError(f"--dataset {dataset}: no dataset of that name; adh profile takes "
+                         f"one of {', '.join(dataset_names())} (a file of your own trains with "
+                         "adh run SUITE --dataset FILE)")
+    for name in frameworks:
+        get_framework(name)  # an unknown or uninstalled one: one line, before anything runs
+    with measurement_lock(wait=wait):
+        peak, bandwidth = gemm_peak_gflops(threads), bandwidth_gbs(threads)
+        for name in frameworks:
+            case = Case("profile", spec.name, name, dataset or spec.dataset, seed=seed,
+                        batch_size=batch_size or spec.batch_size, optimizer=spec.optimizer,
+                        lr=spec.lr, threads=threads, dtype=dtype)
+            result = profile_case(case, data_dir, steps=steps, warmup=warmup)
+            trace = trace_dir / f"{spec.name}-{name}.trace.json"
+            write_trace(trace, result.steps, name)
+            write_profile(trace_dir / f"{spec.name}-{name}{PROFILE_SUFFIX}", result, peak,
+                          bandwidth)
+            yield (f"{name} on {spec.name} ({case.dataset}, batch {case.batch_size}, "
+                   f"{dtype}, {threads} threads; GEMM peak {peak:.0f} GFLOP/s)\n\n"
+                   + format_profile(result.rows, result.step_s, result.profiled_s, peak)
+                   + f"\nTrace: {trace}\n")
+
+
+def system_facts(threads: int = 2, watch_s: float = 2.0) -> list[Fact]:
+    """Every fact a measurement on this machine depends on, with its verdict (`adh system`):
+    the roofs at `threads` calibrated first, the host's steadiness timed over `watch_s`."""
+    calibrate({threads})
+    return _system_facts(threads, steadiness_s=watch_s) + roofs_facts(threads)
+
+
+def trace(expression: str, values: dict[str, float]) -> str:
+    """The engine's forward primal and reverse adjoint trace of the scalar `expression` at
+    `values` (`adh trace`); UsageError where it cannot be parsed or evaluated."""
+    try:
+        return format_trace(evaluation_trace(expression, values))
+    except ValueError as e:
+        raise UsageError(str(e)) from None

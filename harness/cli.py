@@ -1,9 +1,10 @@
 """`adh`: run benchmark suites, prove parity, list what is available, read results.
 
-Each command is a module of harness/commands/ (its parser in `add_parser`, its work in `run`);
-the flags several share are declared once, in harness/commands/common_args.py. Numeric
-libraries are imported only after the thread count is pinned, so that nothing here imports
-anything heavy at the top: each command imports what it needs when it runs.
+Each command has its flags in harness/commands/parsers/NAME.py (`add_parser`) and its work in
+harness/commands/NAME.py (`run`, over harness.api); the flags several share are declared once,
+in harness/commands/common_args.py. Building the parser imports every command's flags and
+nothing heavy; only then, the thread count pinned, is the one command that runs imported, and
+with it harness.api and the numeric libraries.
 """
 from __future__ import annotations
 
@@ -42,8 +43,13 @@ EPILOG = """examples:
 
 
 def command(name: str) -> ModuleType:
-    """The module of `adh NAME` (harness/commands/NAME.py)."""
+    """The module that runs `adh NAME` (harness/commands/NAME.py); it imports harness.api."""
     return importlib.import_module(f".commands.{name}", __package__)
+
+
+def flags(name: str) -> ModuleType:
+    """The module that declares `adh NAME`'s flags (harness/commands/parsers/NAME.py): light."""
+    return importlib.import_module(f".commands.parsers.{name}", __package__)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -54,7 +60,7 @@ def parser() -> argparse.ArgumentParser:
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
-        command(name).add_parser(sub)
+        flags(name).add_parser(sub)
     return top
 
 

@@ -37,9 +37,9 @@ failure.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from harness.contract.frameworks.base import Framework
 from harness.contract.specs import MODELS
@@ -92,7 +92,7 @@ def parametrize_with_checks(frameworks: Iterable[str | type[Framework]] | str | 
     models, dtypes = list(MODELS if models is None else models), list(dtypes)
     options = {"steps": steps, "seed": seed, "threads": threads, "test_limit": test_limit,
                "data_dir": data_dir}
-    cases = [pytest.param(_Case(framework, model, dtype, options),
+    cases = [pytest.param(_Case(framework, model, dtype, options, pytest.fail, pytest.skip),
                           id=f"{framework_name(framework)}-{model}-{dtype}")
              for framework in frameworks for model in models for dtype in dtypes]
     return pytest.mark.parametrize("check", cases)
@@ -102,8 +102,11 @@ class _Case:
     """One parametrized case: calling it checks one framework on one model in one dtype."""
 
     def __init__(self, framework: str | type[Framework], model: str, dtype: str,
-                 options: dict) -> None:
+                 options: dict, fail: Callable[..., NoReturn],
+                 skip: Callable[[str], NoReturn]) -> None:
         self.framework, self.model, self.dtype, self.options = framework, model, dtype, options
+        # pytest.fail and pytest.skip, from parametrize_with_checks: the one import of pytest
+        self.fail, self.skip = fail, skip
 
     def __repr__(self) -> str:  # what pytest prints for the `check` argument of a failed test
         name = framework_name(self.framework)
@@ -111,12 +114,10 @@ class _Case:
 
     def __call__(self) -> None:
         __tracebackhide__ = True
-        import pytest  # noqa: PLC0415 - pytest is for tests: harness.plugin, which adapters import, loads this module
-
         try:
             (result,) = check_framework(self.framework, [self.model], [self.dtype],
                                         **self.options)
         except AdhError as error:  # no torch, an unknown name: one line, no traceback
-            pytest.fail(str(error), pytrace=False)
+            self.fail(str(error), pytrace=False)
         if result.not_applicable:
-            pytest.skip(result.not_applicable)
+            self.skip(result.not_applicable)

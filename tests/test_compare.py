@@ -537,7 +537,7 @@ def test_a_baseline_that_did_not_run_is_no_comparison() -> None:
     """A regression check whose BASE crashed must not pass: every verdict would be `~`."""
     import pandas as pd
 
-    from harness.commands.compare import require_base_ran
+    from harness.run.abtest import require_base_ran
 
     cases = pd.DataFrame({"model": ["mlp", "cnn"], "framework": ["engine-static"] * 2,
                           "status": ["ok", "crashed"],

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.measure.numeric_facts import steadiness_fact, system_facts
 from harness.measure.system import (
     NOT_EXPOSED,
     Fact,
@@ -19,8 +20,6 @@ from harness.measure.system import (
     governor_fact,
     parse_cpuinfo,
     provenance_facts,
-    steadiness_fact,
-    system_facts,
     turbo_fact,
 )
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness import api
+from harness.errors import StoreError
+
 SQLITE_HEADER = b"SQLite format 3\x00"
 STORE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 
@@ -26,21 +29,16 @@ def is_store(text: str) -> bool:
 def kind_of(text: str) -> str | None:
     """What `text` names, where it names something the harness knows: "a results store", "a
     suite", "a suite file", "a model", "a framework", "a dataset"; None otherwise."""
-    from harness.contract.data import DATASETS
-    from harness.contract.frameworks import known_framework
-    from harness.contract.specs import MODELS
-    from harness.run.suites import builtin_suites
-
     if is_store(text):
         return "a results store"
-    if text in builtin_suites():
+    if text in api.builtin_suites():
         return "a suite"
     if text.endswith(".toml"):
         return "a suite file"
-    for names, kind in ((MODELS, "a model"), (DATASETS, "a dataset")):
+    for names, kind in ((api.MODELS, "a model"), (api.DATASETS, "a dataset")):
         if text in names:
             return kind
-    return "a framework" if known_framework(text) else None
+    return "a framework" if api.known_framework(text) else None
 
 
 def misplaced(text: str, expected: str, command: str) -> str | None:
@@ -106,13 +104,9 @@ def _instead(text: str, kind: str, expected: str, command: str) -> str:
 
 def _stored_suites(path: str) -> list[str]:
     """The suites in the store at `path`, or none where it cannot be read as one."""
-    from harness.errors import StoreError
-    from harness.results.store import ResultsStore
-
     if not Path(path).is_file():
         return []
     try:
-        with ResultsStore(path, read_only=True) as store:
-            return store.suites()
+        return api.stored_suites(path)
     except StoreError:
         return []

@@ -4,53 +4,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness.commands.common_args import add_no_wait
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    base = sub.add_parser(
-        "baseline", help="the commit the regression check measures against, on this machine",
-        description="Print the baseline commit of this machine (by its fingerprint: CPU model, "
-                    "logical cores, BLAS) from benchmarks/ci-baselines.toml, or the parent "
-                    "commit where this machine has none; why, on standard error. make "
-                    "regression measures the ci suite at that commit and in the working tree, "
-                    "both here (adh compare --against).")
-    base.add_argument("--set", action="store_true",
-                      help="after an intended change (slower, hungrier, less accurate): record "
-                           "HEAD as this machine's baseline (commit first), dropping the other "
-                           "machines' entries, which predate the change, and measure its memory "
-                           "and instructions on the ci suite once (about 2 minutes on 2 cores: "
-                           "adh compare --against takes them from there on this machine); then "
-                           "commit both files")
-    add_no_wait(base)
+from harness import api
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.measure.lock import measurement_lock
-    from harness.measure.provenance import REPO_DIR
-    from harness.results.baselines import BASELINES, PASSES, baseline, set_baseline, write_passes
-    from harness.run.abtest import measure_passes
-    from harness.run.options import RunOptions
-    from harness.run.suites import load_suite
-
     if args.set:
-        from harness.measure.instructions import marks_library, require_valgrind
-
-        require_valgrind()  # before anything is written: what to install, where it is missing
-        marks_library()
-        commit, machine, dropped = set_baseline()
-        print(f"{BASELINES}: {commit} is the baseline of {machine}"
-              + (f"; the entries of {dropped} other machine{'s' * (dropped > 1)} dropped"
-                 if dropped else ""), file=sys.stderr)
-        suite = load_suite("ci")
-        with measurement_lock(wait=not args.no_wait):
-            passes = measure_passes(commit, suite, RunOptions.from_suite(suite),
-                                    on_run=lambda message: print(message, file=sys.stderr))
-        write_passes(REPO_DIR / PASSES, passes)
-        print(f"{PASSES}: the memory and instructions of the {len(passes.cases)} cases of the "
-              f"ci suite at {commit}; commit {BASELINES} and {PASSES}", file=sys.stderr)
+        api.set_baseline(wait=not args.no_wait)
         return 0
-    commit, why = baseline()
+    commit, why = api.baseline()
     print(f"baseline: {commit}, {why}", file=sys.stderr)
     print(commit)
     return 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.results.records import DEFAULT_STORE
+from harness.constants import DEFAULT_STORE
 
 
 def positive_int(text: str) -> int:

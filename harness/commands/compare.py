@@ -4,127 +4,40 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from harness import api
 from harness.commands.common import (
     cluster_options,
     counting,
     load_suite,
     refuse_misplaced,
 )
-from harness.commands.common_args import (
-    add_cluster,
-    add_data_dir,
-    add_mixed_machines,
-    add_no_wait,
-    positive_int,
-)
 from harness.errors import UsageError
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    compare = sub.add_parser(
-        "compare", help="did a change make things slower, hungrier or less accurate?",
-        description="Compare two result sets per model, framework and metric: step time (ratio of "
-                    "medians, minimum factor and Mann-Whitney U), memory (tight threshold), "
-                    "accuracy (tolerance). Exit status 1 on any regression. BASE and NEW are a "
-                    "results store (PATH.sqlite, optionally PATH.sqlite#SUITE or @CODE_VERSION) or "
-                    "a folder of exported tables. With --against REF, measure REF (a git worktree) "
-                    "and the working tree in alternation instead.",
-        epilog="examples:\n  adh compare base.sqlite#ci results/adh.sqlite#ci\n"
-               "  adh compare --against main --suite ci --rounds 5",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    compare.add_argument("base", nargs="?", help="BASE result set")
-    compare.add_argument("new", nargs="?", help="NEW result set")
-    compare.add_argument("--against", metavar="REF",
-                         help="measure git REF and the working tree, A B A B")
-    compare.add_argument("--suite", default="ci", help="suite for --against (default: %(default)s)")
-    compare.add_argument("--rounds", type=positive_int, default=5,
-                         help="A/B rounds (default: %(default)s)")
-    compare.add_argument("--min-factor", type=float, default=1.10,
-                         help="smallest time ratio called a change (default: %(default)s)")
-    compare.add_argument("--alpha", type=float, default=0.01,
-                         help="significance level (default: %(default)s)")
-    compare.add_argument("--memory-tolerance", type=float, default=0.02,
-                         help="relative memory change allowed (default: %(default)s)")
-    compare.add_argument("--count-instructions", action="store_true",
-                         help="with --against: also count instructions per step under valgrind, "
-                              "once per case and side (see adh run --count-instructions)")
-    compare.add_argument("--instructions-tolerance", type=float, default=0.01,
-                         help="relative change of instructions per step allowed "
-                              "(default: %(default)s)")
-    compare.add_argument("--accuracy-tolerance", type=float, default=0.5,
-                         help="test accuracy drop allowed, in points (default: %(default)s)")
-    compare.add_argument("--json", type=Path, metavar="FILE",
-                         help="also write the verdicts as JSON")
-    add_data_dir(compare, ", for --against")
-    compare.add_argument("--store", type=Path, metavar="PATH",
-                         help="with --against: also keep both sides' measurements in this results "
-                              "store (each side under its commit: adh history and adh publish "
-                              "show them)")
-    add_mixed_machines(compare, "compare result sets whose cases")
-    add_cluster(compare)
-    add_no_wait(compare)
-
-
-def require_base_ran(cases: pd.DataFrame, ref: str) -> None:
-    """UsageError where REF's side crashed, failed or timed out: a comparison with a baseline
-    that did not run says nothing, and a regression check must not pass on it."""
-    from harness.results.records import Status
-
-    broken = cases[cases["status"].isin([Status.FAILED, Status.CRASHED, Status.TIMEOUT])]
-    if len(broken):
-        first = broken.iloc[0]
-        reason = (str(first["reason"] or "").strip().splitlines() or [""])[-1][:160]
-        raise UsageError(f"{len(broken)} of {len(cases)} passes at {ref} did not finish (first: "
-                         f"{first['model']}/{first['framework']} {first['status']}: {reason}); "
-                         f"nothing to compare against: check that `adh run` works at {ref}")
 
 
 def run(args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    from harness.results.attribution_tables import explain_difference, runs_of
-    from harness.results.compare import (
-        Thresholds,
-        compare,
-        exit_code,
-        load_result_set,
-        to_json,
-        to_markdown,
-    )
-    from harness.results.machines import require_one_machine
-    from harness.results.notes import host_steadiness
-
-    thresholds = Thresholds(min_factor=args.min_factor, alpha=args.alpha,
-                            memory_tolerance=args.memory_tolerance,
-                            instructions_tolerance=args.instructions_tolerance,
-                            accuracy_tolerance_pp=args.accuracy_tolerance)
+    thresholds = api.Thresholds(min_factor=args.min_factor, alpha=args.alpha,
+                                memory_tolerance=args.memory_tolerance,
+                                instructions_tolerance=args.instructions_tolerance,
+                                accuracy_tolerance_pp=args.accuracy_tolerance)
     if args.against:
-        from harness import api
-        from harness.run.options import RunOptions
-
         if args.base or args.new:
             raise UsageError("give either BASE and NEW, or --against REF, not both")
         suite = load_suite(args.suite, "compare")
-        options = RunOptions.from_suite(suite, data_dir=args.data_dir,
-                                        count_instructions=counting(args))
+        options = api.RunOptions.from_suite(suite, data_dir=args.data_dir,
+                                            count_instructions=counting(args))
         cluster = cluster_options(args, suite.name, "results/compare.sqlite")
         outcome = api.compare_with(args.against, suite, args.rounds, options, thresholds,
                                    cluster=cluster, wait=not args.no_wait)
         # both sides of a case ran on one machine; cases on nodes of different kinds would pool
         # (REF's worker may predate the fingerprint: the working tree's side says where)
-        require_one_machine(outcome.new.cases, f"this comparison with {args.against}",
-                            args.allow_mixed_machines)
-        require_base_ran(outcome.base.cases, args.against)
-        rows, labels = outcome.rows, (args.against, "working tree")
+        api.require_one_machine(outcome.new.cases, f"this comparison with {args.against}",
+                                args.allow_mixed_machines)
+        api.require_base_ran(outcome.base.cases, args.against)
+        rows, base, new = outcome.rows, outcome.base, outcome.new
+        labels = (args.against, "working tree")
         if args.store:
-            from harness.results.store import ResultsStore
-
-            with ResultsStore(args.store) as store:
+            with api.ResultsStore(args.store) as store:
                 for result in outcome.results:
                     store.save(result)
     else:
@@ -137,23 +50,11 @@ def run(args: argparse.Namespace) -> int:
         if args.executor or args.store:
             raise UsageError(f"{'--executor' if args.executor else '--store'} keeps what is "
                              "measured: it goes with --against REF, not with BASE and NEW")
-        base, new = load_result_set(args.base), load_result_set(args.new)
-        require_one_machine(pd.concat([base.cases, new.cases]), f"{args.base} with {args.new}",
-                            args.allow_mixed_machines)
-        rows = compare(base, new, thresholds)
+        rows, base, new = api.compare_stored(args.base, args.new, thresholds,
+                                             allow_mixed_machines=args.allow_mixed_machines)
         labels = (args.base, args.new)
-    print(to_markdown(rows, *labels))
-    sets = (outcome.base, outcome.new) if args.against else (base, new)
-    why = explain_difference(*(runs_of(s.cases, s.runs) for s in sets), labels)
-    if why:
-        print(f"\n{why}")
     # both sides of --against ran side by side: one host; two stored sets may be two days apart
-    sides = ([("", pd.concat([outcome.base.runs, outcome.new.runs]))] if args.against
-             else [(f"{labels[0]}: ", base.runs), (f"{labels[1]}: ", new.runs)])
-    for label, runs in sides:
-        steadiness = host_steadiness(runs)
-        if steadiness:
-            print(f"\n{label}{steadiness}")
+    print(api.comparison_text(rows, labels, base, new, one_host=bool(args.against)))
     if args.json:
-        args.json.write_text(to_json(rows))
-    return exit_code(rows)
+        args.json.write_text(api.to_json(rows))
+    return api.exit_code(rows)

@@ -3,30 +3,12 @@ from __future__ import annotations
 
 import argparse
 
+from harness import api
 from harness.commands.common import refuse_misplaced
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    merge = sub.add_parser(
-        "merge", help="join the stores of a suite's shards (or of any runs) into one",
-        description="Copy every case of the IN stores into OUT (created if missing; if it "
-                    "exists, its cases take part), one copy per case key with its provenance: "
-                    "where several stores hold a key, the finished copy with the most timing "
-                    "passes wins, then the newest. Cases of different machines are kept, and "
-                    "tables, reports and comparisons then refuse to pool them unless told "
-                    "--allow-mixed-machines.",
-        epilog="example:\n  adh run quick --shard 1/3 --store s1.sqlite   (and 2/3, 3/3 "
-               "elsewhere)\n  adh merge quick.sqlite s1.sqlite s2.sqlite s3.sqlite\n"
-               "  adh report quick --store quick.sqlite",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    merge.add_argument("out", metavar="OUT", help="the merged store (.sqlite)")
-    merge.add_argument("inputs", nargs="+", metavar="IN", help="stores to merge")
-
-
 def run(args: argparse.Namespace) -> int:
-    from harness.results.merge import format_summary, merge_stores
-
     for path in (args.out, *args.inputs):
         refuse_misplaced(path, "store", "merge")
-    print(format_summary(args.out, merge_stores(args.out, args.inputs)))
+    print(api.merge(args.out, args.inputs))
     return 0

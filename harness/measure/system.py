@@ -7,23 +7,21 @@ exists, names the exact command; nothing here changes the machine.
 
 Importing this module imports neither numpy nor torch, and `provenance_facts` never does:
 provenance is taken in processes that have not yet pinned their thread count, so it reads only
-/proc, /sys, os and the environment. Only the BLAS fact of `system_facts` imports numpy.
+/proc, /sys, os and the environment. The facts that need numpy or scipy (BLAS, the host's
+steadiness, the roofs) and `system_facts`, which adds them, are in harness.measure.numeric_facts.
 """
 from __future__ import annotations
 
 import glob
-import math
 import os
 import resource
 import shutil
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from threadpoolctl import threadpool_info
-
-from harness.measure.drift import probe_spread, probes_for
 from harness.measure.policy import DEFAULT_POLICY
 from harness.measure.threads import usable_cpus
 
@@ -121,27 +119,6 @@ def turbo_fact(no_turbo: str | None, boost: str | None) -> Fact:
                   f"the clock varies with heat and load: {fix}")
 
 
-def steadiness_fact(probes: list[float]) -> Fact:
-    """How much identical work (the drift probe, timed back to back) varies on this host, and
-    how many paired processes a ratio's 95 % PI (a rerun's interval) of ±5 % would take at that
-    spread."""
-    from harness.measure.stats import (  # noqa: PLC0415 - scipy stays out of the measured worker, which reads provenance_facts
-        format_processes_needed,
-        ratio_half_width,
-    )
-
-    spread = probe_spread(probes)
-    if not math.isfinite(spread):
-        return Fact("host steadiness", f"not measured ({len(probes)} timing"
-                    f"{'' if len(probes) == 1 else 's'})", "info")
-    value = f"identical work varies by {spread:.1%} (robust CV of {len(probes)} timings)"
-    return _check("host steadiness", value,
-                  ratio_half_width(STEADY_PROCESSES, spread) > 0.05,
-                  f"{format_processes_needed(spread)}, the paper suite has "
-                  f"{STEADY_PROCESSES}: measure on a dedicated machine, or later, or with more "
-                  "rounds (adh run SUITE --rounds R)")
-
-
 def aslr_fact(text: str | None) -> Fact:
     """The randomize_va_space setting, for the record: the measurements do not depend on it."""
     value = NOT_EXPOSED if text is None else {"0": "off (0)", "1": "partial (1)",
@@ -208,8 +185,13 @@ def _tool_fact(name: str, path: str | None, needed_for: str) -> Fact:
         name, "not installed", "info", f"needed for {needed_for}: apt-get install {name}")
 
 
-def _facts(threads: int | None, sample_s: float, numeric: bool,
-           steadiness_s: float = STEADINESS_S) -> list[Fact]:
+def machine_facts(threads: int | None, sample_s: float = SAMPLE_S,
+                  steadiness: Callable[[], Fact] | None = None,
+                  blas: Callable[[], Fact] | None = None) -> list[Fact]:
+    """The facts about this machine that need neither numpy nor scipy, with `threads` checked
+    against the CPUs this process may run on and CPU use sampled for `sample_s` seconds (0:
+    leave those facts out); `steadiness` and `blas` (harness.measure.numeric_facts) add theirs,
+    each in its place, called in the order of the list."""
     cpuinfo = _read("/proc/cpuinfo") or ""
     hypervisor = parse_cpuinfo(cpuinfo)[2]
     preload = os.environ.get("LD_PRELOAD", "")
@@ -218,12 +200,12 @@ def _facts(threads: int | None, sample_s: float, numeric: bool,
     return [
         *_cpu_facts(threads, cpuinfo),
         *(_usage_facts(sample_s, os.cpu_count() or 1) if sample_s > 0 else []),
-        *([steadiness_fact(probes_for(steadiness_s))] if numeric else []),
+        *([steadiness()] if steadiness else []),
         Fact("hypervisor", "yes (a virtual machine)" if hypervisor else "no", "info"),
         governor_fact([_read(path) or "" for path in governors]),
         turbo_fact(_read(f"{_SYS_CPU}/intel_pstate/no_turbo"), _read(f"{_SYS_CPU}/cpufreq/boost")),
         _env_fact("thread variables", THREAD_VARIABLES, "the thread count"),
-        *([_blas_fact(threads)] if numeric else []),
+        *([blas()] if blas else []),
         _env_fact("malloc variables", MALLOC_VARIABLES, "the allocator policy"),
         Fact("allocator", allocator + (f" (LD_PRELOAD={preload[:60]})" if preload else ""), "info"),
         Fact("PYTHONHASHSEED", os.environ.get("PYTHONHASHSEED", "unset (random per process)"),
@@ -235,52 +217,10 @@ def _facts(threads: int | None, sample_s: float, numeric: bool,
     ]
 
 
-def _blas_fact(threads: int | None) -> Fact:
-    import numpy  # noqa: F401, PLC0415 - only here: the caller has settled the thread count, or does not mind
-    value = "; ".join(f"{p['internal_api']} {p['version']}, {p['num_threads']} threads"
-                      + (f", {p['architecture']}" if p.get("architecture") else "")
-                      for p in threadpool_info() if p["user_api"] == "blas")
-    count = f"to {threads} " if threads else ""
-    return Fact("BLAS", value or "none loaded", "info",
-                f"adh sets BLAS threads {count}in each measured process itself")
-
-
-def system_facts(threads: int | None = None, *, sample_s: float = SAMPLE_S,
-                 steadiness_s: float = STEADINESS_S) -> list[Fact]:
-    """Every fact about this machine, those that import numpy included (BLAS, host steadiness).
-
-    `threads` is the thread count a measurement will use, checked against the CPUs this process
-    may run on. CPU use is sampled for `sample_s` seconds (0: leave those facts out), the
-    reference workload timed for `steadiness_s`.
-    """
-    return _facts(threads, sample_s, numeric=True, steadiness_s=steadiness_s)
-
-
 def provenance_facts(sample_s: float = SAMPLE_S) -> dict[str, str]:
     """The facts as {name: value} for a run's provenance; BLAS and host steadiness left out, since
     they need numpy (the runner times the steadiness probe around every pass instead)."""
-    return {f.name: f.value for f in _facts(None, sample_s, numeric=False)}
-
-
-def roofs_facts(threads: int) -> list[Fact]:
-    """The machine's roofs at `threads` threads (harness.measure.roofs), from its cache: what
-    achieved GFLOP/s and bytes per second are measured against."""
-    from harness.measure.roofs import (  # noqa: PLC0415 - roofs loads numpy: provenance_facts, in the worker, must not
-        cached_bandwidth_gbs,
-        cached_gemm_peak_gflops,
-    )
-
-    advice = ("not measured: more threads than CPUs to use, or the machine was busy (a contended "
-              "measurement is not kept); run again when it is quiet")
-
-    peak, bandwidth = cached_gemm_peak_gflops(threads), cached_bandwidth_gbs(threads)
-    return [
-        Fact("GEMM peak", f"{peak:.0f} GFLOP/s (float32, {threads} threads)" if peak else "unknown",
-             "info", "" if peak else advice),
-        Fact("memory bandwidth",
-             f"{bandwidth:.1f} GB/s (triad, float32, {threads} threads)" if bandwidth else
-             "unknown", "info", "" if bandwidth else advice),
-    ]
+    return {f.name: f.value for f in machine_facts(None, sample_s)}
 
 
 def format_facts(facts: list[Fact]) -> str:

@@ -12,12 +12,12 @@ from enum import StrEnum
 from statistics import median
 from typing import TYPE_CHECKING, Any
 
+from harness.constants import DEFAULT_STORE  # noqa: F401 - kept here, where the store's users import it
 from harness.contract.cases import Case
 
 if TYPE_CHECKING:  # numpy and scipy load only when asked: a worker pins its threads first
     from harness.measure.stats import Estimate
 
-DEFAULT_STORE = "results/adh.sqlite"  # where results are kept unless told (--store)
 
 
 class Status(StrEnum):

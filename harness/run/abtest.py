@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from harness.errors import UsageError
 from harness.measure.provenance import REPO_DIR, code_version
@@ -47,6 +47,9 @@ from harness.run.options import RunOptions
 from harness.run.processes import WorkerError
 from harness.run.runner import Probes, case_keys, deterministic_passes, measure_round, rotated
 from harness.run.suites import Suite
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_THRESHOLDS = Thresholds()
 
@@ -189,6 +192,18 @@ def _fill_recorded(result: CaseResult, passes: RecordedPasses | None,
         result.instructions_note = passes.instructions_note
     result.provenance["recorded_passes"] = "adh baseline --set"
     return True
+
+
+def require_base_ran(cases: pd.DataFrame, ref: str) -> None:
+    """UsageError where REF's side crashed, failed or timed out: a comparison with a baseline
+    that did not run says nothing, and a regression check must not pass on it."""
+    broken = cases[cases["status"].isin([Status.FAILED, Status.CRASHED, Status.TIMEOUT])]
+    if len(broken):
+        first = broken.iloc[0]
+        reason = (str(first["reason"] or "").strip().splitlines() or [""])[-1][:160]
+        raise UsageError(f"{len(broken)} of {len(cases)} passes at {ref} did not finish (first: "
+                         f"{first['model']}/{first['framework']} {first['status']}: {reason}); "
+                         f"nothing to compare against: check that `adh run` works at {ref}")
 
 
 def measure_passes(ref: str, suite: Suite, options: RunOptions, repo: Path = REPO_DIR,

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.constants import CHECK_COLUMNS_NOTE
 from harness.contract import metrics
 from harness.contract.cases import dataset_file
 from harness.contract.data import load_dataset
@@ -360,12 +361,7 @@ def _named(framework: str | type[Framework]) -> tuple[str, type[Framework]]:
     return framework_name(framework), cls
 
 
-# What the table's columns are, printed under it and in `adh check --help`.
-COLUMNS_NOTE = ("grad rho, weights rho: the largest rho(x, y) = |x - y| / max(1, |x| + |y|) over "
-                "every entry of every parameter, the framework's against torch's (relative for "
-                "large values, absolute near zero); loss rel diff: the largest relative "
-                "difference of the loss over the steps; same preds: the test examples both "
-                "models give the same class.")
+COLUMNS_NOTE = CHECK_COLUMNS_NOTE  # under the table, and in `adh check --help`
 
 
 def format_table(results: list[CheckResult]) -> str:

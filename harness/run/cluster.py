@@ -40,6 +40,8 @@ from harness.run.worker import measure_case
 if TYPE_CHECKING:
     import submitit
 
+    from harness.run.plan import Plan
+
 EXECUTORS = ("slurm", "local")
 JOBS_FILE = "jobs.json"
 MIN_TIME_MIN = 10  # a task's time limit is never below this (start-up, a slow node)
@@ -140,6 +142,18 @@ def dry_run(results: list[CaseResult], cluster: ClusterOptions, time_min: int) -
     path = cluster.folder / "dry-run.sh"
     path.write_text(script)
     return path
+
+
+def dry_run_plan(plan: Plan, cluster: ClusterOptions) -> tuple[int, Path] | None:
+    """`adh run --executor slurm --dry-run`: the sbatch script of the plan's cases that would
+    run (neither stored nor unsupported), written by `dry_run` and not submitted, and how many
+    tasks it holds; None when every case is stored or not supported."""
+    todo = [p for p in plan.cases if not (p.skipped or p.unsupported)]
+    if not todo:
+        return None
+    script = dry_run([CaseResult(case=p.case, key=p.key, status=Status.OK) for p in todo],
+                     cluster, time_limit_min([p.estimate_s for p in todo], cluster))
+    return len(todo), script
 
 
 def failed_task(result: CaseResult, error: Exception, job: Any = None) -> CaseResult:

@@ -78,3 +78,11 @@ def shard_suite(suite: Suite, index: int, count: int, options: RunOptions,
                          f"{len(costs)} shards")
     mine = set(split(costs, count)[index - 1])
     return replace(suite, cases=[c for c, k in zip(suite.cases, keys, strict=True) if k in mine])
+
+
+def shard_of(suite: Suite, text: str, options: RunOptions, data_dir: str | None = None
+             ) -> tuple[Suite, int, int]:
+    """`adh run --shard I/N`: the I-th of N parts of `suite` (`shard_suite`), with I and N as
+    `text` gives them; UsageError where `text` is not I/N."""
+    index, count = parse_shard(text)
+    return shard_suite(suite, index, count, options, data_dir), index, count

@@ -171,6 +171,25 @@ def load(found: Registration) -> type[Framework]:
     return cls
 
 
+def framework_lines() -> list[tuple[str, str, str, str]]:
+    """(name, status, package and version, description) of every registered framework, each
+    imported and checked: status "broken" when it cannot be used, the description then the
+    reason, in one line."""
+    lines = []
+    for name, found in registrations().items():
+        packages = ", ".join(r.package for r in found)
+        if len(found) > 1:
+            lines.append((name, "broken", packages, clash_reason(found)))
+            continue
+        try:
+            description = load(found[0]).description
+        except FrameworkError as error:
+            lines.append((name, "broken", packages, " ".join(error.reason.split())))
+        else:
+            lines.append((name, "ok", packages, description or "-"))
+    return lines
+
+
 def _import_fix(found: Registration, module: str, error: ImportError) -> str:
     """What to do when importing `module` failed with `error`: what to install, or, where the
     missing module is one of the harness's own, where the contract's names are now."""
