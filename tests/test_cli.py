@@ -25,8 +25,7 @@ from harness.run.suites import builtin_suites
 from toy_adapters import BANDWIDTH, GEMM_PEAK, NAMES, activate, launches, write_suite
 
 ADH = str(Path(sys.executable).with_name("adh"))
-COLUMNS = ["Framework", "Differentiated", "Training (s)", "Build + warm-up (s)", "Step (ms)",
-           "Step vs torch"]
+COLUMNS = ["Framework", "Differentiated", "Training (s)", "Build + warm-up (s)", "Step (ms)"]
 
 
 def adh(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -99,7 +98,7 @@ def test_list_shows_models_frameworks_datasets_and_suites(toys, capsys):
                                           "engine-static-unrolled", "torch"]
     assert set(NAMES) <= set(sections["frameworks"])  # third-party adapters are listed too
     quick = next(line for line in out.splitlines() if line.strip().startswith("quick"))
-    assert " 16 cases" in quick
+    assert " 20 cases" in quick
 
 
 # --- errors: one line, exit status 2 ------------------------------------------------------------
@@ -252,7 +251,7 @@ def test_run_end_to_end(finished_store):
     headers = table_headers(result.stdout)
     # one model: its table, and where its step goes (the diverged toy is in neither)
     assert len(headers) == 2 and headers[1] == ["Op group", "toy-ok"]
-    assert headers[0][:6] == COLUMNS
+    assert headers[0][:5] == COLUMNS
     row = next(line for line in result.stdout.splitlines() if line.startswith("| toy-ok"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert all(cell != "-" for cell in cells[:5])  # time, allocations, peak, accuracy all measured
@@ -278,7 +277,7 @@ def test_results_shows_the_stored_tables(finished_store, capsys):
     assert main(["results", "--store", str(store_path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("# toycli")
-    assert table_headers(out)[0][:6] == COLUMNS
+    assert table_headers(out)[0][:5] == COLUMNS
     assert "\nhost steadiness: identical work (the drift probe, timed " in out
     assert main(["results", "--store", str(store_path), "--suite", "nope"]) == 2
     assert "no results for suite 'nope'" in capsys.readouterr().err
@@ -371,7 +370,7 @@ def test_ctrl_c_then_resume(toys, tmp_path):
     assert proc.returncode == 130, err
     assert "Traceback" not in err, err
     assert "interrupted: finished cases are stored; run again with --resume to finish" in err
-    assert table_headers(out)[0][:6] == COLUMNS  # the finished case is still reported
+    assert table_headers(out)[0][:5] == COLUMNS  # the finished case is still reported
     (hanging,) = toys.glob("toy-hang.*.hanging")
     with pytest.raises(ProcessLookupError):  # the worker did not outlive the run
         os.kill(int(hanging.name.split(".")[1]), 0)
@@ -410,9 +409,9 @@ def test_check_passes_and_prints_the_table():
     assert headers[0][:3] == ["model", "framework", "dtype"] and headers[0][-1] == "result"
     rows = [line for line in result.stdout.splitlines()
             if line.startswith("| ") and "framework" not in line]
-    assert len(rows) == 4  # two models x two engine modes
+    assert len(rows) == 6  # two models x the engine's three
     assert all(line.rstrip("| ").endswith("ok") for line in rows)
-    assert "4 passed, 0 failed" in result.stdout
+    assert "6 passed, 0 failed" in result.stdout
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None,
