@@ -52,13 +52,16 @@ def test_a_dry_run_lists_every_case_with_its_estimate_and_runs_nothing(tmp_path,
     store = tmp_path / "s.sqlite"
     code, lines = dry_run(capsys, "quick", "--store", str(store))
     assert code == 0
-    assert lines[0] == "Plan of suite quick: 16 cases"
-    planned = [line.split() for line in lines[1:17]]
-    assert [p[0] for p in planned[:3]] == [f"cnn/{f}/mnist-10k/seed0"
-                                           for f in ("engine-static", "engine-dynamic", "torch")]
-    assert all(p[1] == "run" and p[2].startswith("~") for p in planned)
-    assert lines[17].startswith("Estimated duration: about ")
-    assert "rough" in lines[17]  # an empty store has no history
+    assert lines[0] == "Plan of suite quick: 20 cases"
+    planned = [line.split() for line in lines[1:21]]
+    assert [p[0] for p in planned[:3]] == [
+        f"cnn/{f}/mnist-10k/seed0"
+        for f in ("engine-static", "engine-static-unrolled", "engine-dynamic")]
+    left_out = [p[0] for p in planned if p[1:3] == ["left", "out"]]  # the suite's not_run
+    assert left_out == [f"{m}/engine-static-unrolled/mnist-10k/seed0" for m in ("cnn", "mlp")]
+    assert all(p[1] == "run" and p[2].startswith("~") for p in planned if p[0] not in left_out)
+    assert lines[21].startswith("Estimated duration: about ")
+    assert "rough" in lines[21]  # an empty store has no history
     assert not store.exists()
 
 

@@ -447,7 +447,8 @@ def format_plan(plan: Plan) -> str:
         if c.skipped:
             state = "skip (finished, --resume)"
         elif c.unsupported:
-            state = f"n/a ({c.unsupported})"
+            said = "left out" if plan.suite.not_run_reason(c.case) else "n/a"
+            state = f"{said} ({c.unsupported})"
         else:
             state = f"run   ~{format_duration(c.estimate_s)}"
         forced = f"  [forced: {'; '.join(c.forced)}]" if c.forced and plan.force else ""
