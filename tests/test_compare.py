@@ -354,6 +354,22 @@ def test_ab_test_interleaves_rounds_and_removes_the_worktree(repo: Path, monkeyp
     assert not ref_tree.exists() and worktrees(repo) == 1
 
 
+def test_ab_test_leaves_out_what_the_suite_leaves_out(repo: Path, monkeypatch) -> None:
+    # a suite's not_run case (the optimise suite's cnn/engine-static-unrolled) is measured on
+    # neither side, and its rows say n/a with the suite's reason, as adh run's do
+    calls, trees = [], set()
+    monkeypatch.setattr(abtest, "measure_round", fake_round(calls, trees, repo))
+    cases = [result([], model=m).case for m in ("mlp", "cnn")]
+    suite = Suite("ci", "", cases, not_run={("cnn", "engine-static"): "same graph as mlp's"})
+    out = abtest.ab_test("HEAD", suite, rounds=2, repo=repo)
+    assert {model for model, *_ in calls} == {"mlp"}
+    (left_out,) = [r for r in out.rows if r.model == "cnn"]
+    assert left_out.verdict == "n/a" and "left out" in left_out.notes
+    cnn = out.base.cases[out.base.cases["model"] == "cnn"]
+    assert list(cnn["status"]) == ["left out"]
+    assert list(cnn["reason"]) == ["not run in suite ci: same graph as mlp's"]
+
+
 def test_ab_test_hands_back_both_sides_cases_for_a_store(repo: Path, tmp_path: Path,
                                                          monkeypatch) -> None:
     # adh compare --against REF --store PATH saves these: each side under its own code version

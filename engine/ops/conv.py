@@ -11,12 +11,21 @@ moves runs of OW * N contiguous numbers (a window's row for the whole batch) ins
 OW, the width of one example's window row: numpy's per-run overhead, paid 25 times per op on
 runs of 8 numbers, was most of the convolution's backward; and no transpose is needed between
 the GEMMs and the images, on either side.
+
+The products with the long axis OH OW N (the forward's and the weight gradient's) are split into
+one product per output row where such a row is a small product (SMALL_PRODUCT): OpenBLAS has
+kernels of its own for small matrices, which ran the first convolution's weight gradient,
+(6 x 57,600) @ (57,600 x 25) in one product, 5x as fast in 24 row-by-row products of 2,400,
+summed (docs/optimisation-log.md); a row of the second convolution is past that size, and one
+product is as fast and threads.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .base import Op
+
+SMALL_PRODUCT = 10**6  # multiply-adds: up to here, OpenBLAS's small-matrix kernels were 5x faster
 
 
 class Conv2d(Op):
@@ -28,6 +37,12 @@ class Conv2d(Op):
         o, _, kh, kw = w_shape
         p, s = self.padding, self.stride
         return n, c, o, kh, kw, (h + 2 * p - kh) // s + 1, (w + 2 * p - kw) // s + 1
+
+    @staticmethod
+    def _pieces(o: int, kh: int, kw: int, c: int, oh: int, ow: int, n: int) -> int:
+        """How many products the long axis OH OW N is split into: one per output row where a
+        row's product is small, else one."""
+        return oh if o * kh * kw * c * ow * n <= SMALL_PRODUCT else 1
 
     def _windows(self, array: np.ndarray, i: int, j: int, oh: int, ow: int) -> np.ndarray:
         """The part of a (padded) (C, H, W, N) array that kernel offset (i, j) reads."""
@@ -65,8 +80,10 @@ class Conv2d(Op):
         np.copyto(w2d, weight.transpose(0, 2, 3, 1))
         if out is None or not out.flags.c_contiguous:  # the GEMM writes through a reshape
             out = np.empty((o, oh, ow, n), dtype=x.dtype)
-        # one GEMM for the whole batch, straight into y
-        np.matmul(w2d.reshape(o, -1), cols.reshape(-1, oh * ow * n), out=out.reshape(o, -1))
+        # the whole batch in one GEMM (or one a row), straight into y
+        p = self._pieces(o, kh, kw, c, oh, ow, n)
+        np.matmul(w2d.reshape(o, -1), cols.reshape(-1, p, oh * ow * n // p).transpose(1, 0, 2),
+                  out=out.reshape(o, p, -1).transpose(1, 0, 2))
         out += bias[:, None, None, None]
         return out
 
@@ -74,10 +91,15 @@ class Conv2d(Op):
         n, c, o, kh, kw, oh, ow = self._shapes(x.shape, weight.shape)
         g_rows = g.reshape(o, oh * ow * n)
         cols = self.buffer("cols", (kh, kw, c, oh, ow, n), x.dtype).reshape(-1, oh * ow * n)
-        if gweight is not None:  # dW = dY cols^T: one GEMM
-            gw2d = self.buffer("gw2d", (o, kh, kw, c), g.dtype)
-            np.matmul(g_rows, cols.T, out=gw2d.reshape(o, -1))
-            np.copyto(gweight, gw2d.transpose(0, 3, 1, 2))
+        if gweight is not None:  # dW^T = cols dY^T (summed over the pieces, if split)
+            # cols first: (kh kw C, O) ran 1.8x as fast as the product for (O, kh kw C)
+            p = self._pieces(o, kh, kw, c, oh, ow, n)
+            pieces = self.buffer("gw_pieces", (p, kh * kw * c, o), g.dtype)
+            np.matmul(cols.reshape(-1, p, oh * ow * n // p).transpose(1, 0, 2),
+                      g_rows.reshape(o, p, -1).transpose(1, 2, 0), out=pieces)
+            gw_t = self.buffer("gw_t", (kh, kw, c, o), g.dtype)
+            np.sum(pieces, axis=0, out=gw_t.reshape(-1, o))
+            np.copyto(gweight, gw_t.transpose(3, 2, 0, 1))
         if gbias is not None:  # dY @ ones: far faster than a sum over the long axis
             ones = self.buffer("ones", (oh * ow * n,), g.dtype)
             ones.fill(1)

@@ -141,7 +141,10 @@ def ab_test(ref: str, suite: Suite, rounds: int = 5, options: RunOptions | None 
         sides = {side: replace(options, data_dir=data_dir, code_dir=str(tree),
                                code_version=code_version(tree))
                  for side, tree in (("base", ref_dir), ("new", repo))}
-        results = {side: [CaseResult(case=c, key=key, status=Status.OK)
+        # a case the suite leaves out (its not_run table) is left out on both sides
+        results = {side: [CaseResult(case=c, key=key, status=Status.LEFT_OUT, reason=left_out)
+                          if (left_out := suite.not_run_reason(c)) else
+                          CaseResult(case=c, key=key, status=Status.OK)
                           for c, key in zip(suite.cases, case_keys(suite.cases, o.code_version),
                                             strict=True)]
                    for side, o in sides.items()}

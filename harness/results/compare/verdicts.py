@@ -200,7 +200,8 @@ def _all_finished(cases: pd.DataFrame) -> bool:
 
 
 def _all_unsupported(cases: pd.DataFrame) -> bool:
-    return bool((cases["status"] == Status.UNSUPPORTED).all())
+    """Not run: the framework cannot run the case, or the suite leaves it out."""
+    return bool(cases["status"].isin([Status.UNSUPPORTED, Status.LEFT_OUT]).all())
 
 
 def _status_row(row: NewRow, base: pd.DataFrame, new: pd.DataFrame) -> ComparisonRow:
