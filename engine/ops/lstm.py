@@ -4,18 +4,16 @@
     i, f, g, o = sigmoid, sigmoid, tanh, sigmoid   order i, f, g, o of z_t's four H-wide blocks
     c_t = f * c_{t-1} + i * g,   h_t = o * tanh(c_t),   h_0 = c_0 = 0,   output h_T
 
-As in ops/rnn.py: x is (N, T, D), batch first; inside, time-major; the input projection of all
-steps is computed before the loop, and the weight gradients after it.
+As in ops/rnn.py: x is (N, T, D), batch first; inside, time-major.
 
-Inside, the gates are gate-major, (4, T, N, H): each gate's block of a step is contiguous. With
-the canonical (N, 4H) layout, every element-wise op of a step (the activations, the cell update
-and their derivatives) ran over strided column blocks, and numpy copied each operand through a
-buffer it allocated per call; and one (N, H) @ (H, 4H) product per step is big enough for
-OpenBLAS to split it over threads, which allocates a work buffer per call. Gate-major, the
-element-wise ops run in place on contiguous blocks, and the recurrent products are four
-(N, H) @ (H, H) ones, one batched matmul, small enough to run on one thread without allocating.
-The weights keep their canonical layout outside; the recurrent one is copied gate-major once
-per forward.
+Inside, a step's gates are one contiguous (4, N, H) block, gate by gate, in the order i, f, o, g
+(GATES): the three sigmoids are one call over a (3, N, H) block and every element-wise op runs in
+place on contiguous arrays. With the canonical (N, 4H) layout each op ran over strided column
+blocks, and numpy copied each operand through a buffer it allocated per call. Every product is
+small: four (N, H) @ (H, H) ones a step, one batched matmul, and the weight gradients summed a
+step at a time as BPTT goes. OpenBLAS splits a bigger product, (N, H) @ (H, 4H) a step or one over
+all steps, over threads, and allocates 512 KiB each time it does. The weights keep their
+canonical layout outside; the gate-major copies are made once per forward and backward.
 """
 from __future__ import annotations
 
@@ -25,7 +23,7 @@ from .base import Op
 from .elementwise import Sigmoid, Tanh
 
 SIGMOID, TANH = Sigmoid(), Tanh()  # stateless: their forward and backward, shared
-ACTIVATIONS = (SIGMOID, SIGMOID, TANH, SIGMOID)  # of the gates i, f, g, o
+GATES = (0, 1, 3, 2)  # the canonical blocks i, f, g, o taken in the order i, f, o, g
 
 
 class LSTM(Op):
@@ -37,25 +35,26 @@ class LSTM(Op):
         n, t, d = x.shape
         xs = self.buffer("xs", (t, n, d), x.dtype)
         np.copyto(xs, x.transpose(1, 0, 2))
-        w_hg = self.buffer("w_hg", (4, hidden, hidden), x.dtype)  # W_h gate by gate
-        np.copyto(w_hg, _gate_major(w_h))
+        w_xg = _to_gates(w_x, self.buffer("w_xg", (4, d, hidden), x.dtype))  # gate by gate
+        w_hg = _to_gates(w_h, self.buffer("w_hg", (4, hidden, hidden), x.dtype))
+        b_g = _to_gates(b.reshape(1, -1), self.buffer("b_g", (4, 1, hidden), x.dtype))
         # Kept for BPTT: the gates after their activations, the cells, tanh of the cells, and
         # the hidden states.
-        gates = self.buffer("gates", (4, t, n, hidden), x.dtype)
+        gates = self.buffer("gates", (t, 4, n, hidden), x.dtype)
         cs = self.buffer("cs", (t, n, hidden), x.dtype)
         tanh_cs = self.buffer("tanh_cs", (t, n, hidden), x.dtype)
         hs = self.buffer("hs", (t, n, hidden), x.dtype)
-        np.matmul(xs.reshape(t * n, d), _gate_major(w_x), out=gates.reshape(4, t * n, hidden))
-        gates += b.reshape(4, 1, 1, hidden)
+        np.matmul(xs[:, None], w_xg, out=gates)  # every step's input projection at once
+        gates += b_g
         recurrent = self.buffer("recurrent", (4, n, hidden), x.dtype)
         kept = self.buffer("kept", (n, hidden), x.dtype)  # f * c_{t-1}
         for step in range(t):
-            z = gates[:, step]
+            z = gates[step]
             if step:
                 z += np.matmul(hs[step - 1], w_hg, out=recurrent)
-            for act, gate in zip(ACTIVATIONS, z, strict=True):
-                act.forward(gate, out=gate)
-            i, f, g, o = z
+            SIGMOID.forward(z[:3], out=z[:3])
+            TANH.forward(z[3], out=z[3])
+            i, f, o, g = z
             np.multiply(i, g, out=cs[step])
             if step:
                 cs[step] += np.multiply(f, cs[step - 1], out=kept)
@@ -69,15 +68,16 @@ class LSTM(Op):
     def backward(self, g, y, x, w_x, w_h, b, gx, gw_x, gw_h, gb):
         n, t, d = x.shape
         hidden = w_h.shape[0]
-        gates = self.buffer("gates", (4, t, n, hidden), x.dtype)
+        gates = self.buffer("gates", (t, 4, n, hidden), x.dtype)
         cs = self.buffer("cs", (t, n, hidden), x.dtype)
         tanh_cs = self.buffer("tanh_cs", (t, n, hidden), x.dtype)
         hs = self.buffer("hs", (t, n, hidden), x.dtype)
-        w_hg = self.buffer("w_hg", (4, hidden, hidden), x.dtype)
-        # dz[:, s] = dL/d(gate pre-activations at step s); dh and dc carry the adjoints of h and
+        w_hg_t = self.buffer("w_hg_t", (4, hidden, hidden), x.dtype)  # W_h^T gate by gate
+        np.copyto(w_hg_t, self.buffer("w_hg", (4, hidden, hidden), x.dtype).transpose(0, 2, 1))
+        # dz[s] = dL/d(gate pre-activations at step s); dh and dc carry the adjoints of h and
         # c back through W_h and through the forget gate; dgates holds dL/d(gates after their
         # activations) for one step, and dtanh dL/dc through tanh(c).
-        dz = self.buffer("dz", (4, t, n, hidden), x.dtype)
+        dz = self.buffer("dz", (t, 4, n, hidden), x.dtype)
         dgates = self.buffer("dgates", (4, n, hidden), x.dtype)
         dh_parts = self.buffer("dh_parts", (4, n, hidden), x.dtype)  # dh through each gate
         dh = self.buffer("dh", (n, hidden), x.dtype)
@@ -86,8 +86,8 @@ class LSTM(Op):
         np.copyto(dh, g)
         dc.fill(0)
         for step in range(t - 1, -1, -1):
-            i, f, gg, o = gates[:, step]
-            di, df, dg, do = dgates
+            i, f, o, gg = gates[step]
+            di, df, do, dg = dgates
             np.multiply(dh, tanh_cs[step], out=do)
             np.multiply(dh, o, out=dh)                         # dL/d tanh(c): dh is spent
             TANH.backward(dh, tanh_cs[step], None, dtanh)
@@ -99,39 +99,56 @@ class LSTM(Op):
             else:
                 df.fill(0)                                     # c_0 = 0
             dc *= f                                            # dL/dc_{step-1}
-            for act, gate, grad, dpre in zip(ACTIVATIONS, gates[:, step], dgates, dz[:, step],
-                                             strict=True):
-                act.backward(grad, gate, None, dpre)
+            SIGMOID.backward(dgates[:3], gates[step, :3], None, dz[step, :3])
+            TANH.backward(dg, gg, None, dz[step, 3])
             if step:
-                np.matmul(dz[:, step], w_hg.transpose(0, 2, 1), out=dh_parts)
+                np.matmul(dz[step], w_hg_t, out=dh_parts)
                 np.sum(dh_parts, axis=0, out=dh)
-        dz_rows = dz.reshape(4, t * n, hidden)  # each gate's adjoints, a row per step and example
+        # The gradients of the weights, gate by gate: a product a step, summed over the steps.
+        xs = self.buffer("xs", (t, n, d), x.dtype)
         if gw_x is not None:
-            gw_xg = self.buffer("gw_xg", (4, d, hidden), x.dtype)
-            xs = self.buffer("xs", (t, n, d), x.dtype)
-            np.matmul(xs.reshape(t * n, d).T, dz_rows, out=gw_xg)
-            np.copyto(_gate_major(gw_x), gw_xg)
+            _from_gates(self._sum_over_steps("gw_x", xs.transpose(0, 2, 1), dz), gw_x)
         if gw_h is not None:  # h_{s-1} fed step s; h_0 = 0 adds nothing
-            gw_hg = self.buffer("gw_hg", (4, hidden, hidden), x.dtype)
-            steps = (t - 1) * n
-            np.matmul(hs[:-1].reshape(steps, hidden).T, dz[:, 1:].reshape(4, steps, hidden),
-                      out=gw_hg)
-            np.copyto(_gate_major(gw_h), gw_hg)
+            _from_gates(self._sum_over_steps("gw_h", hs[:-1].transpose(0, 2, 1), dz[1:]), gw_h)
         if gb is not None:
-            ones = self.buffer("ones", (t * n,), x.dtype)
+            ones = self.buffer("ones", (t, 1, n), x.dtype)
             ones.fill(1)
-            np.matmul(ones, dz_rows, out=gb.reshape(4, hidden))
-        if gx is not None:
-            dxs = self.buffer("dxs", (t * n, d), x.dtype)
-            part = self.buffer("dx_part", (t * n, d), x.dtype)
-            for k, w_k in enumerate(_gate_major(w_x)):
-                np.matmul(dz_rows[k], w_k.T, out=dxs if k == 0 else part)
-                if k:
-                    dxs += part
-            np.copyto(gx, dxs.reshape(t, n, d).transpose(1, 0, 2))
+            _from_gates(self._sum_over_steps("gb", ones, dz), gb.reshape(1, -1))
+        if gx is not None:  # dL/dx_s = sum over the gates of dz_s W_x^T
+            w_xg_t = self.buffer("w_xg_t", (4, hidden, d), x.dtype)
+            np.copyto(w_xg_t, self.buffer("w_xg", (4, d, hidden), x.dtype).transpose(0, 2, 1))
+            parts = self.buffer("dx_parts", (4, n, d), x.dtype)
+            for step in range(t):
+                np.matmul(dz[step], w_xg_t, out=parts)
+                np.sum(parts, axis=0, out=gx[:, step])
+
+    def _sum_over_steps(self, key: str, a: np.ndarray, dz: np.ndarray) -> np.ndarray:
+        """The sum over the steps s of a[s] @ dz[s], gate by gate, (4, rows, H), into a work
+        array of this op: one small product a step (one big one over all steps would run on
+        several threads, and OpenBLAS allocates 512 KiB each time it does)."""
+        rows, hidden = a.shape[1], dz.shape[3]
+        total = self.buffer(key, (4, rows, hidden), dz.dtype)
+        part = self.buffer(key + "_part", (4, rows, hidden), dz.dtype)
+        total.fill(0)
+        for a_s, dz_s in zip(a, dz, strict=True):
+            total += np.matmul(a_s, dz_s, out=part)
+        return total
 
 
 def _gate_major(w: np.ndarray) -> np.ndarray:
     """The view (4, rows, H) of a weight or its gradient (rows, 4H): gate k's columns as w[k]."""
     rows, width = w.shape
     return w.reshape(rows, 4, width // 4).transpose(1, 0, 2)
+
+
+def _to_gates(w: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """A weight (rows, 4H) copied into `out` (4, rows, H), gate by gate in the order GATES."""
+    for k, block in enumerate(GATES):
+        np.copyto(out[k], _gate_major(w)[block])
+    return out
+
+
+def _from_gates(gates: np.ndarray, w: np.ndarray) -> None:
+    """The way back: (4, rows, H) in the order GATES into the canonical (rows, 4H)."""
+    for k, block in enumerate(GATES):
+        np.copyto(_gate_major(w)[block], gates[k])
