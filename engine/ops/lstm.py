@@ -10,10 +10,12 @@ Inside, a step's gates are one contiguous (4, N, H) block, gate by gate, in the 
 (GATES): the three sigmoids are one call over a (3, N, H) block and every element-wise op runs in
 place on contiguous arrays. With the canonical (N, 4H) layout each op ran over strided column
 blocks, and numpy copied each operand through a buffer it allocated per call. Every product is
-small: four (N, H) @ (H, H) ones a step, one batched matmul, and the weight gradients summed a
-step at a time as BPTT goes. OpenBLAS splits a bigger product, (N, H) @ (H, 4H) a step or one over
-all steps, over threads, and allocates 512 KiB each time it does. The weights keep their
-canonical layout outside; the gate-major copies are made once per forward and backward.
+small: the input projection (N, D) @ (D, H) per step and gate, the recurrence four (N, H) @ (H, H)
+a step, one batched matmul each, and the weight gradients a product a step, summed after BPTT
+(sum_over_steps, ops/rnn.py). OpenBLAS splits a bigger product ((N, H) @ (H, 4H) a step, or one
+over all steps) over threads, and allocates 512 KiB each time it does: 6.4 MB a training step
+before. The weights keep their canonical layout outside; the gate-major copies are made once per
+forward and backward.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import numpy as np
 
 from .base import Op
 from .elementwise import Sigmoid, Tanh
+from .rnn import sum_over_steps
 
 SIGMOID, TANH = Sigmoid(), Tanh()  # stateless: their forward and backward, shared
 GATES = (0, 1, 3, 2)  # the canonical blocks i, f, g, o taken in the order i, f, o, g
@@ -123,16 +126,10 @@ class LSTM(Op):
                 np.sum(parts, axis=0, out=gx[:, step])
 
     def _sum_over_steps(self, key: str, a: np.ndarray, dz: np.ndarray) -> np.ndarray:
-        """The sum over the steps s of a[s] @ dz[s], gate by gate, (4, rows, H), into a work
-        array of this op: one small product a step (one big one over all steps would run on
-        several threads, and OpenBLAS allocates 512 KiB each time it does)."""
-        rows, hidden = a.shape[1], dz.shape[3]
-        total = self.buffer(key, (4, rows, hidden), dz.dtype)
-        part = self.buffer(key + "_part", (4, rows, hidden), dz.dtype)
-        total.fill(0)
-        for a_s, dz_s in zip(a, dz, strict=True):
-            total += np.matmul(a_s, dz_s, out=part)
-        return total
+        """sum_over_steps of a[s] @ dz[s], gate by gate (4, rows, H), in work arrays."""
+        shape = (4, a.shape[1], dz.shape[3])
+        return sum_over_steps(a, dz, self.buffer(key, shape, dz.dtype),
+                              self.buffer(key + "_part", shape, dz.dtype))
 
 
 def _gate_major(w: np.ndarray) -> np.ndarray:

@@ -3,8 +3,9 @@
     h_t = act(x_t W_x + h_{t-1} W_h + b),   h_0 = 0,   output h_T (the last hidden state)
 
 x is (N, T, D), batch first, as datasets store it; inside, sequences are time-major (T, N, D)
-so that each step reads a contiguous block. Two GEMMs cover all time steps at once: the input
-projection before the loop, and the weight gradients after it; only the recurrence loops.
+so that each step reads a contiguous block. One GEMM covers all time steps at once, the input
+projection before the loop; the recurrence loops, and so do the weight gradients after it, a
+small product a step (sum_over_steps).
 """
 from __future__ import annotations
 
@@ -62,12 +63,14 @@ class RNN(Op):
             if step:
                 np.matmul(da[step], w_h_t, out=dh)
         da2d = da.reshape(t * n, hidden)
+        # the weight gradients: a product a step, summed over the steps (sum_over_steps)
         if gw_x is not None:
             xs = self.buffer("xs", (t, n, x.shape[2]), x.dtype)
-            np.matmul(xs.reshape(t * n, -1).T, da2d, out=gw_x)
+            sum_over_steps(xs.transpose(0, 2, 1), da, gw_x, self.buffer("gw_x_part", gw_x.shape,
+                                                                        x.dtype))
         if gw_h is not None:  # h_{s-1} fed step s; h_0 = 0 adds nothing
-            steps = (t - 1) * n
-            np.matmul(hs[:-1].reshape(steps, hidden).T, da[1:].reshape(steps, hidden), out=gw_h)
+            sum_over_steps(hs[:-1].transpose(0, 2, 1), da[1:], gw_h,
+                           self.buffer("gw_h_part", gw_h.shape, x.dtype))
         if gb is not None:
             ones = self.buffer("ones", (t * n,), x.dtype)
             ones.fill(1)
@@ -75,3 +78,14 @@ class RNN(Op):
         if gx is not None:
             dxs = np.matmul(da2d, w_x.T).reshape(t, n, -1)
             np.copyto(gx, dxs.transpose(1, 0, 2))
+
+
+def sum_over_steps(a: np.ndarray, b: np.ndarray, out: np.ndarray, part: np.ndarray) -> np.ndarray:
+    """out = the sum over the steps s of a[s] @ b[s], through the work array `part` (out's
+    shape). A weight gradient of a recurrence is such a sum; one product over all steps at once,
+    (rows, T N) @ (T N, H), is big enough for OpenBLAS to split over threads, which allocates
+    512 KiB each time, and ran no faster on two threads than T small ones on one."""
+    out.fill(0)
+    for a_s, b_s in zip(a, b, strict=True):
+        out += np.matmul(a_s, b_s, out=part)
+    return out
