@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 # clang; .ci/run installs it). setuptools' warning about editable installs, once per package, is
 # silenced: it says nothing about this project; pip prints errors only (-qq), not the warnings of
 # a machine's own pip configuration (such as local index folders it lacks).
-PLUGINS := plugins/template plugins/c-dense plugins/autograd plugins/tinygrad
+PLUGINS := plugins/template plugins/c-dense plugins/autograd plugins/tinygrad plugins/tensorflow
 $(BIN)/.installed: pyproject.toml constraints.txt $(addsuffix /pyproject.toml,$(PLUGINS))
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -qq --upgrade pip

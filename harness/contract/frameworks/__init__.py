@@ -57,7 +57,9 @@ PLUGINS = {"autograd": "pip install -e plugins/autograd",
            "tinygrad": "pip install -e plugins/tinygrad (its kernels compile with clang: apt-get "
                        "install clang)",
            "c-dense": "pip install -e plugins/c-dense",
-           "numpy-mlp": "pip install -e plugins/template"}
+           "numpy-mlp": "pip install -e plugins/template",
+           "tensorflow": "pip install -e plugins/tensorflow",
+           "tensorflow-function": "pip install -e plugins/tensorflow"}
 
 
 class FrameworkError(UsageError):
