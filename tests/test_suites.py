@@ -315,7 +315,7 @@ def test_sweep_values_must_fit_the_model(tmp_path):
 
 
 def test_unknown_suite_lists_the_builtin_ones(tmp_path):
-    builtin = "ci, circles, circles-paper, contest, paper, quick, scaling"
+    builtin = "ci, circles, circles-paper, contest, optimise, paper, quick, scaling"
     with pytest.raises(UsageError, match=f"no suite .nope.*{builtin}"):
         load_suite("nope")
     with pytest.raises(UsageError, match="no suite"):
