@@ -84,7 +84,10 @@ def float_accumulators(fgraph: object, node: Apply) -> list[TensorVariable] | No
 # rewrites, before elementwise fusion (position 49).
 optdb.register("float_accumulators", dfs_rewriter(float_accumulators), "adh_pytensor",
                position=48.5)
-MODE = Mode(linker="cvm", optimizer="fast_run").including("adh_pytensor")
+# symbolic_op_recognition would fold the primitives of the log-softmax (and of its gradient)
+# into ops run from Python (model.py's docstring).
+MODE = Mode(linker="cvm", optimizer="fast_run").including("adh_pytensor").excluding(
+    "symbolic_op_recognition")
 
 
 def require_compiler() -> None:
@@ -109,16 +112,16 @@ def build_layer(layer: Layer) -> ModelLayer:
     if layer.kind == "flatten":
         return ModelLayer(flatten, 0)
     if layer.kind == "rnn":
-        return ModelLayer(partial(rnn, act=act, mode=MODE), 3)
+        return ModelLayer(partial(rnn, act=act), 3)
     if layer.kind == "lstm":
-        return ModelLayer(partial(lstm, mode=MODE), 3)
+        return ModelLayer(lstm, 3)
     raise ValueError(f"unknown layer kind {layer.kind!r}")
 
 
 class PyTensor(Framework):
     name = "pytensor"  # the entry point's name in pyproject.toml
     description = (f"PyTensor {version('pytensor')}: the step one graph, differentiated by "
-                   "pytensor.grad, compiled to C (CVM linker); scan for the recurrences")
+                   "pytensor.grad, compiled to C (CVM linker), the recurrences unrolled")
     differentiates = COMPILED  # symbolic differentiation of the graph, compiled with it
 
     @classmethod
