@@ -15,12 +15,16 @@ one of these):
 - `blas__ldflags=` (none): PyTensor links no BLAS, and its matrix products (Dot22) call
   numpy's dot, numpy's own OpenBLAS, whose threads the harness sets. Left to itself, PyTensor
   would look for a system BLAS at import (taking what a machine happens to have, or warning
-  that it found none, as on this project's machines).
+  that it found none, as on this project's machines). Its fused products (Gemm) are C code that
+  calls numpy's C API for the product; PyTensor logs a warning saying so whenever it compiles
+  one, which is silenced here (logger pytensor.tensor.blas, errors only): README.md
+  says it once.
 """
 from __future__ import annotations
 
 import atexit
 import importlib
+import logging
 import os
 import shutil
 import sys
@@ -45,6 +49,7 @@ def _import_pytensor() -> None:
         [*([before] if before else []), *(f"{key}={value}" for key, value in FLAGS.items())])
     try:
         importlib.import_module("pytensor")
+        logging.getLogger("pytensor.tensor.blas").setLevel(logging.ERROR)
     finally:
         if before is None:
             del os.environ["PYTENSOR_FLAGS"]
