@@ -7,10 +7,12 @@ BIN := $(VENV)/bin
 
 # The plugins under plugins/ too, as a user installs a third-party plugin: `make pytest` runs
 # their conformance tests. plugins/tinygrad compiles its CPU kernels with clang (apt-get install
-# clang; .ci/run installs it). setuptools' warning about editable installs, once per package, is
-# silenced: it says nothing about this project; pip prints errors only (-qq), not the warnings of
-# a machine's own pip configuration (such as local index folders it lacks).
-PLUGINS := plugins/template plugins/c-dense plugins/autograd plugins/tinygrad plugins/tensorflow
+# clang; .ci/run installs it), plugins/pytensor its C backend with g++ (likewise). setuptools'
+# warning about editable installs, once per package, is silenced: it says nothing about this
+# project; pip prints errors only (-qq), not the warnings of a machine's own pip configuration
+# (such as local index folders it lacks).
+PLUGINS := plugins/template plugins/c-dense plugins/autograd plugins/tinygrad plugins/tensorflow \
+	plugins/pytensor
 $(BIN)/.installed: pyproject.toml constraints.txt $(addsuffix /pyproject.toml,$(PLUGINS))
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -qq --upgrade pip

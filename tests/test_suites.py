@@ -59,7 +59,7 @@ def test_builtin_suite_expands_to_its_cases(name):
 def test_known_case_counts():
     counts = {name: len(load_suite(name).cases) for name in BUILTIN}
     assert counts["quick"] == 4 * 5  # models x frameworks
-    assert counts["contest"] == 4 * 9
+    assert counts["contest"] == 4 * 10
     assert counts["ci"] == 3 * 2
     assert counts["paper"] == 4 * 8 * 3  # x seeds
     assert counts["circles"] == 6 * 3 * 2 * 5  # x seeds x folds
@@ -105,7 +105,7 @@ def test_a_suite_declares_the_cases_it_does_not_run_and_why(tmp_path):
 @pytest.mark.parametrize(("name", "frameworks"), [
     ("quick", ("engine-static", "engine-static-unrolled", "engine-dynamic", "torch", "jax")),
     ("contest", ("engine-static", "engine-dynamic", "torch", "torch-compile", "jax", "autograd",
-                 "tinygrad", "tensorflow", "tensorflow-function"))])
+                 "tinygrad", "tensorflow", "tensorflow-function", "pytensor"))])
 def test_quick_and_contest_suite_cases(name, frameworks):
     suite = load_suite(name)
     assert {(c.model, c.framework) for c in suite.cases} == {

@@ -56,6 +56,8 @@ EXTRAS = {"torch": Extra("torch", ("torch",)), "torch-compile": Extra("torch", (
 PLUGINS = {"autograd": "pip install -e plugins/autograd",
            "tinygrad": "pip install -e plugins/tinygrad (its kernels compile with clang: apt-get "
                        "install clang)",
+           "pytensor": "pip install -e plugins/pytensor (its C backend compiles with g++: "
+                       "apt-get install g++)",
            "c-dense": "pip install -e plugins/c-dense",
            "numpy-mlp": "pip install -e plugins/template",
            "tensorflow": "pip install -e plugins/tensorflow",
