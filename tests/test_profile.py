@@ -209,6 +209,9 @@ def test_the_trace_is_chrome_trace_json():
                            "dur": pytest.approx(4000), "args": {"flops": 4e6, "bytes": 1000}}
 
 
+# The rows' medians add up to the median profiled step only where the steps run at one speed:
+# beside another test worker on two cores they did not (0.76 ms of rows against a 1.94 ms step).
+@pytest.mark.alone
 def test_a_case_profile_accounts_for_the_step():
     case = Case("profile", "mlp", "engine-static", "mnist-10k", threads=1)
     result = profile_case(case, steps=10, warmup=2, block=5)
