@@ -1,5 +1,9 @@
 """Functions applied element by element. Where it saves work, the derivative is written in
-terms of the output y (tanh' = 1 - y^2, sigmoid' = y (1 - y), exp' = y)."""
+terms of the output y (tanh' = 1 - y^2, sigmoid' = y (1 - y), exp' = y).
+
+The activations also give their derivative alone (`derivative`): a recurrence (ops/rnn.py,
+ops/lstm.py) takes it for every step at once, after the forward loop, instead of inside BPTT's
+loop a step at a time."""
 from __future__ import annotations
 
 import numpy as np
@@ -46,10 +50,14 @@ class Tanh(Op):
     def forward(self, x, out):
         return np.tanh(x, out=out)
 
-    def backward(self, g, y, x, gx):  # 1 - y^2
-        np.multiply(y, y, out=gx)
-        np.subtract(1, gx, out=gx)
-        gx *= g
+    def backward(self, g, y, x, gx):
+        np.multiply(self.derivative(y, out=gx), g, out=gx)
+
+    @staticmethod
+    def derivative(y: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """1 - y^2, from the output y."""
+        np.multiply(y, y, out=out)
+        return np.subtract(1, out, out=out)
 
 
 class Sigmoid(Op):
@@ -61,16 +69,24 @@ class Sigmoid(Op):
         out += 1
         return np.reciprocal(out, out=out)
 
-    def backward(self, g, y, x, gx):  # y (1 - y)
-        np.subtract(1, y, out=gx)
-        gx *= y
-        gx *= g
+    def backward(self, g, y, x, gx):
+        np.multiply(self.derivative(y, out=gx), g, out=gx)
+
+    @staticmethod
+    def derivative(y: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """y (1 - y), from the output y."""
+        np.subtract(1, y, out=out)
+        return np.multiply(out, y, out=out)
 
 
 class ReLU(Op):
     def forward(self, x, out):
         return np.maximum(x, 0, out=out)
 
-    def backward(self, g, y, x, gx):  # 1 where the input was positive (0 at 0, as torch)
-        positive = np.greater(y, 0, out=self.buffer("positive", y.shape, np.dtype(bool)))
-        np.multiply(g, positive, out=gx)
+    def backward(self, g, y, x, gx):
+        np.multiply(self.derivative(y, out=gx), g, out=gx)
+
+    @staticmethod
+    def derivative(y: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """1 where the input was positive, 0 elsewhere (0 at 0, as torch), from the output y."""
+        return np.greater(y, 0, out=out)

@@ -25,7 +25,7 @@ from .base import Op
 from .elementwise import Sigmoid, Tanh
 from .rnn import sum_over_steps
 
-SIGMOID, TANH = Sigmoid(), Tanh()  # stateless: their forward and backward, shared
+SIGMOID, TANH = Sigmoid(), Tanh()  # stateless: their forward and derivative, shared
 GATES = (0, 1, 3, 2)  # the canonical blocks i, f, g, o taken in the order i, f, o, g
 
 
@@ -77,24 +77,27 @@ class LSTM(Op):
         hs = self.buffer("hs", (t, n, hidden), x.dtype)
         w_hg_t = self.buffer("w_hg_t", (4, hidden, hidden), x.dtype)  # W_h^T gate by gate
         np.copyto(w_hg_t, self.buffer("w_hg", (4, hidden, hidden), x.dtype).transpose(0, 2, 1))
-        # dz[s] = dL/d(gate pre-activations at step s); dh and dc carry the adjoints of h and
-        # c back through W_h and through the forget gate; dgates holds dL/d(gates after their
-        # activations) for one step, and dtanh dL/dc through tanh(c).
+        # dz[s] = dL/d(gate pre-activations at step s), made in place from the derivatives of
+        # the gates' activations, taken for every step at once before the loop (as is
+        # o_dtanh = o tanh'(c), the path from h to c); dh and dc carry the adjoints of h and c
+        # back through W_h and through the forget gate; dgates holds dL/d(gates after their
+        # activations) for one step.
         dz = self.buffer("dz", (t, 4, n, hidden), x.dtype)
+        SIGMOID.derivative(gates[:, :3], out=dz[:, :3])
+        TANH.derivative(gates[:, 3], out=dz[:, 3])
+        o_dtanh = TANH.derivative(tanh_cs, out=self.buffer("o_dtanh", (t, n, hidden), x.dtype))
+        o_dtanh *= gates[:, 2]
         dgates = self.buffer("dgates", (4, n, hidden), x.dtype)
         dh_parts = self.buffer("dh_parts", (4, n, hidden), x.dtype)  # dh through each gate
         dh = self.buffer("dh", (n, hidden), x.dtype)
         dc = self.buffer("dc", (n, hidden), x.dtype)
-        dtanh = self.buffer("dtanh", (n, hidden), x.dtype)
         np.copyto(dh, g)
         dc.fill(0)
         for step in range(t - 1, -1, -1):
             i, f, o, gg = gates[step]
             di, df, do, dg = dgates
             np.multiply(dh, tanh_cs[step], out=do)
-            np.multiply(dh, o, out=dh)                         # dL/d tanh(c): dh is spent
-            TANH.backward(dh, tanh_cs[step], None, dtanh)
-            dc += dtanh                                        # dL/dc
+            dc += np.multiply(dh, o_dtanh[step], out=dh)      # dL/dc: dh is spent
             np.multiply(dc, gg, out=di)
             np.multiply(dc, i, out=dg)
             if step:
@@ -102,8 +105,7 @@ class LSTM(Op):
             else:
                 df.fill(0)                                     # c_0 = 0
             dc *= f                                            # dL/dc_{step-1}
-            SIGMOID.backward(dgates[:3], gates[step, :3], None, dz[step, :3])
-            TANH.backward(dg, gg, None, dz[step, 3])
+            dz[step] *= dgates
             if step:
                 np.matmul(dz[step], w_hg_t, out=dh_parts)
                 np.sum(dh_parts, axis=0, out=dh)
