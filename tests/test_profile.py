@@ -71,14 +71,14 @@ def test_a_profiled_dynamic_step_takes_over_the_work_arrays_of_the_last_as_a_pla
     with their step and hand their work arrays on (engine/ops/base.py), profiled or not."""
     x = ad.Constant(np.ones((1, 6, 6, 2), np.float32))
     w, b = ad.Variable(np.ones((3, 1, 3, 3), np.float32)), ad.Variable(np.zeros(3, np.float32))
-    columns = []
+    rows = []  # the input rows its columns are read from (a small convolution: one GEMM a row)
     with profiled():
         for _ in range(2):
             y = ad.conv2d(x, w, b)
             y.sum().backward()
-            columns.append(id(y.op._buffers["cols"]))
+            rows.append(id(y.op._buffers["rows"]))
             del y
-    assert columns[0] == columns[1]
+    assert rows[0] == rows[1]
 
 
 def test_an_op_run_inside_another_is_the_outer_ops_time():
