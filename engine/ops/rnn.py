@@ -14,7 +14,7 @@ import numpy as np
 from .base import Op
 from .elementwise import ReLU, Sigmoid, Tanh
 
-# The activations are the element-wise ops themselves: one forward and backward for each,
+# The activations are the element-wise ops themselves: one forward and one derivative for each,
 # whether it follows a dense layer or runs inside the recurrence.
 ACTIVATIONS: dict[str, type[Tanh | ReLU | Sigmoid]] = {"tanh": Tanh, "relu": ReLU,
                                                        "sigmoid": Sigmoid}
