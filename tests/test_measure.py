@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -22,7 +23,9 @@ from harness.measure.policy import FlagPolicy
 from harness.measure.process_facts import stat_fields
 from harness.measure.provenance import (
     LIBRARIES,
+    CpuDetails,
     code_version,
+    cpu_details,
     git_state,
     onednn_version,
     provenance,
@@ -320,6 +323,40 @@ def test_a_plugin_folder_is_dirty_by_its_own_files_only(tmp_path):
 def test_code_version_outside_git(tmp_path):
     assert git_state(tmp_path) == ("unknown", False)
     assert code_version(tmp_path) == "unknown"
+
+
+CPUINFO = "".join(
+    f"processor\t: {n}\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n"
+    f"model name\t: AMD EPYC\nstepping\t: 1\nmicrocode\t: 0x1000065\ncpu MHz\t\t: 2445.402\n"
+    f"physical id\t: 0\ncore id\t\t: {n}\nflags\t\t: fpu sse4_2 avx fma avx2\n\n"
+    for n in range(2))
+
+
+def test_the_cpu_is_described_with_its_clock_topology_caches_and_vector_extensions(tmp_path):
+    """A reader places a machine by more than its model name: a VM's "AMD EPYC" hides whether
+    numpy's exp and tanh run AVX-512 kernels, and the committed reports were measured on two
+    kinds of it."""
+    for level, kind, size, shared in ((1, "Data", "32K", "0"), (1, "Instruction", "32K", "0"),
+                                      (2, "Unified", "512K", "0"), (3, "Unified", "32768K", "0-1")):
+        index = tmp_path / "cpu0" / "cache" / f"index{level}{kind[0]}"
+        index.mkdir(parents=True)
+        for name, value in (("level", level), ("type", kind), ("size", size),
+                            ("shared_cpu_list", shared)):
+            (index / name).write_text(f"{value}\n")
+    cpu = cpu_details(CPUINFO, tmp_path)
+    assert cpu == CpuDetails(
+        name="AMD EPYC", family_model_stepping="25/1/1", microcode="0x1000065", mhz=2445.402,
+        sockets=1, cores=2, threads_per_core=1,
+        caches="L1d 32K, L1i 32K, L2 512K, L3 32768K (shared by 2)",
+        vector="AVX2 FMA SSE4.2 (no AVX-512)")
+    assert cpu.describe() == (
+        "AMD EPYC (family/model/stepping 25/1/1, microcode 0x1000065), 2445 MHz, 1 socket, 2 "
+        "cores, 1 thread per core; caches L1d 32K, L1i 32K, L2 512K, L3 32768K (shared by 2); "
+        "vector AVX2 FMA SSE4.2 (no AVX-512)")
+    bare = cpu_details("", tmp_path / "none")  # an OS that shows nothing
+    assert bare.cores is None and bare.caches == "" and bare.describe().startswith(bare.name)
+    # every run records it, stored as JSON
+    assert provenance(2, "float32", "d", "c", 0)["cpu"] == asdict(cpu_details())
 
 
 def test_provenance_fields(tmp_path):

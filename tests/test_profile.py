@@ -20,6 +20,7 @@ from harness.contract.profiling import OpCall, ProfiledStep
 from harness.contract.specs import MODELS, get_model
 from harness.contract.weights import initial_weights
 from harness.errors import UsageError
+from harness.report.roofline import caption as roofline_caption
 from harness.report.roofline import roofline
 from harness.results.profiles import (
     OVERLAP,
@@ -299,6 +300,28 @@ def test_the_roofline_names_crowded_ops_without_their_names_running_into_each_ot
             assert not boxes[first].overlaps(boxes[second]), (first, second)
     alone = next(text for text in ax.texts if text.get_text() == "Alone")
     assert (alone.get_ha(), alone.get_va()) == ("left", "bottom")  # the first side: over it
+
+
+def test_a_name_with_no_free_place_is_left_out_and_the_caption_says_what_no_point_shows():
+    # ten ops on one spot: the names that find no free side, near or further out, are left
+    # out, never drawn over another (the reviewer's "aten::conv2d under ConvolutionBackward0")
+    crowd = [ProfileRow(f"op{i}", "backward", 1, 0.001, 0.05, 2e7, 6.25e5) for i in range(10)]
+    fused = ProfileRow("aten::lstm", "forward", 1, 0.004, 0.41, None, None)  # no FLOP count
+    small = ProfileRow("aten::add", "forward", 1, 0.0001, 0.02, None, None)
+    profiles = [SavedProfile("lstm", "torch", {}, 0.01, 0.01, 100.0, 10.0, [*crowd, fused, small])]
+    fig = roofline(profiles)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    (ax,) = fig.axes
+    named = [t.get_window_extent(renderer) for t in ax.texts if t.get_text().startswith("op")]
+    assert 0 < len(named) < len(crowd)
+    assert not any(a.overlaps(b) for i, a in enumerate(named) for b in named[i + 1:])
+    text = roofline_caption(profiles)
+    assert "name is omitted where it would cover another's" in text
+    # the panel compares only ops with FLOPs and bytes: what it leaves out is named
+    assert "Not drawn, each at least 10% of its framework's step: lstm: torch aten::lstm " \
+           "forward (41%)." in text
+    assert "aten::add" not in text  # 2 % of the step
 
 
 # a compiled step's text, cut down: XLA writes each instruction on one (long) line

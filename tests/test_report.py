@@ -20,8 +20,10 @@ import pytest
 from matplotlib.container import ErrorbarContainer
 
 from harness.contract.cases import Case, CaseExtra
+from harness.contract.specs import get_model
 from harness.errors import UsageError
 from harness.measure.policy import FlagPolicy
+from harness.measure.provenance import CpuDetails, code_version
 from harness.measure.stats import ratio_verdict
 from harness.report import build_report, figures, frames, rates
 from harness.report.attribution import attribution_figure
@@ -195,9 +197,9 @@ def test_papers_table_against_torch(store: ResultsStore) -> None:
     step = cnn.at["engine-static", "step"]
     assert engine["Step (ms)"] == (f"{1000 * step.value:.2f} "
                                    f"(95% CI {1000 * step.low:.2f}-{1000 * step.high:.2f})")
-    assert engine["Step vs torch"] == (f"{ratio.value:.2f}x "
-                                       f"(95% PI {ratio.low:.2f}-{ratio.high:.2f}) slower")
-    assert by_fw["acme-grad"]["Step vs torch"].endswith("slower")
+    assert engine["Step vs torch"] == (f"{ratio.value:.2f}x slower "
+                                       f"(95% PI {ratio.low:.2f}-{ratio.high:.2f})")
+    assert by_fw["acme-grad"]["Step vs torch"].startswith("4.02x slower (95% PI ")
     assert by_fw["torch"]["Step vs torch"] == "reference"
     row = next(r for r in rows if r[0] == "engine-static")
     assert row[headers.index("Allocations (GiB)") + 1] == "2.00× less"
@@ -287,7 +289,7 @@ def test_model_tables_give_every_ratio_its_interval(store: ResultsStore) -> None
     ratio_cells = [line.split("|")[6] for line in text.splitlines()
                    if line.startswith("| engine-static")]
     assert len(ratio_cells) == 2
-    assert all("(95% PI " in c and c.strip().endswith("slower") for c in ratio_cells)
+    assert all("(95% PI " in c and "x slower (" in c for c in ratio_cells)
 
 
 def test_an_accuracy_difference_is_judged_against_the_seeds_spread() -> None:
@@ -381,8 +383,12 @@ def test_a_difference_to_a_published_mean_is_judged_against_both_spreads() -> No
 def test_a_ratio_whose_interval_holds_1_is_no_difference() -> None:
     from harness.measure.stats import Estimate, estimate, format_ratio, paired_ratio
 
-    assert format_ratio(Estimate(0.62, 0.58, 0.66, 3)) == "0.62x (95% PI 0.58-0.66) faster"
-    assert format_ratio(Estimate(1.3, 1.1, 1.5, 3)) == "1.30x (95% PI 1.10-1.50) slower"
+    # below 1 as a reader says it: 1 / 0.62 = 1.61x faster, the interval inverted alike
+    assert format_ratio(Estimate(0.62, 0.58, 0.66, 3)) == "1.61x faster (95% PI 1.52-1.72)"
+    assert format_ratio(Estimate(0.5, 0.4, 0.625, 3)) == "2.00x faster (95% PI 1.60-2.50)"
+    assert format_ratio(Estimate(1.3, 1.1, 1.5, 3)) == "1.30x slower (95% PI 1.10-1.50)"
+    assert format_ratio(Estimate(0.5, 0.4, 0.625, 3), ("more", "less")) == (
+        "2.00x less (95% PI 1.60-2.50)")
     assert format_ratio(Estimate(0.9, 0.7, 1.1, 3)) == "≈ 0.90x (95% PI 0.70-1.10)"
     assert format_ratio(Estimate(0.9, math.nan, math.nan, 1)) == "0.90x (one round, no PI)"
     # too wide to call it no difference: undecided, with the processes that would narrow it
@@ -446,6 +452,15 @@ def test_batch_figure(store: ResultsStore) -> None:
     raw = [line for line in loss.get_lines() if line.get_label() == "_torch raw"][0]
     assert len(raw.get_xdata()) == 30  # 3 epochs x 10 batches, consecutive
     assert max(acc.get_lines()[0].get_ydata()) <= 100
+    # the curves lie on top of each other by design: the right column tells them apart, each
+    # framework's smoothed loss minus torch's, torch itself the line at 0
+    against = fig.axes[2]
+    assert against.get_yscale() == "log" and labels(against) == ["engine-static", "acme-grad"]
+    torch_loss = [line for line in loss.get_lines() if line.get_label() == "torch"][0]
+    engine_loss = [line for line in loss.get_lines() if line.get_label() == "engine-static"][0]
+    engine = [line for line in against.get_lines() if line.get_label() == "engine-static"][0]
+    np.testing.assert_allclose(engine.get_ydata(), np.maximum(
+        np.abs(engine_loss.get_ydata() - torch_loss.get_ydata()), figures.DIFFERENCE_FLOOR))
 
 
 def test_cost_figures_are_dot_plots_with_the_tables_numbers(store: ResultsStore) -> None:
@@ -490,7 +505,8 @@ def test_the_ratio_figure_shows_each_verdict_and_its_interval(store: ResultsStor
     assert len(words) == 4  # engine-static and acme-grad, cnn and mlp
     for m, f in (("cnn", "engine-static"), ("mlp", "acme-grad")):
         e = summary.loc[(m, f), "ratio"]
-        assert f"{e.value:.2f}× {ratio_verdict(e)}" in words  # the tables' verdict
+        size = e.value if e.value >= 1 else 1 / e.value  # "1.61× faster" for 0.62
+        assert f"{size:.2f}× {ratio_verdict(e)}" in words  # the tables' verdict
     interval = [line for line in step.get_lines() if len(line.get_xdata()) == 2
                 and line.get_linestyle() == "-"][0]
     low, high = interval.get_xdata()
@@ -720,32 +736,49 @@ def test_a_report_refuses_cases_of_two_commits(tmp_path: Path) -> None:
         for framework, version in (("engine-static", "abc1234"), ("torch", "def5678+dirty.0a1b")):
             result = make_result("mixed", "mlp", framework, 0)
             result.provenance["code_version"] = version
+            result.provenance["cpu"] = dataclasses.asdict(CpuDetails(
+                "Test CPU", "25/1/1", "0x1", 2445.4, 1, 2, 1, "L2 512K", "AVX2 (no AVX-512)"))
             store.save(result)
         with pytest.raises(UsageError, match=r"2 versions of the code \(abc1234 \(1 case\); "
                                              r"def5678\+dirty\.0a1b \(1 case\)\).*adh run "
                                              r"mixed --store"):
             build_report(store, "mixed", tmp_path / "out")
         report = build_report(store, "mixed", tmp_path / "out", allow_mixed_commits=True)
-    assert "- Code: commit abc1234 (1 runs), def5678+dirty.0a1b (1 runs)" in report.read_text()
+    assert ("- Code: measured at commit abc1234 (1 runs), def5678+dirty.0a1b (1 runs); this "
+            "report rendered at commit ") in report.read_text()
+    assert ("- CPU: Test CPU (family/model/stepping 25/1/1, microcode 0x1), 2445 MHz, 1 socket, "
+            "2 cores, 1 thread per core; caches L2 512K; vector AVX2 (no AVX-512)\n"
+            ) in report.read_text()
 
 
 @pytest.mark.slow
 def test_a_report_says_at_its_top_how_to_regenerate_it(store: ResultsStore,
                                                       tmp_path: Path) -> None:
-    """The commit, the `adh run` its cases recorded and the `adh report` that built it, at the
-    top; a run that recorded no command gets the plain one."""
+    """At the top: the commit that rendered it and the `adh report` that built it (the rebuild,
+    run as written from that commit), then the commit the cases ran at and the `adh run` they
+    recorded; a run that recorded no command gets the plain one."""
     report = build_report(store, "plain", tmp_path / "out",
                           command="adh report plain --store s.sqlite")
     top = report.read_text().split("## ")[0]
-    assert ("**To regenerate:** `git checkout abc1234`, then `adh run plain --store "
-            f"{store.path}` (the run recorded no command of its own), then `adh report plain "
-            "--store s.sqlite`.") in top
+    here = code_version().split("+")[0]
+    assert (f"**To rebuild this report:** `git checkout {here}`") in top
+    assert "then `adh report plain --store s.sqlite`." in top
+    assert ("**To measure again:** `git checkout abc1234`, then `adh run plain --store "
+            f"{store.path}` (the run recorded no command of its own); then the report as above, "
+            f"from the store the runs filled ({store.path}).") in top
     cases = pd.DataFrame({"prov_code_version": ["abc1234+dirty.0a1b"] * 2,
                           "prov_command": ["adh run quick --rounds 9", None]})
-    (line, _) = regenerate_note(cases, "quick", Path("adh.sqlite"))
-    assert line.startswith("**To regenerate:** `git checkout abc1234` (its runs had uncommitted "
-                           "changes, which the commit lacks), then `adh run quick --rounds 9`, "
-                           "then `adh report quick --store adh.sqlite`.")
+    (rebuild, _, again, _) = regenerate_note(cases, "quick", Path("adh.sqlite"),
+                                             rendered_at="def5678")
+    assert rebuild == ("**To rebuild this report:** `git checkout def5678`, then `adh report "
+                       "quick --store adh.sqlite`.")
+    assert again.startswith("**To measure again:** `git checkout abc1234` (its runs had "
+                            "uncommitted changes, which the commit lacks), then `adh run quick "
+                            "--rounds 9`; then the report as above")
+    (rebuild, *_) = regenerate_note(cases, "quick", Path("adh.sqlite"),
+                                    rendered_at="def5678+dirty.99")
+    assert rebuild.startswith("**To rebuild this report:** `git checkout def5678` (uncommitted "
+                              "changes: ")
 
 
 def test_a_suite_run_in_shards_regenerates_with_their_merge() -> None:
@@ -755,10 +788,11 @@ def test_a_suite_run_in_shards_regenerates_with_their_merge() -> None:
                           "prov_command": ["adh run paper --models cnn --store cnn.sqlite",
                                            "adh run paper --models rnn --store=rnn.sqlite",
                                            "adh run paper --models mlp --store all.sqlite"]})
-    (line, _) = regenerate_note(cases, "paper", Path("all.sqlite"))
+    (_, _, line, _) = regenerate_note(cases, "paper", Path("all.sqlite"))
     assert ("`adh run paper --models mlp --store all.sqlite`, then `adh merge all.sqlite "
-            "cnn.sqlite rnn.sqlite`, then `adh report paper --store all.sqlite`.") in line
-    (line, _) = regenerate_note(cases[2:], "paper", Path("all.sqlite"))
+            "cnn.sqlite rnn.sqlite`; then the report as above, from the store the runs filled "
+            "(all.sqlite).") in line
+    (_, _, line, _) = regenerate_note(cases[2:], "paper", Path("all.sqlite"))
     assert "adh merge" not in line
 
 
@@ -991,7 +1025,7 @@ def test_the_published_studies_beside_ours(store: ResultsStore, tmp_path: Path) 
     # like with like: the study's time is its whole training, so is ours, paired by seed and
     # round (2.0 s against 1.0 s, 2.1 against 1.1)
     assert engine["Ours"] == "engine-static"
-    assert engine["Ours: training time vs torch"].startswith("1.95x (95% PI 1.")
+    assert engine["Ours: training time vs torch"].startswith("1.95x slower (95% PI 1.")
     assert engine["Ours: test accuracy on mnist-10k (%)"] != "-"
     assert "Test accuracy on MNIST (%)" in headers
     assert engine["Ours: allocations vs torch"] == "2.00× less"  # half torch's bytes
@@ -1001,7 +1035,16 @@ def test_the_published_studies_beside_ours(store: ResultsStore, tmp_path: Path) 
     studies = text.split("## Beside the published studies")[1].split("## Figures")[0]
     assert "### Julia CNN study, Table I, beside our cnn" in studies
     assert "Protocol differences: the study: MNIST" in studies
-    assert "ours: mnist-10k, 3 epochs, batch 100" in studies
+    # ours said in full: the architecture, and the optimizer with its momentum (the reviewer:
+    # "sgd at lr 0.01" left out the momentum of 0.9 that Setup lists)
+    assert f"ours: {get_model('cnn').description}; mnist-10k, 3 epochs, batch 100, " in studies
+    setup_optimizer = re.search(r"\| cnn +\|.*?\| (sgd, lr [^|]*?) +\|", text).group(1)
+    assert f"batch 100, {setup_optimizer}, float32" in studies
+    # it opens with the studies it shows, and says what a table can and cannot support
+    opening = studies.split("###")[0]
+    assert "The Julia CNN study trained on MNIST." in opening and "circles" not in opening
+    assert "What this table supports: " in studies and "What it does not: " in studies
+    assert "the study trained on MNIST and we on mnist-10k" in studies
     assert "Julia RNN" not in studies  # the plain suite has no rnn
     circles = build_report(store, "circles", tmp_path / "circles").read_text()
     table = circles.split("### Python circles study, Table I")[1]

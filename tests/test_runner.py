@@ -16,12 +16,13 @@ import pytest
 from harness.contract.cases import Case
 from harness.contract.frameworks import available, get_framework
 from harness.measure.policy import FlagPolicy
+from harness.report.build import build_report
 from harness.results.attribution import OUTSIDE, Attribution
 from harness.results.estimates import model_summary
 from harness.results.notes import reported_facts
 from harness.results.records import CaseResult
 from harness.results.store import ResultsStore
-from harness.results.tables import format_model_tables
+from harness.results.tables import REPORTED_NOTE, format_model_tables
 from harness.run import runner
 from harness.run.options import RunOptions
 from harness.run.processes import WorkerError
@@ -815,6 +816,11 @@ def test_reported_facts_and_the_roof_of_the_threads_used(toys, tmp_path, monkeyp
     assert row.differentiated == "through primitives"
     assert "| toy-ok [reported] | through primitives |" in format_model_tables(summary)
     assert "| 2 threads, " in format_model_tables(summary)  # and its threads and cores
+    # the report's table with the mark carries its legend, as the terminal's does
+    with ResultsStore(tmp_path / "store.sqlite") as store:
+        report = build_report(store, "facts", tmp_path / "report").read_text()
+    assert "| toy-ok [reported] |" in report
+    assert f"- {REPORTED_NOTE[0].upper()}{REPORTED_NOTE[1:]}." in report
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ import re
 import socket
 import subprocess
 import sys
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -75,6 +76,98 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+@dataclass(frozen=True)
+class CpuDetails:
+    """What a reader needs to place a machine beside another, read from /proc/cpuinfo and
+    /sys (empty or None where the OS does not show it, as in some virtual machines)."""
+    name: str  # "model name"
+    family_model_stepping: str  # "25/1/1": vendor family, model and stepping
+    microcode: str
+    mhz: float | None  # the clock /proc/cpuinfo shows (a VM's nominal clock, not the turbo)
+    sockets: int | None
+    cores: int | None  # physical cores in all
+    threads_per_core: int | None
+    caches: str  # "L1d 32K, L1i 32K, L2 512K, L3 32768K (shared by 2)", per core unless said
+    vector: str  # the widest vector extensions: numpy and the BLAS pick kernels by them
+
+    def describe(self) -> str:
+        """'AMD EPYC (family/model/stepping 25/1/1, microcode 0x1000065), 2445 MHz, 1 socket, 2
+        cores, 1 thread per core; caches L1d 32K, ...; vector AVX2 FMA (no AVX-512)'."""
+        ident = ", ".join(filter(None, (
+            self.family_model_stepping and f"family/model/stepping {self.family_model_stepping}",
+            self.microcode and f"microcode {self.microcode}")))
+        topology = ", ".join(f"{int(n)} {word}{'s' * (n != 1)}" for n, word in (
+            (self.sockets, "socket"), (self.cores, "core"),
+            (self.threads_per_core, "thread")) if n) + (" per core" * bool(
+                self.threads_per_core))
+        return "; ".join(filter(None, (
+            ", ".join(filter(None, (self.name + (f" ({ident})" if ident else ""),
+                                    f"{self.mhz:.0f} MHz" if self.mhz else "", topology))),
+            self.caches and f"caches {self.caches}", self.vector and f"vector {self.vector}")))
+
+
+VECTOR_FLAGS = (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("fma", "FMA"), ("avx", "AVX"),
+                ("sse4_2", "SSE4.2"))
+
+
+def cpu_details(cpuinfo: str | None = None, sys_cpu: Path = Path("/sys/devices/system/cpu")
+                ) -> CpuDetails:
+    """The CPU this process runs on (`cpuinfo`: the text of /proc/cpuinfo, read when None)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            cpuinfo = ""
+    blocks = [dict((k.strip(), v.strip()) for k, _, v in (line.partition(":")
+                                                             for line in block.splitlines()))
+              for block in cpuinfo.strip().split("\n\n") if block.strip()]
+    first = blocks[0] if blocks else {}
+    cores = {(b.get("physical id"), b.get("core id")) for b in blocks if "core id" in b}
+    sockets = {b.get("physical id") for b in blocks if "physical id" in b}
+    flags = set(first.get("flags", "").split())
+    vector = " ".join(name for flag, name in VECTOR_FLAGS
+                      if flag in flags and not (name == "AVX" and "avx2" in flags))
+    if vector and "avx512f" not in flags:
+        vector += " (no AVX-512)"
+    try:
+        mhz = float(first["cpu MHz"])
+    except (KeyError, ValueError):
+        mhz = None
+    fms = "/".join(first.get(k, "") for k in ("cpu family", "model", "stepping"))
+    return CpuDetails(
+        name=first.get("model name") or platform.processor() or "unknown",
+        family_model_stepping="" if fms == "//" else fms, microcode=first.get("microcode", ""),
+        mhz=mhz, sockets=len(sockets) or None, cores=len(cores) or None,
+        threads_per_core=(len(blocks) // len(cores)) if cores else None,
+        caches=_caches(sys_cpu / "cpu0" / "cache"), vector=vector)
+
+
+def _caches(folder: Path) -> str:
+    """'L1d 32K, L1i 32K, L2 512K, L3 32768K (shared by 2)' from /sys's cache folders."""
+    parts = []
+    for index in sorted(folder.glob("index*")):
+        try:
+            level, kind, size = ((index / name).read_text().strip()
+                                 for name in ("level", "type", "size"))
+            shared = (index / "shared_cpu_list").read_text().strip()
+        except OSError:
+            continue
+        suffix = {"Data": "d", "Instruction": "i"}.get(kind, "")
+        sharing = _cpu_count(shared)
+        parts.append(f"L{level}{suffix} {size}" + (f" (shared by {sharing})"
+                                                   if sharing > 1 else ""))
+    return ", ".join(parts)
+
+
+def _cpu_count(cpu_list: str) -> int:
+    """How many CPUs a list such as '0-1,4' names."""
+    count = 0
+    for part in filter(None, cpu_list.split(",")):
+        low, _, high = part.partition("-")
+        count += int(high or low) - int(low) + 1
+    return count
 
 
 def blas_library() -> str:
@@ -143,6 +236,7 @@ def provenance(
         # the frameworks' libraries; oneDNN is added by the worker once its framework is built
         "versions": {name: _version(name) for name in LIBRARIES},
         "cpu_model": cpu,
+        "cpu": asdict(cpu_details()),
         "logical_cores": cores,
         "blas": blas,
         "machine": machine_fingerprint(cpu, cores, blas),

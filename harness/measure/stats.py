@@ -305,23 +305,28 @@ def ratio_verdict(e: Estimate, words: tuple[str, str] = ("slower", "faster")) ->
 
 
 def format_ratio(e: Estimate, words: tuple[str, str] = ("slower", "faster")) -> str:
-    """'0.62x (95% PI 0.58-0.66) faster' (PI: where a rerun's ratio falls, `ratio_estimate`);
-    '≈ 1.01x (95% PI 0.97-1.05)' when the interval holds 1; 'undecided: 0.73x (95% PI
-    0.40-1.90; about 40 paired processes for ±10%)' when it holds 1 and reaches further than
-    ±25 % (too wide to call it no difference); '0.62x (one round, no PI)' without an interval.
-    words = (above 1, below 1)."""
+    """'1.30x slower (95% PI 1.10-1.50)' (PI: where a rerun's ratio falls, `ratio_estimate`); a
+    ratio below 1 as its inverse, as a reader says it: 0.62 (95% PI 0.58-0.66) is '1.61x faster
+    (95% PI 1.52-1.72)'; '≈ 1.01x (95% PI 0.97-1.05)' when the interval holds 1; 'undecided:
+    0.73x (95% PI 0.40-1.90; about 40 paired processes for ±10%)' when it holds 1 and reaches
+    further than ±25 % (too wide to call it no difference); '0.62x (one round, no PI)' without an
+    interval. The last three keep the ratio itself: they decide no direction. words = (above 1,
+    below 1)."""
     if not math.isfinite(e.value):
         return "-"
     if not e.has_interval:
         return f"{e.value:.2f}x (one round, no PI)"
-    ratio = f"{e.value:.2f}x (95% PI {e.low:.2f}-{e.high:.2f})"
     verdict = ratio_verdict(e, words)
+    if verdict == words[1]:  # below 1
+        return f"{1 / e.value:.2f}x {verdict} (95% PI {1 / e.high:.2f}-{1 / e.low:.2f})"
+    if verdict == words[0]:
+        return f"{e.value:.2f}x {verdict} (95% PI {e.low:.2f}-{e.high:.2f})"
     if verdict == "undecided":
         n = processes_to_narrow(e)
         more = f"about {n}" if n else "more than 1000"
         return (f"undecided: {e.value:.2f}x (95% PI {e.low:.2f}-{e.high:.2f}; {more} paired "
                 f"processes for ±10%)")
-    return f"≈ {ratio}" if verdict == "≈" else f"{ratio} {verdict}"
+    return f"≈ {e.value:.2f}x (95% PI {e.low:.2f}-{e.high:.2f})"
 
 
 def format_value(e: Estimate, scale: float = 1.0, digits: int = 2) -> str:

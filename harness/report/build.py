@@ -16,6 +16,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from harness.errors import UsageError
+from harness.measure.provenance import code_version
 from harness.report import cost, figures, frames, rates
 from harness.report.attribution import attribution_section
 from harness.report.explain import explain_section
@@ -179,7 +180,8 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
                          f"std left out where it rounds to zero at the digits shown; training "
                          f"and step time: median over processes, 95% CI{ratio})",
                          f"model_{model}", headers, body, estimates.flat_estimates(rows),
-                         notes=[*tables.disagreements(rows, REFERENCE),
+                         notes=[*tables.mark_notes(rows),
+                                *tables.disagreements(rows, REFERENCE),
                                 *tables.history_notes(rows)]))
     if data.has_folds:
         accuracy = estimates.accuracy_summary(data.ok, data.epochs)
@@ -299,11 +301,14 @@ def _store_option(command: str) -> str | None:
 
 
 def regenerate_note(cases: pd.DataFrame, suite: str, store: Path,
-                    command: str | None = None) -> list[str]:
-    """The commands that regenerate the report of finished `cases`, at its top: the commit to
-    check out, the `adh run` commands its cases recorded (each case's provenance `command`),
-    the `adh merge` of their stores where they ran into stores other than the report's (a suite
-    run in shards), and `command`, the `adh report` that built it (default: the plain one)."""
+                    command: str | None = None, rendered_at: str | None = None) -> list[str]:
+    """The commands that rebuild the report of finished `cases`, at its top, in two lines. The
+    rebuild: the commit that renders it (`rendered_at`, default this checkout's code version)
+    and `command`, the `adh report` that built it (default: the plain one); run as written from
+    that commit, it rebuilds the report from the store it names (committed beside the report, or
+    of the reader's own). The measurement: the commit the cases ran at, the `adh run` commands
+    they recorded (each case's provenance `command`), and the `adh merge` of their stores where
+    they ran into stores other than the report's (a suite run in shards)."""
     versions = column(cases, "prov_code_version").fillna(column(cases, "prov_commit"))
     commits = list(dict.fromkeys(str(v).split("+")[0] for v in versions.dropna()))
     runs = list(dict.fromkeys(column(cases, "prov_command").dropna()))
@@ -317,9 +322,14 @@ def regenerate_note(cases: pd.DataFrame, suite: str, store: Path,
     if shards:
         run += f", then `adh merge {store} {' '.join(shards)}`"
     report = command or f"adh report {suite} --store {store}"
-    return [f"**To regenerate:** {checkout}, then {run}, then `{report}`. The numbers will "
-            "differ within their intervals; the machine and the host's steadiness beside them "
-            "say where they came from.", ""]
+    rendered = rendered_at or code_version()
+    dirty = (" (uncommitted changes: the line rebuilds it only from a clean tree at a commit "
+             "holding them)" if "+dirty" in rendered else "")
+    return [f"**To rebuild this report:** `git checkout {rendered.split('+')[0]}`{dirty}, then "
+            f"`{report}`.", "",
+            f"**To measure again:** {checkout}, then {run}; then the report as above, from the "
+            f"store the runs filled ({store}). The numbers will differ within their intervals; "
+            "the machine and the host's steadiness beside them say where they came from.", ""]
 
 
 def _smoke_test_note(data: frames.SuiteData) -> list[str]:
@@ -436,6 +446,7 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
     machines unless `allow_mixed_machines` (harness.results.machines), or of several versions of the
     harness's code unless `allow_mixed_commits` (`require_one_commit`). `command`, the `adh
     report` that asks, is quoted at the top with the run's (`regenerate_note`)."""
+    rendered_at = code_version()
     data = load_suite_data(store, suite)
     require_one_machine(data.cases, f"suite {suite!r} in {store.path}", allow_mixed_machines)
     require_one_commit(data.ok, suite, store.path, allow_mixed_commits)
@@ -453,12 +464,12 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
     lines = [f"# Report: suite `{suite}`", "",
              f"{len(data.ok)} finished runs of {len(data.models)} models × {len(frameworks)} "
              f"frameworks ({', '.join(frameworks)}) on {distinct(data.ok['dataset'])}.", "",
-             *regenerate_note(data.ok, suite, store.path, command),
+             *regenerate_note(data.ok, suite, store.path, command, rendered_at),
              *_smoke_test_note(data),
              *setup_section(data.ok, data.models),
              *parity_section(parity(data) if parity else None, data.ok, suite),
              *search,
-             "## Provenance", "", provenance_section(data.cases), "",
+             "## Provenance", "", provenance_section(data.cases, rendered_at), "",
              "## How this was measured", "", method_section(data), "",
              *_unfinished_section(data.cases),
              *_not_run_sections(data.cases),

@@ -214,11 +214,14 @@ def ratios_caption(data: frames.SuiteData) -> Caption:
 
 
 def _verdict(e: Estimate) -> str:
-    """'1.38× slower', '≈ 1.01×', 'undecided' (stats.ratio_verdict), written beside a ratio."""
+    """'1.38× slower', '1.61× faster' (a ratio of 0.62), '≈ 1.01×', 'undecided'
+    (stats.ratio_verdict), written beside a ratio."""
     word = ratio_verdict(e)
     if word in ("", "undecided"):
         return word
-    return f"≈ {e.value:.2f}×" if word == "≈" else f"{e.value:.2f}× {word}"
+    if word == "≈":
+        return f"≈ {e.value:.2f}×"
+    return f"{e.value if e.value >= 1 else 1 / e.value:.2f}× {word}"
 
 
 def has_ratios(data: frames.SuiteData) -> bool:

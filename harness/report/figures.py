@@ -43,6 +43,7 @@ from harness.report.style import (
     styled,
     variant_look,
 )
+from harness.results.estimates import REFERENCE
 from harness.results.records import Status
 
 BAND_ALPHA = 0.18
@@ -99,18 +100,26 @@ def smoothing_span(steps_per_epoch: int) -> int:
 
 
 BATCH_CURVES_CAPTION = Caption(
-    "Training loss (left) and accuracy (right) of each batch, a row per model, in order across "
+    "Training loss (left) and accuracy (middle) of each batch, a row per model, in order across "
     "epochs (grey lines mark the epochs){over}. Faint: the raw series; solid: an exponential "
-    "moving average over a tenth of an epoch.")
+    "moving average over a tenth of an epoch. Every framework starts from the same weights and "
+    "sees the same batches, so their curves lie on top of each other by design; the right "
+    "column tells them apart (where torch ran): how far each framework's moving average of the "
+    "loss lies from torch's, on a log axis, a line along its floor of 1e-9 where a framework "
+    "computes what torch does to float32's rounding.")
+DIFFERENCE_FLOOR = 1e-9
 
 
 @styled()
 def batch_curves(data: frames.SuiteData) -> Figure:
-    """Figure 3, as `BATCH_CURVES_CAPTION` describes it: a row per model, loss left and accuracy
-    right; the moving average spans `smoothing_span` batches."""
+    """Figure 3, as `BATCH_CURVES_CAPTION` describes it: a row per model, loss left, accuracy in
+    the middle and, where torch ran, the smoothed loss's difference to torch's right; the moving
+    average spans `smoothing_span` batches."""
     series = frames.batch_series(data.batches)
     frameworks = framework_order(series["framework"])
-    fig, grid = new_figure(len(data.models), 2, panel_height=1.15)
+    against = REFERENCE in frameworks
+    fig, grid = new_figure(len(data.models), 3 if against else 2, panel_height=1.15,
+                           width=(1.6 if against else 1) * COLUMN_WIDTH_IN)
     for row, model in zip(grid, data.models, strict=True):
         of_model = series[series["model"] == model]
         present = [f for f in frameworks if f in set(of_model["framework"])]
@@ -118,6 +127,7 @@ def batch_curves(data: frames.SuiteData) -> Figure:
         span = smoothing_span(int(steps_per_epoch))
         new_epoch = (of_model["batch"] == 0) & (of_model["step"] > 0)
         epoch_starts = of_model.loc[new_epoch, "step"].unique()
+        smoothed: dict[str, pd.Series] = {}
         for ax, value, label in ((row[0], "loss", loss_label(model)),
                                  (row[1], "acc", "Accuracy (%)")):
             scale = 100 if value == "acc" else 1
@@ -129,16 +139,42 @@ def batch_curves(data: frames.SuiteData) -> Figure:
                         label=f"_{fw} raw")
                 # Markers, staggered per framework, tell apart curves lying on top of each other.
                 every = max(1, len(s) // 6)
-                ax.plot(s["step"], raw.ewm(span=span).mean(), label=fw,
+                average = raw.ewm(span=span).mean()
+                if value == "loss":
+                    smoothed[fw] = pd.Series(average.to_numpy(), index=s["step"].to_numpy())
+                ax.plot(s["step"], average, label=fw,
                         markevery=(i * every // max(1, len(present)), every), **look.kwargs())
             for start in epoch_starts:
                 ax.axvline(start, color="0.6", linewidth=0.5, zorder=0)
             ax.set_title(f"{model}: {value if value == 'loss' else 'accuracy'}")
             ax.set_ylabel(label)
+        if against:
+            _loss_against_reference(row[2], smoothed, present, epoch_starts, model)
     for ax in grid[-1]:
         ax.set_xlabel("Batch (consecutive)")
     framework_legend(fig, frameworks)
     return fig
+
+
+def _loss_against_reference(ax: Axes, smoothed: dict[str, pd.Series], present: list[str],
+                            epoch_starts: np.ndarray, model: str) -> None:
+    """How far each framework's smoothed loss lies from torch's, batch by batch, on a log axis
+    floored at DIFFERENCE_FLOOR."""
+    reference = smoothed.get(REFERENCE)
+    for i, fw in enumerate(present):
+        if fw == REFERENCE or reference is None:
+            continue
+        distance = (smoothed[fw] - reference).dropna().abs().clip(lower=DIFFERENCE_FLOOR)
+        every = max(1, len(distance) // 6)
+        ax.plot(distance.index, distance.to_numpy(), label=fw,
+                markevery=(i * every // max(1, len(present)), every),
+                **framework_look(fw).kwargs())
+    for start in epoch_starts:
+        ax.axvline(start, color="0.6", linewidth=0.5, zorder=0)
+    ax.set_yscale("log")
+    ax.set_ylim(bottom=DIFFERENCE_FLOOR / 2)
+    ax.set_title(f"{model}: loss, off {REFERENCE}'s")
+    ax.set_ylabel("|Difference|")
 
 
 # --- Figure 6: how cost grows ------------------------------------------------------------------

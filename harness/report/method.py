@@ -8,7 +8,7 @@ import pandas as pd
 
 from harness.measure import warmup as warmup_rule
 from harness.measure.policy import FlagPolicy
-from harness.measure.provenance import LIBRARIES
+from harness.measure.provenance import LIBRARIES, CpuDetails, code_version
 from harness.measure.stats import ORDER_STATISTICS_FROM, median_interval
 from harness.report import frames
 from harness.results import notes
@@ -52,10 +52,23 @@ def framework_packages(cases: pd.DataFrame) -> str:
                      for fw in dict.fromkeys(frame["framework"]))
 
 
-def provenance_section(every: pd.DataFrame) -> str:
+def cpu_described(cases: pd.DataFrame) -> str:
+    """The CPUs the runs recorded (CpuDetails.describe), with their run counts where several;
+    'not recorded' for runs from before the record."""
+    fields = CpuDetails.__dataclass_fields__
+    frame = cases.reindex(columns=[f"prov_cpu_{name}" for name in fields])
+    described = pd.Series([
+        None if pd.isna(row[0]) else CpuDetails(*(None if pd.isna(v) else v for v in row)
+                                                ).describe()
+        for row in frame.itertuples(index=False)], index=cases.index, dtype=object)
+    return "not recorded" if described.isna().all() else distinct(described)
+
+
+def provenance_section(every: pd.DataFrame, rendered_at: str | None = None) -> str:
     """Where and with what the suite's runs ran, as a Markdown list: from the cases the runner
     started (all but the unsupported, which ran nowhere), but for the frameworks' packages,
-    which a case one declined records too."""
+    which a case one declined records too; and the commit of the code that renders it
+    (`rendered_at`; default: this checkout's)."""
     cases = every[~every["status"].isin(NOT_RUN)]
     commit = column(cases, "prov_code_version").fillna(
         column(cases, "prov_commit").astype(str) + column(cases, "prov_dirty").map(
@@ -76,7 +89,9 @@ def provenance_section(every: pd.DataFrame) -> str:
         f"- Machine: {distinct(case_machines(cases))}; {distinct(column(cases, 'prov_os'))}",
         f"- Threads per run: {distinct(cases['threads'])}; dtype {distinct(cases['dtype'])}",
         f"- Versions: {versions}",
-        f"- Code: commit {distinct(commit)}",
+        f"- CPU: {cpu_described(cases)}",
+        f"- Code: measured at commit {distinct(commit)}; this report rendered at commit "
+        f"{rendered_at or code_version()}",
         f"- Frameworks: {framework_packages(every)}",
         f"- Dataset: {distinct(dataset + ' (sha256 ' + checksum.str[:16] + '…)')}",
         f"- Runs: {len(cases)}, started {when}",

@@ -26,9 +26,13 @@ from harness.results.profiles import SavedProfile
 PHASE_MARKERS = {"forward": "o", "backward": "s"}
 MARKER_AREA = 22  # points squared, as scatter takes it
 WIDTH_IN = 7.0  # two columns: three panels of log-log axes need the room
-# where an op's name goes beside its point, in the order tried: (points right, up, alignment)
-LABEL_SIDES = ((3, 2, "left", "bottom"), (3, -2, "left", "top"),
-               (-3, 2, "right", "bottom"), (-3, -2, "right", "top"))
+# where an op's name goes beside its point, in the order tried: (points right, up, alignment),
+# near it first, then further out; a name that fits nowhere is left out rather than drawn over
+# another (the tables above name every op)
+LABEL_SIDES = tuple((sign_x * dx, sign_y * dy, "left" if sign_x > 0 else "right",
+                     "bottom" if sign_y > 0 else "top")
+                    for dx, dy in ((3, 2), (9, 6)) for sign_x in (1, -1) for sign_y in (1, -1))
+UNDRAWN_SHARE = 0.10  # an op of a panel's framework without a point, named in the caption
 
 def _models(profiles: list[SavedProfile]) -> list[str]:
     """The profiled models in the order of every figure (the built-in ones in their fixed
@@ -48,11 +52,35 @@ def caption(profiles: list[SavedProfile]) -> str:
             "byte it reads against its achieved GFLOP/s, from `adh profile` (the tables above). "
             "The lines are the machine's roofs: the float32 GEMM peak and the memory bandwidth "
             "of a triad (a = b + s*c), both measured with numpy at the profiles' thread count. "
-            "Ops whose FLOPs or bytes are unknown are not drawn.")
+            "Ops whose FLOPs or bytes are unknown are not drawn, and a panel sets side by side "
+            "only the ops that have both: a fused op's bytes are the arrays at its edges (what "
+            "it reads from outside), so its intensity is higher than that of the same work done "
+            "op by op. An op's name is omitted where it would cover another's (the tables above "
+            "name every op).")
+    missing = _undrawn_ops(profiles)
+    if missing:
+        text += (f" Not drawn, each at least {UNDRAWN_SHARE:.0%} of its framework's step: "
+                 f"{'; '.join(missing)}.")
     if undrawn:
         text += (f" Profiled but without a point: {', '.join(undrawn)} (no op whose FLOPs and "
                  "bytes are both known, such as jax's compiled instructions).")
     return text
+
+
+def _undrawn_ops(profiles: list[SavedProfile]) -> list[str]:
+    """'lstm: torch aten::lstm forward (41 %)' for each op, of a framework that has points in
+    the panel, that takes UNDRAWN_SHARE of its step or more and has no point (its FLOPs or
+    bytes unknown): what the panel's comparison leaves out."""
+    out = []
+    for profile in sorted(profiles, key=lambda p: _models(profiles).index(p.model)):
+        if not _points(profile):
+            continue
+        for row in profile.rows:
+            if (row.phase in PHASE_MARKERS and row.share >= UNDRAWN_SHARE
+                    and not (row.bytes and row.gflops_per_s())):
+                out.append(f"{profile.model}: {profile.framework} {row.name} {row.phase} "
+                           f"({row.share:.0%})")
+    return out
 
 
 def _points(profile: SavedProfile) -> list[tuple[str, str, float, float]]:
@@ -64,9 +92,9 @@ def _points(profile: SavedProfile) -> list[tuple[str, str, float, float]]:
 
 def _label(ax: Axes, renderer: RendererBase, points: list[tuple[str, float, float, str]]) -> None:
     """Name each (name, x, y, colour) point beside it, on the first side (over or under it,
-    right or left) where the name overlaps no other name or point and stays inside the axes:
-    ops of similar intensity and speed crowd together. Placed in pixels: the figure's layout
-    and limits must be settled (drawn) first."""
+    right or left, near then further out) where the name overlaps no other name or point and
+    stays inside the axes, or nowhere: ops of similar intensity and speed crowd together.
+    Placed in pixels: the figure's layout and limits must be settled (drawn) first."""
     frame = ax.get_window_extent(renderer)
     radius = np.sqrt(MARKER_AREA) / 2 * ax.figure.dpi / 72  # points to pixels
     taken = [Bbox.from_bounds(px - radius, py - radius, 2 * radius, 2 * radius)
@@ -80,10 +108,10 @@ def _label(ax: Axes, renderer: RendererBase, points: list[tuple[str, float, floa
             box = text.get_window_extent(renderer)
             fits = (frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0
                     and box.y1 <= frame.y1 and not any(box.overlaps(t) for t in taken))
-            if fits or (dx, dy, ha, va) == LABEL_SIDES[-1]:
+            if fits:
+                taken.append(box)
                 break
             text.remove()
-        taken.append(box)
 
 
 def roofline(profiles: list[SavedProfile]) -> Figure:

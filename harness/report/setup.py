@@ -35,7 +35,7 @@ DATASET_NOTES = {
 }
 
 
-def _specs(cases: pd.DataFrame) -> list[ModelSpec]:
+def model_specs(cases: pd.DataFrame) -> list[ModelSpec]:
     """The specs the cases of one model trained: a model a suite file declares from the spec
     its cases carry, a built-in one by name, each at its swept width or sequence length."""
     specs = []
@@ -52,7 +52,7 @@ def _specs(cases: pd.DataFrame) -> list[ModelSpec]:
     return specs
 
 
-def _optimizer(cases: pd.DataFrame) -> str:
+def optimizer_words(cases: pd.DataFrame) -> str:
     """'sgd, lr 0.01, momentum 0.9' from the cases' settings and the first one's extras."""
     extra = json.loads(cases["extra"].iloc[0]) if isinstance(cases["extra"].iloc[0], str) else {}
     momentum = extra.get("momentum")
@@ -60,7 +60,7 @@ def _optimizer(cases: pd.DataFrame) -> str:
             + (f", momentum {momentum:g}" if isinstance(momentum, NUMBERS) and momentum else ""))
 
 
-def _clipping(spec: ModelSpec | None) -> str:
+def clipping_words(spec: ModelSpec | None) -> str:
     """', gradients clipped to a global norm of 2 before each update' where the spec clips."""
     if spec is None or not spec.clip_norm:
         return ""
@@ -108,7 +108,7 @@ def setup_table(cases: pd.DataFrame, models: list[str]) -> tuple[list[str], list
     rows = []
     for model in models:
         group = cases[cases["model"] == model]
-        specs = _specs(group)
+        specs = model_specs(group)
         spec = specs[0] if specs else None
         limited = group["train_limit"].dropna() if "train_limit" in group else pd.Series()
         dataset = setting_values(group, "dataset") + (
@@ -121,7 +121,8 @@ def setup_table(cases: pd.DataFrame, models: list[str]) -> tuple[list[str], list
             f" ({'; '.join(swept)} swept)" if swept else "")
         rows.append([str(model), architecture,
                      _parameters(specs), _flops(group), spec.loss if spec else "-",
-                     _optimizer(group) + _clipping(spec), setting_values(group, "batch_size"),
+                     optimizer_words(group) + clipping_words(spec),
+                     setting_values(group, "batch_size"),
                      setting_values(group, "epochs"), dataset])
     return headers, rows
 

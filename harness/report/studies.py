@@ -13,6 +13,7 @@ import pandas as pd
 from harness.contract.data import circles
 from harness.measure.stats import Estimate, format_difference, format_ratio, summary_difference
 from harness.report import frames
+from harness.report.setup import clipping_words, model_specs, optimizer_words
 from harness.results import estimates, tables
 from harness.results.markdown import markdown_table
 
@@ -39,6 +40,7 @@ class Study:
     rows: tuple[Published, ...]  # the last is the reference (PyTorch)
     protocol: str  # the study's protocol in a sentence: dataset, epochs, batch, optimizer, ...
     measures: str  # what its time and memory measure, against ours
+    dataset: str  # what it trained on, for the section's opening
 
 
 JULIA_CNN = Study(
@@ -51,7 +53,7 @@ JULIA_CNN = Study(
     "builds its graph once (our engine-static), in Julia, as Flux; PyTorch in Python",
     "Time: seconds as its Table I gives them (what they span is not stated). Memory: "
     "allocations in GiB, PyTorch's not reported; we take them for bytes allocated in total, "
-    "Julia's usual count and the kind of number our memray pass gives")
+    "Julia's usual count and the kind of number our memray pass gives", "MNIST")
 
 JULIA_RNN = Study(
     "Julia RNN study, Tables I-III", "rnn",
@@ -63,7 +65,7 @@ JULIA_RNN = Study(
     "hidden size and learning rate are not stated; the graph built once (our engine-static)",
     "Time: 5 epochs of training in seconds. Memory: bytes allocated in total, from Julia's "
     "counter for the Julia solutions and from the PyTorch Profiler for PyTorch (different "
-    "counters; ours is memray's for every framework)")
+    "counters; ours is memray's for every framework)", "MNIST")
 
 # Train and test accuracy (%), mean and std over 2 x 5-fold cross-validation, per model of the
 # study (its Table I gives fractions: 0.983 ± 0.00419).
@@ -82,8 +84,16 @@ CIRCLES_PROTOCOL = (
     "chosen by grid search with 5-fold cross-validation, then 5-fold cross-validation run twice; "
     "its optimizer and epochs are not stated")
 
-STUDY_DATASETS = ("The Julia CNN and RNN studies trained on MNIST; the Python circles study on "
-                  "its own circles dataset (10,000 points, 80/20).")
+CIRCLES_DATASET = "its own circles dataset (10,000 points, 80/20)"
+
+# What a table of this section supports, and what it does not: said under every study.
+CONCLUSIONS = (
+    "What this table supports: our engine's time and bytes against torch's, both measured here "
+    "under one protocol (the interval is a rerun's), set beside the study's own engine against "
+    "its PyTorch, on its machine. What it does not: how the study's engine or Flux would fare "
+    "on this machine, or that ours is faster or slower than theirs (no two numbers here were "
+    "measured together across the studies), or anything of accuracy beyond each side's own "
+    "run, since {accuracy}")
 
 
 def _number(value: float | None, digits: int) -> str:
@@ -139,10 +149,15 @@ def study_table(study: Study, summary: pd.DataFrame,
 
 
 def _our_protocol(data: frames.SuiteData, model: str) -> str:
+    """Ours in the words of the study's protocol: the model's architecture, dataset, epochs,
+    batch, optimizer with every setting (momentum where set), dtype, seeds and threads."""
     cases = data.ok[data.ok["model"] == model]
     first = cases.iloc[0]
-    return (f"ours: {', '.join(map(str, dict.fromkeys(cases['dataset'])))}, {first['epochs']} "
-            f"epochs, batch {first['batch_size']}, {first['optimizer']} at lr {first['lr']:g}, "
+    specs = model_specs(cases)
+    architecture = f"{specs[0].description}; " if specs else ""
+    return (f"ours: {architecture}{', '.join(map(str, dict.fromkeys(cases['dataset'])))}, "
+            f"{first['epochs']} epochs, batch {first['batch_size']}, {optimizer_words(cases)}"
+            f"{clipping_words(specs[0] if specs else None)}, "
             f"{'/'.join(dict.fromkeys(cases['dtype']))}, {cases['seed'].nunique()} seed(s), "
             f"numpy (the engine) and "
             f"torch in Python on this machine, {first['threads']} threads")
@@ -242,6 +257,7 @@ def studies_section(data: frames.SuiteData) -> list[str]:
     """'Beside the published studies': a table per study whose model this suite ran with the
     engine and torch, each with the protocol differences; nothing for a suite with none."""
     lines: list[str] = []
+    shown: list[Study] = []
     models = set(data.ok["model"])
     frameworks = set(data.ok["framework"])
     if data.swept or "engine-static" not in frameworks:
@@ -263,15 +279,22 @@ def studies_section(data: frames.SuiteData) -> list[str]:
             if study.model not in models:
                 continue
             of_model = data.ok[data.ok["model"] == study.model]
-            headers, rows = study_table(study, summary[summary["model"] == study.model],
-                                        "/".join(dict.fromkeys(of_model["dataset"])))
+            ours_on = "/".join(dict.fromkeys(of_model["dataset"]))
+            headers, rows = study_table(study, summary[summary["model"] == study.model], ours_on)
+            accuracy = ("the architectures and protocols differ" if ours_on == study.dataset
+                        else f"the study trained on {study.dataset} and we on {ours_on}, with "
+                        "architectures and protocols that differ")
             lines += [f"### {study.title}, beside our {study.model}", "",
                       markdown_table(headers, rows), "",
                       f"Protocol differences: the study: {study.protocol}; "
-                      f"{_our_protocol(data, study.model)}. {study.measures}.", ""]
+                      f"{_our_protocol(data, study.model)}. {study.measures}.", "",
+                      CONCLUSIONS.format(accuracy=accuracy) + ".", ""]
+            shown.append(study)
     if not lines:
         return []
+    trained = ("The Python circles study trained on " + CIRCLES_DATASET if data.has_folds else
+               "; ".join(f"the {s.title.split(',')[0]} trained on {s.dataset}" for s in shown))
     return ["## Beside the published studies", "",
             "The studies' published numbers came from other machines, so times and bytes are "
             "compared as ratios to each study's reference (PyTorch), ours to torch on this "
-            f"machine. {STUDY_DATASETS}", "", *lines]
+            f"machine. {trained[0].upper()}{trained[1:]}.", "", *lines]

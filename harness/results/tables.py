@@ -296,9 +296,7 @@ def model_table_rows(summary: pd.DataFrame, reference: str = "torch"
     headers = [c.header.format(reference=reference) for c in columns]
     tables = [(str(model), model_table(rows, reference, columns)[1])
               for model, rows in summary.groupby("model", sort=False)]
-    notes = [FORCED_NOTE] if any(_forced(row) for _, row in summary.iterrows()) else []
-    if "reported" in summary and summary["reported"].fillna(False).astype(bool).any():
-        notes.append(REPORTED_NOTE)
+    notes = mark_notes(summary)
     if "ratio" in summary and (summary["framework"] == reference).any():
         notes += [HEADLINE_NOTE.format(reference=reference), *disagreements(summary, reference),
                   *history_notes(summary)]
@@ -312,6 +310,15 @@ def format_model_tables(summary: pd.DataFrame, reference: str = "torch") -> str:
     headers, tables, notes = model_table_rows(summary, reference)
     return "\n\n".join([*(f"{model}\n{markdown_table(headers, rows)}" for model, rows in tables),
                         *notes])
+
+
+def mark_notes(summary: pd.DataFrame) -> list[str]:
+    """What the marks in the framework cells of `summary`'s rows mean, one note per mark shown:
+    a table with a mark carries its legend."""
+    notes = [FORCED_NOTE] if any(_forced(row) for _, row in summary.iterrows()) else []
+    if "reported" in summary and summary["reported"].fillna(False).astype(bool).any():
+        notes.append(REPORTED_NOTE)
+    return notes
 
 
 def _marks(row: pd.Series) -> str:
@@ -353,7 +360,9 @@ def _relative_cell(row: pd.Series, column: str, words: tuple[str, str] | None,
         text = relative_words(row[f"{column}_ratio"], words)
         varies = row.get(f"{column}_ratio_pi")  # paired by seed: no width where seeds agree
         if isinstance(varies, Estimate) and varies.has_interval and varies.low < varies.high:
-            text += f" (95% PI {varies.low:.2f}-{varies.high:.2f})"
+            low, high = ((varies.low, varies.high) if row[f"{column}_ratio"] >= 1
+                         else (1 / varies.high, 1 / varies.low))  # as the words say it
+            text += f" (95% PI {low:.2f}-{high:.2f})"
         return text
     diff = row.get(f"{column}_diff")
     return (format_difference(diff, undecidable_beyond=UNDECIDABLE_PP)
