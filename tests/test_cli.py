@@ -255,7 +255,9 @@ def test_run_end_to_end(finished_store):
     row = next(line for line in result.stdout.splitlines() if line.startswith("| toy-ok"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert all(cell != "-" for cell in cells[:5])  # time, allocations, peak, accuracy all measured
-    assert 0 < float(cells[4]) <= 100
+    # a test worker beside this one may take the CPU: the harness then flags the pass, as it
+    # should, and the number stays
+    assert 0 < float(cells[4].removesuffix(" [flagged]")) <= 100
     table = [line for line in result.stdout.splitlines() if line.startswith("|")]
     assert "toy-nan" not in "\n".join(table)
     assert any(line.startswith("| step, attributed  |") for line in table)
