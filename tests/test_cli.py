@@ -169,7 +169,7 @@ def test_bad_flag_in_a_real_process_has_no_traceback(tmp_path):
 
 
 @pytest.mark.parametrize("flag, value, words", [
-    ("--seeds", "0", "--seeds: field 'seeds' must not be empty"),
+    ("--seeds", "0", "--seeds K runs seeds 0..K-1: K must be at least 1, got 0"),
     ("--epochs", "0", "--epochs: field 'epochs' must be at least 1"),
     ("--batch-size", "-1", "--batch-size: field 'batch_size' must be at least 1"),
 ])

@@ -12,6 +12,8 @@ from harness.errors import UsageError
 
 def run(args: argparse.Namespace) -> int:
     refuse_misplaced(args.store, "store", "run")
+    if args.seeds is not None and args.seeds < 1:
+        raise UsageError(f"--seeds K runs seeds 0..K-1: K must be at least 1, got {args.seeds}")
     overrides = {k: v for k, v in {
         "models": args.models, "frameworks": args.frameworks, "dataset": args.dataset,
         "epochs": args.epochs, "threads": args.threads, "batch_size": args.batch_size,
