@@ -68,14 +68,7 @@ def code_version(repo_dir: Path | None = None) -> str:
 
 def cpu_model() -> str:
     """The CPU's model name ("model name" in /proc/cpuinfo, else platform.processor())."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+    return cpu_details().name
 
 
 @dataclass(frozen=True)
@@ -224,7 +217,8 @@ def provenance(
 ) -> dict[str, Any]:
     """The provenance of one run: code, packages, machine, settings and start time (UTC)."""
     commit, dirty = git_state(repo_dir)
-    cpu, cores, blas = cpu_model(), os.cpu_count(), blas_library()
+    details = cpu_details()
+    cpu, cores, blas = details.name, os.cpu_count(), blas_library()
     return {
         "commit": commit,
         "dirty": dirty,
@@ -236,7 +230,7 @@ def provenance(
         # the frameworks' libraries; oneDNN is added by the worker once its framework is built
         "versions": {name: _version(name) for name in LIBRARIES},
         "cpu_model": cpu,
-        "cpu": asdict(cpu_details()),
+        "cpu": asdict(details),
         "logical_cores": cores,
         "blas": blas,
         "machine": machine_fingerprint(cpu, cores, blas),

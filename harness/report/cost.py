@@ -31,6 +31,7 @@ from harness.report.style import (
     styled,
 )
 from harness.results.estimates import GIB, MIB, REFERENCE, step_estimates, used_runs
+from harness.results.tables import relative_words
 
 ROW_HEIGHT_IN = 0.11  # one framework's row
 MARGIN_HEIGHT_IN = 0.45  # titles and the x axis's labels
@@ -219,9 +220,7 @@ def _verdict(e: Estimate) -> str:
     word = ratio_verdict(e)
     if word in ("", "undecided"):
         return word
-    if word == "≈":
-        return f"≈ {e.value:.2f}×"
-    return f"{e.value if e.value >= 1 else 1 / e.value:.2f}× {word}"
+    return f"≈ {e.value:.2f}×" if word == "≈" else relative_words(e.value, ("slower", "faster"))
 
 
 def has_ratios(data: frames.SuiteData) -> bool:
