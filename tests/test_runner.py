@@ -747,6 +747,46 @@ def test_frameworks_take_turns_of_the_given_steps(toys, tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+def test_between_its_turns_a_process_is_stopped_and_one_that_ended_exits_after_every_turn(
+        toys, tmp_path, monkeypatch):
+    """Whenever a process is given its turn, every other process of the group is stopped
+    (SIGSTOP: no library thread of theirs spins on a core), the ones that ended included: they
+    write their results and exit only once every turn is over."""
+    from harness.measure.process_facts import stat_fields
+    from harness.run import processes
+
+    seen: list[set[str]] = []
+    give_turn = processes._Worker.give_turn
+
+    def watching(self):
+        states = set()
+        for other in group:
+            if other is not self:
+                for tid in os.listdir(f"/proc/{other.proc.pid}/task"):
+                    stat = stat_fields(f"/proc/{other.proc.pid}/task/{tid}/stat")
+                    states.add(stat[0] if stat else "gone")
+        seen.append(states)
+        give_turn(self)
+
+    group: list = []
+    init = processes._Worker.__init__
+
+    def joining(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        group.append(self)
+
+    monkeypatch.setattr(processes._Worker, "give_turn", watching)
+    monkeypatch.setattr(processes._Worker, "__init__", joining)
+    suite = load_suite(str(write_suite(tmp_path, "turns", ["toy-ok", "toy-dense"], turns=2)))
+    options = RunOptions(progress=False, memory=False, code_version="v1", turn_steps=suite.turns)
+    with ResultsStore(tmp_path / "store.sqlite") as store:
+        outcome = run_suite(suite, store, options)
+    assert [r.status for r in outcome.results] == ["ok", "ok"]
+    assert len(seen) >= 6 and all(states == {"T"} for states in seen), seen
+    assert all(worker.proc.returncode == 0 for worker in group)
+
+
+@pytest.mark.slow
 def test_each_run_attributes_its_step_after_training_in_a_turn_of_its_own(toys, tmp_path,
                                                                           monkeypatch):
     """After its 5 training steps each toy runs its attribution's steps (10 plain and 10

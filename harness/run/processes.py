@@ -34,7 +34,7 @@ from harness.run.passes import PROGRESS_PREFIX, TURN_PREFIX
 
 WORKER = "harness.run.worker"
 STDERR_TAIL = 2000
-IDLE_WAIT_S = 0.5  # the longest a turn waits for the last turn's process to go idle
+IDLE_WAIT_S = 0.5  # the longest a turn waits for the last turn's process to stop
 
 
 def worker_module(code_dir: str | None) -> str:
@@ -106,22 +106,34 @@ class _Worker:
         self.paused_at = time.monotonic()
         return message
 
-    def give_turn(self) -> None:
-        assert self.proc.stdin is not None
+    def stop(self) -> None:
+        """Freeze the process between its turns (SIGSTOP): its library threads, which spin for
+        a while after their work (OpenBLAS for up to about 0.1 s), stop at once instead of
+        taking a core from the next turn; `wait_idle` then sees every thread stopped."""
+        try:
+            self.proc.send_signal(signal.SIGSTOP)
+        except ProcessLookupError:  # it has exited; finish() says how
+            pass
+        wait_idle(self.proc.pid)
+
+    def resume(self) -> None:
+        """Let a stopped process run again (SIGCONT); the time it waited is not its pass's."""
         if self.paused_at is not None:  # the others' turns are not this pass's time
             self.deadline += time.monotonic() - self.paused_at
+            self.paused_at = None
+        try:
+            self.proc.send_signal(signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+    def give_turn(self) -> None:
+        assert self.proc.stdin is not None
+        self.resume()
         try:
             self.proc.stdin.write("go\n")
             self.proc.stdin.flush()
         except BrokenPipeError:  # it ended meanwhile; finish() says how
             self.turns.put("end")
-
-    def wait_exit(self) -> None:
-        """Wait for the process to exit, until the pass's deadline (`finish` then says how)."""
-        try:
-            self.proc.wait(timeout=max(0.0, self.deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            pass
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -177,9 +189,10 @@ def run_turns(cases: list[Case], options: RunOptions, turn_steps: int,
     started at once, and once each has loaded and built its model, one trains at a time for
     `turn_steps` steps, in the order of `cases`, round and round until all have ended. A slow
     second of the host then falls on every framework alike, where passes run one after the other
-    put it on one framework only. A turn starts once the last one's process is idle: its
-    library threads spin for a while after their work (OpenBLAS for up to about 0.1 s) and would
-    take a core from the next; one that ended has exited. Meanwhile every CPU is kept awake
+    put it on one framework only. Between its turns a process is stopped (SIGSTOP): its library
+    threads spin for a while after their work (OpenBLAS for up to about 0.1 s) and would take a
+    core from the next turn; one that ended stays stopped until every turn is over, so that its
+    writing and exiting overlap none. Meanwhile every CPU is kept awake
     (harness.measure.keep_awake): a CPU that went idle between turns came back at another speed.
     The result of each, or its WorkerError."""
     with keep_awake.cpus_kept_awake():
@@ -197,6 +210,7 @@ def _take_turns(cases: list[Case], options: RunOptions, turn_steps: int,
             try:
                 if worker.next_turn_message() == "wait":
                     waiting.append(worker)
+                    worker.stop()
             except WorkerError:
                 pass
         meter.start()
@@ -207,13 +221,15 @@ def _take_turns(cases: list[Case], options: RunOptions, turn_steps: int,
                     ended = worker.next_turn_message() == "end"
                 except WorkerError:
                     ended = True
-                if ended:  # its writing and exiting must not overlap the next turn
+                # Stopped until its next turn; one that ended, until every turn is over: its
+                # writing and exiting must not overlap another's turn.
+                worker.stop()
+                if ended:
                     waiting.remove(worker)
-                    worker.wait_exit()
-                else:
-                    wait_idle(worker.proc.pid)
         meter.stop()
-    except KeyboardInterrupt:
+        for worker in workers:
+            worker.resume()
+    except BaseException:  # Ctrl-C, or a fault of the runner's: no process left stopped
         for worker in workers:
             worker.kill()
             worker.tmp.cleanup()
