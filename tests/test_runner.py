@@ -787,6 +787,38 @@ def test_between_its_turns_a_process_is_stopped_and_one_that_ended_exits_after_e
 
 
 @pytest.mark.slow
+def test_the_memory_passes_of_frameworks_taking_turns_run_side_by_side(toys, tmp_path,
+                                                                       monkeypatch):
+    """After a round of turns, the group's memory passes run as many at once as there are CPUs
+    (what they measure does not depend on time), each in its own process, and each case gets its
+    own numbers."""
+    running, most = [0], [0]
+    lock = threading.Lock()
+    run_worker = runner.run_worker
+
+    def counting(case, pass_name, options, *args):
+        if pass_name != "memory":
+            return run_worker(case, pass_name, options, *args)
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            return run_worker(case, pass_name, options, *args)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(runner, "run_worker", counting)
+    suite = load_suite(str(write_suite(tmp_path, "turns", ["toy-ok", "toy-dense"], turns=2)))
+    options = RunOptions(progress=False, memory=True, code_version="v1", turn_steps=suite.turns)
+    with ResultsStore(tmp_path / "store.sqlite") as store:
+        outcome = run_suite(suite, store, options)
+    assert [r.status for r in outcome.results] == ["ok", "ok"]
+    assert most[0] == min(2, os.cpu_count() or 1)
+    assert all(r.alloc_bytes and r.peak_bytes for r in outcome.results)
+
+
+@pytest.mark.slow
 def test_each_run_attributes_its_step_after_training_in_a_turn_of_its_own(toys, tmp_path,
                                                                           monkeypatch):
     """After its 5 training steps each toy runs its attribution's steps (10 plain and 10

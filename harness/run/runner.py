@@ -10,8 +10,10 @@ around each pass ran off the clean passes' median; never the pass's own steps), 
 flagged; `POLICY` says how much is too much and how often to repeat, and each case's
 provenance records it. More rounds follow while the ratios are too wide, where
 `RunOptions.more_rounds` asks. The memory pass runs once per case, after its first timing pass,
-and so does the instructions pass (valgrind) when asked for. A crash, a timeout or an error in
-a case is recorded with its reason, its later rounds are skipped, and the suite goes on. A case
+and so does the instructions pass (valgrind) when asked for; where a model's frameworks take
+turns, their memory passes run side by side, as many as there are CPUs. A crash, a timeout or
+an error in a case is recorded with its reason, its later rounds are skipped, and the suite goes
+on. A case
 its framework does not support (`Framework.supports`, `Framework.dtypes`) is recorded as unsupported
 with the framework's reason by its first worker, before anything is built: it is finished, not
 failed. Every pass is saved as soon as it ends; Ctrl-C stops the pass in flight and keeps
@@ -23,6 +25,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from statistics import median
@@ -162,15 +165,18 @@ def measure_turns(results: list[CaseResult], round_: int, options: RunOptions,
             if isinstance(outcome, WorkerError):
                 raise outcome
             outcome.update(probe_before_s=before, probe_after_s=after)
-            _record(result, round_, outcome, options, contended, False, attempt, wall)
+            _record(result, round_, outcome, options, contended, False, attempt, wall,
+                    deterministic=False)
         except WorkerError as error:
             result.status, result.reason = error.status, error.reason
+    deterministic_passes_side_by_side(live, options)
 
 
 def _record(result: CaseResult, round_: int, timing: dict, options: RunOptions, contended: bool,
-            drift: bool, attempts: int, wall_s: float) -> None:
-    """Keep a round's timing pass in `result` (or its failure), then run the case's memory and
-    instructions passes if it has none yet; WorkerError where one of those fails."""
+            drift: bool, attempts: int, wall_s: float, deterministic: bool = True) -> None:
+    """Keep a round's timing pass in `result` (or its failure), then (with `deterministic`) run
+    the case's memory and instructions passes if it has none yet; WorkerError where one of those
+    fails."""
     if timing["status"] != Status.OK:
         result.status, result.reason = Status(timing["status"]), timing.get("reason", "")
         if result.status == Status.FAILED:
@@ -193,7 +199,8 @@ def _record(result: CaseResult, round_: int, timing: dict, options: RunOptions, 
         facts={**(timing.get("process_facts") or {}),
                "level_shift": level_shift(timing["step_times_s"])},
         attribution=timing.get("attribution")))
-    deterministic_passes(result, options)
+    if deterministic:
+        deterministic_passes(result, options)
 
 
 def deterministic_passes(result: CaseResult, options: RunOptions) -> None:
@@ -210,6 +217,37 @@ def deterministic_passes(result: CaseResult, options: RunOptions) -> None:
         result.provenance["memory_first_call"] = memory.get("first_call")
     if options.count_instructions and not result.instructions_counted:
         count_instructions(result, options)
+
+
+def deterministic_passes_side_by_side(results: list[CaseResult], options: RunOptions) -> None:
+    """`deterministic_passes` of each of `results` still running, as many at once as the machine
+    has CPUs: bytes allocated, peaks and instruction counts do not depend on the time a pass
+    takes, and each pass still runs in a process of its own (a quick run's 18 memory passes took
+    1.7 minutes one after the other on 2 cores, much of it importing the frameworks). A failure
+    sets its case's status and reason. Each pass's recorded wall time (a later plan's estimate) is
+    its share of the time they took together."""
+    todo = [r for r in results if r.status == Status.OK]
+    if not todo:
+        return
+    before = [dict(_pass_walls(result)) for result in todo]
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1)) as pool:
+        futures = [pool.submit(deterministic_passes, result, options) for result in todo]
+    elapsed = time.perf_counter() - start
+    ran: list[tuple[dict, str]] = []  # (a case's pass walls, a pass it ran now)
+    for result, earlier in zip(todo, before, strict=True):
+        walls = _pass_walls(result)
+        ran += [(walls, name) for name in ("memory", "instructions")
+                if name in walls and name not in earlier]
+    together = sum(walls[name] for walls, name in ran)
+    for walls, name in ran:
+        walls[name] *= elapsed / together
+    for result, future in zip(todo, futures, strict=True):
+        error = future.exception()
+        if isinstance(error, WorkerError):
+            result.status, result.reason = error.status, error.reason
+        elif error is not None:
+            raise error
 
 
 def count_instructions(result: CaseResult, options: RunOptions) -> None:
