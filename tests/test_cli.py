@@ -346,6 +346,38 @@ def _default_sigint():
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG and /proc are Linux's")
+def test_a_runner_killed_outright_leaves_no_worker_behind(toys, tmp_path):
+    """SIGKILL to `adh run` while its frameworks take turns (one hanging in its turn, the other
+    stopped between turns): the kernel ends every worker with it."""
+    suite = write_suite(tmp_path, "orphans", ["toy-ok", "toy-hang"], turns=2)
+    argv = [ADH, "run", str(suite), "--store", str(tmp_path / "store.sqlite"), "--no-progress"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(toys.glob("toy-hang.*.hanging")):
+            assert proc.poll() is None and time.monotonic() < deadline, "toy-hang never hung"
+            time.sleep(0.05)
+        workers = {int(pid) for task in Path(f"/proc/{proc.pid}/task").iterdir()
+                   for pid in (task / "children").read_text().split()}
+        (hanging,) = toys.glob("toy-hang.*.hanging")
+        assert int(hanging.name.split(".")[1]) in workers
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while any(Path(f"/proc/{pid}").exists() for pid in workers):
+            assert time.monotonic() < deadline, [
+                Path(f"/proc/{pid}/cmdline").read_text() for pid in workers
+                if Path(f"/proc/{pid}").exists()]
+            time.sleep(0.1)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.slow
 def test_ctrl_c_then_resume(toys, tmp_path):
     """Ctrl-C while a case hangs: exit status 130, the finished case stored, the one in flight
     stored as interrupted; --resume finishes the rest without re-running the finished case."""

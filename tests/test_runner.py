@@ -9,6 +9,7 @@ import math
 import os
 import statistics
 import threading
+import time
 from dataclasses import replace
 
 import pytest
@@ -16,11 +17,12 @@ import pytest
 from harness.contract.cases import Case
 from harness.contract.frameworks import available, get_framework
 from harness.measure.policy import FlagPolicy
+from harness.measure.threads import usable_cpus
 from harness.report.build import build_report
 from harness.results.attribution import OUTSIDE, Attribution
 from harness.results.estimates import model_summary
 from harness.results.notes import reported_facts
-from harness.results.records import CaseResult
+from harness.results.records import MEMORY_PASS_FIELDS, CaseResult, Status
 from harness.results.store import ResultsStore
 from harness.results.tables import REPORTED_NOTE, format_model_tables
 from harness.run import runner
@@ -341,18 +343,30 @@ def test_ctrl_c_records_the_case_in_flight_and_resume_finishes(toys, tmp_path, m
         assert set(store.cases()["status"]) == {"ok"}
 
 
-def test_ctrl_c_in_a_real_worker_kills_it(toys, tmp_path, python_sigint):
-    """A KeyboardInterrupt while the parent waits for a worker kills the worker and propagates."""
-    case = load_suite(str(write_suite(tmp_path, "kill", ["toy-hang"]))).cases[0]
-    def interrupt_when_hanging():
-        for _ in range(300):
-            if list((toys).glob("toy-hang.*.hanging")):
+def interrupt_main_once(ready, seconds: float = 30) -> tuple[threading.Thread, list[float]]:
+    """A thread that interrupts the main thread (as Ctrl-C does) once `ready()` holds, within
+    `seconds`; and the list it puts the time of the interrupt in."""
+    interrupted: list[float] = []
+
+    def watch():
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if ready():
+                interrupted.append(time.monotonic())
                 _thread.interrupt_main()
                 return
             threading.Event().wait(0.05)
 
-    watcher = threading.Thread(target=interrupt_when_hanging, daemon=True)
+    watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
+    return watcher, interrupted
+
+
+
+def test_ctrl_c_in_a_real_worker_kills_it(toys, tmp_path, python_sigint):
+    """A KeyboardInterrupt while the parent waits for a worker kills the worker and propagates."""
+    case = load_suite(str(write_suite(tmp_path, "kill", ["toy-hang"]))).cases[0]
+    watcher, _ = interrupt_main_once(lambda: bool(list(toys.glob("toy-hang.*.hanging"))))
     with pytest.raises(KeyboardInterrupt):
         run_case(case, RunOptions(progress=False, memory=False, timeout_s=30))
     watcher.join()
@@ -747,6 +761,7 @@ def test_frameworks_take_turns_of_the_given_steps(toys, tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads threads' states in /proc")
 def test_between_its_turns_a_process_is_stopped_and_one_that_ended_exits_after_every_turn(
         toys, tmp_path, monkeypatch):
     """Whenever a process is given its turn, every other process of the group is stopped
@@ -816,6 +831,54 @@ def test_the_memory_passes_of_frameworks_taking_turns_run_side_by_side(toys, tmp
     assert [r.status for r in outcome.results] == ["ok", "ok"]
     assert most[0] == min(2, os.cpu_count() or 1)
     assert all(r.alloc_bytes and r.peak_bytes for r in outcome.results)
+
+
+def test_passes_side_by_side_record_their_share_of_the_time_and_their_failures(monkeypatch):
+    """Each pass's recorded wall is its share of the time the passes took together (a later
+    plan's estimate), a WorkerError is its own case's failure, and the provenance says how many
+    ran side by side."""
+    results = [CaseResult(case=Case(suite="s", model="mlp", framework=name, dataset="mnist-10k"),
+                          key=name, status=Status.OK) for name in ("a", "b", "c")]
+
+    def memory_pass(case, pass_name, options, *args):
+        time.sleep(0.2)
+        if case.framework == "b":
+            raise WorkerError(Status.CRASHED, "memory pass killed by SIGKILL")
+        return {"status": Status.OK, **dict.fromkeys(MEMORY_PASS_FIELDS, 1), "first_call": None}
+
+    monkeypatch.setattr(runner, "run_worker", memory_pass)
+    start = time.perf_counter()
+    runner.deterministic_passes_side_by_side(results, RunOptions(memory=True))
+    elapsed = time.perf_counter() - start
+    assert [r.status for r in results] == ["ok", "crashed", "ok"]
+    assert results[1].reason == "memory pass killed by SIGKILL"
+    walls = [r.provenance["pass_wall_s"].get("memory") for r in results]
+    assert walls[1] is None and sum(walls[0::2]) == pytest.approx(elapsed, rel=0.05)
+    assert {r.provenance["schedule"]["passes_side_by_side"] for r in results} == {
+        min(3, len(usable_cpus()))}
+
+
+@pytest.mark.slow
+def test_ctrl_c_kills_the_passes_running_side_by_side_and_starts_no_other(toys, tmp_path,
+                                                                          python_sigint):
+    """A KeyboardInterrupt while memory passes run side by side stops the runner at once, kills
+    each pass in flight and leaves the queued ones unstarted."""
+    cases = [Case(suite="s", model="mlp", framework="toy-hang", dataset="mnist-10k", seed=seed)
+             for seed in range(len(usable_cpus()) + 1)]
+    results = [CaseResult(case=case, key=str(case.seed), status=Status.OK) for case in cases]
+
+    watcher, interrupted = interrupt_main_once(
+        lambda: len(list(toys.glob("toy-hang.*.hanging"))) >= len(cases) - 1)
+    with pytest.raises(KeyboardInterrupt):
+        runner.deterministic_passes_side_by_side(results, RunOptions(memory=True, timeout_s=60))
+    assert time.monotonic() - interrupted[0] < 10  # not once the passes time out
+    watcher.join()
+    time.sleep(3)  # a queued pass would have started and hung by now
+    markers = list(toys.glob("toy-hang.*.hanging"))
+    assert len(markers) == len(cases) - 1
+    for marker in markers:
+        with pytest.raises(ProcessLookupError):  # killed and reaped, not left running
+            os.kill(int(marker.name.split(".")[1]), 0)
 
 
 @pytest.mark.slow

@@ -34,7 +34,7 @@ from harness.run.passes import PROGRESS_PREFIX, TURN_PREFIX
 
 WORKER = "harness.run.worker"
 STDERR_TAIL = 2000
-IDLE_WAIT_S = 0.5  # the longest a turn waits for the last turn's process to stop
+STOP_WAIT_S = 0.5  # the longest a turn waits for the last turn's process to stop
 
 
 def worker_module(code_dir: str | None) -> str:
@@ -53,7 +53,9 @@ class WorkerError(Exception):
 
 
 class _Worker:
-    """One pass of one case in a fresh process, started; `finish` waits for its result."""
+    """One pass of one case in a fresh process, started; `finish` waits for its result. The
+    process leads a process group of its own, so that stopping or killing it reaches whatever
+    it started (the engine behind a process door) and nothing else."""
 
     def __init__(self, case: Case, pass_name: str, options: RunOptions,
                  on_progress: Callable[[dict], None] = lambda p: None,
@@ -84,7 +86,10 @@ class _Worker:
         with open(self.stderr_path, "w") as stderr:
             self.proc = subprocess.Popen(
                 command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env,
-                cwd=options.code_dir, stdin=subprocess.PIPE if turn_steps else subprocess.DEVNULL)
+                cwd=options.code_dir, stdin=subprocess.PIPE if turn_steps else subprocess.DEVNULL,
+                process_group=0)
+        with _LIVE_LOCK:
+            _LIVE.add(self)
         self.reader = threading.Thread(target=_read_progress,
                                        args=(self.proc.stdout, on_progress, self.turns),
                                        daemon=True)
@@ -107,24 +112,29 @@ class _Worker:
         return message
 
     def stop(self) -> None:
-        """Freeze the process between its turns (SIGSTOP): its library threads, which spin for
-        a while after their work (OpenBLAS for up to about 0.1 s), stop at once instead of
-        taking a core from the next turn; `wait_idle` then sees every thread stopped."""
-        try:
-            self.proc.send_signal(signal.SIGSTOP)
-        except ProcessLookupError:  # it has exited; finish() says how
-            pass
-        wait_idle(self.proc.pid)
+        """Freeze the process between its turns (SIGSTOP to its group): its library threads,
+        which spin for a while after their work (OpenBLAS for up to about 0.1 s), stop at once
+        instead of taking a core from the next turn (`wait_stopped`)."""
+        if self._signal(signal.SIGSTOP):
+            wait_stopped(self.proc.pid)
 
     def resume(self) -> None:
         """Let a stopped process run again (SIGCONT); the time it waited is not its pass's."""
         if self.paused_at is not None:  # the others' turns are not this pass's time
             self.deadline += time.monotonic() - self.paused_at
             self.paused_at = None
+        self._signal(signal.SIGCONT)
+
+    def _signal(self, number: int) -> bool:
+        """Send `number` to the process's group while the process runs; whether it was sent
+        (one that has exited is left to finish(), which says how)."""
+        if self.proc.poll() is not None:
+            return False
         try:
-            self.proc.send_signal(signal.SIGCONT)
+            os.killpg(self.proc.pid, number)
         except ProcessLookupError:
-            pass
+            return False
+        return True
 
     def give_turn(self) -> None:
         assert self.proc.stdin is not None
@@ -136,8 +146,7 @@ class _Worker:
             self.turns.put("end")
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
+        self._signal(signal.SIGKILL)  # a stopped process too, and what it started
         self.proc.wait()
 
     def finish(self) -> dict:
@@ -166,6 +175,8 @@ class _Worker:
                 raise WorkerError(Status.CRASHED, f"{self.pass_name} pass {how}{hint}: {tail}")
             return json.loads(self.result_path.read_text())
         finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(self)
             if self.proc.stdin:
                 try:
                     self.proc.stdin.close()
@@ -174,6 +185,20 @@ class _Worker:
             if self.proc.stdout and not self.reader.is_alive():  # read to its end
                 self.proc.stdout.close()
             self.tmp.cleanup()
+
+
+_LIVE: set[_Worker] = set()  # started and not finished, in any thread (`kill_live`)
+_LIVE_LOCK = threading.Lock()
+
+
+def kill_live() -> None:
+    """Kill every worker process started and not yet finished, in whichever thread waits for it
+    (passes run side by side: harness.run.runner.deterministic_passes_side_by_side); each one's
+    `finish` then says it crashed."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for worker in live:
+        worker._signal(signal.SIGKILL)
 
 
 def run_worker(case: Case, pass_name: str, options: RunOptions,
@@ -204,15 +229,16 @@ def _take_turns(cases: list[Case], options: RunOptions, turn_steps: int,
     workers: list[_Worker] = []
     meter = ContentionMeter()  # of the machine less this process and its children
     try:
-        workers += [_Worker(case, "time", options, on_progress, turn_steps) for case in cases]
+        for case in cases:  # one at a time: a failure to start one leaves none unkilled
+            workers.append(_Worker(case, "time", options, on_progress, turn_steps))
         waiting = []
         for worker in workers:  # every process has started up (imports, data, build)
             try:
                 if worker.next_turn_message() == "wait":
                     waiting.append(worker)
-                    worker.stop()
             except WorkerError:
                 pass
+            worker.stop()  # "end" before any turn (not supported, or failed): stopped as well
         meter.start()
         while waiting:
             for worker in list(waiting):
@@ -249,9 +275,9 @@ def _take_turns(cases: list[Case], options: RunOptions, turn_steps: int,
     return results
 
 
-def wait_idle(pid: int, most_s: float = IDLE_WAIT_S) -> float:
-    """Wait until no thread of process `pid` is running (its spinning library threads have gone
-    to sleep), at most `most_s`; the seconds waited. Returns at once where /proc is missing."""
+def wait_stopped(pid: int, most_s: float = STOP_WAIT_S) -> None:
+    """Wait until no thread of process `pid` is running (SIGSTOP has reached every one), at most
+    `most_s`. Returns at once where /proc is missing."""
     start = time.perf_counter()
     while time.perf_counter() - start < most_s:
         try:
@@ -267,7 +293,6 @@ def wait_idle(pid: int, most_s: float = IDLE_WAIT_S) -> float:
         if not running:
             break
         time.sleep(0.0005)
-    return time.perf_counter() - start
 
 
 def _read_progress(stream, on_progress, turns: queue.Queue) -> None:

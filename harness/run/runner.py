@@ -1,31 +1,29 @@
 """Runs a suite: every case in fresh worker processes, in rounds, every finished pass saved at once.
 
-The timing pass of every case runs once per round, each time in a fresh process; within a round
-the cases run one after the other, and each round starts one case further down the list, so that
-a slow minute of the host falls on every framework and model alike and the runs of one round can
-be paired (harness.measure.stats). A timing pass is repeated while other processes took too much of
-the
-machine, or while the host changed speed (harness.measure.drift: the probe the runner times
-around each pass ran off the clean passes' median; never the pass's own steps), then kept and
-flagged; `POLICY` says how much is too much and how often to repeat, and each case's
-provenance records it. More rounds follow while the ratios are too wide, where
-`RunOptions.more_rounds` asks. The memory pass runs once per case, after its first timing pass,
-and so does the instructions pass (valgrind) when asked for; where a model's frameworks take
-turns, their memory passes run side by side, as many as there are CPUs. A crash, a timeout or
-an error in a case is recorded with its reason, its later rounds are skipped, and the suite goes
-on. A case
-its framework does not support (`Framework.supports`, `Framework.dtypes`) is recorded as unsupported
-with the framework's reason by its first worker, before anything is built: it is finished, not
-failed. Every pass is saved as soon as it ends; Ctrl-C stops the pass in flight and keeps
-everything finished; `--resume` then runs what is missing for the same harness code and framework
-package versions (the case key): cases not finished and rounds not yet run.
+The timing pass of every case runs once per round, each time in a fresh process; within a round the
+cases run one after the other, and each round starts one case further down the list, so that a slow
+minute of the host falls on every framework and model alike and the runs of one round can be paired
+(harness.measure.stats). A timing pass is repeated while other processes took too much of the
+machine, or while the host changed speed (harness.measure.drift: the probe the runner times around
+each pass ran off the clean passes' median; never the pass's own steps), then kept and flagged;
+`POLICY` says how much is too much and how often to repeat, and each case's provenance records it.
+More rounds follow while the ratios are too wide, where `RunOptions.more_rounds` asks. The memory
+pass runs once per case, after its first timing pass, and so does the instructions pass (valgrind)
+when asked for; where a model's frameworks take turns, these passes run side by side, as many as
+there are CPUs. A crash, a timeout or an error in a case is recorded with its reason, its later
+rounds are skipped, and the suite goes on. A case its framework does not support
+(`Framework.supports`, `Framework.dtypes`) is recorded as unsupported with the framework's reason
+by its first worker, before anything is built: it is finished, not failed. Every pass is saved as
+soon as it ends; Ctrl-C stops the pass in flight and keeps everything finished; `--resume` then
+runs what is missing for the same harness code and framework package versions (the case key): cases
+not finished and rounds not yet run.
 """
 from __future__ import annotations
 
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import partial
 from statistics import median
@@ -40,6 +38,7 @@ from harness.measure.drift import drifted, level_shift, probe
 from harness.measure.policy import DEFAULT_POLICY
 from harness.measure.provenance import blas_library, cpu_model, machine_fingerprint
 from harness.measure.roofs import calibrate
+from harness.measure.threads import usable_cpus
 from harness.measure.warmup import warmup_steps
 from harness.results.records import (
     FINISHED,
@@ -53,7 +52,7 @@ from harness.results.records import (
 )
 from harness.results.store import ResultsStore
 from harness.run.options import RunOptions
-from harness.run.processes import WorkerError, run_turns, run_worker
+from harness.run.processes import WorkerError, kill_live, run_turns, run_worker
 from harness.run.rounds import settings_key, wide_units
 from harness.run.suites import Suite
 
@@ -138,10 +137,11 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
 def measure_turns(results: list[CaseResult], round_: int, options: RunOptions,
                   on_progress: Callable[[dict], None] = lambda p: None,
                   note: Callable[[str], None] = lambda m: None) -> None:
-    """One round of one model's frameworks taking turns (`run_turns`, `options.turn_steps` steps
-    a turn), repeated while other processes took too much of the machine; then the memory pass
-    of each case that has none yet. The host's changes of speed fall on every framework alike,
-    so no pass is judged for drift. Updates `results` in place. Never raises except on Ctrl-C."""
+    """One round of one model's frameworks taking turns (`run_turns`, `options.turn_steps` steps a
+    turn), repeated while other processes took too much of the machine; then the memory pass of
+    each case that has none yet, side by side (`deterministic_passes_side_by_side`). The host's
+    changes of speed fall on every framework alike, so no pass is judged for drift. Updates
+    `results` in place. Never raises except on Ctrl-C."""
     live = [r for r in results if r.status == Status.OK]
     if not live:
         return
@@ -220,34 +220,47 @@ def deterministic_passes(result: CaseResult, options: RunOptions) -> None:
 
 
 def deterministic_passes_side_by_side(results: list[CaseResult], options: RunOptions) -> None:
-    """`deterministic_passes` of each of `results` still running, as many at once as the machine
-    has CPUs: bytes allocated, peaks and instruction counts do not depend on the time a pass
-    takes, and each pass still runs in a process of its own (a quick run's 18 memory passes took
-    1.7 minutes one after the other on 2 cores, much of it importing the frameworks). A failure
-    sets its case's status and reason. Each pass's recorded wall time (a later plan's estimate) is
-    its share of the time they took together."""
+    """`deterministic_passes` of each of `results` still running, as many at once as this
+    process may use CPUs, each in a process of its own: bytes allocated, peaks and instruction
+    counts do not depend on how fast a pass runs (one after the other, a quick run's 18 memory
+    passes took 1.7 minutes on 2 cores, much of it importing the frameworks). Each case's
+    provenance records how many ran side by side ("schedule"), and each pass's recorded wall
+    time (a later plan's estimate) is its share of the time they took together. A failure sets
+    its case's status and reason; Ctrl-C kills the passes in flight and starts no other."""
     todo = [r for r in results if r.status == Status.OK]
     if not todo:
         return
+    workers = min(len(todo), len(usable_cpus()))
     before = [dict(_pass_walls(result)) for result in todo]
     start = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1)) as pool:
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
         futures = [pool.submit(deterministic_passes, result, options) for result in todo]
+        pending = set(futures)
+        while pending:  # in short waits: a Ctrl-C is seen at once, whichever thread it reached
+            _, pending = wait(pending, timeout=0.5)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        kill_live()
+        raise
+    pool.shutdown()
     elapsed = time.perf_counter() - start
     ran: list[tuple[dict, str]] = []  # (a case's pass walls, a pass it ran now)
     for result, earlier in zip(todo, before, strict=True):
+        result.provenance.setdefault("schedule", {})["passes_side_by_side"] = workers
         walls = _pass_walls(result)
         ran += [(walls, name) for name in ("memory", "instructions")
                 if name in walls and name not in earlier]
     together = sum(walls[name] for walls, name in ran)
     for walls, name in ran:
         walls[name] *= elapsed / together
-    for result, future in zip(todo, futures, strict=True):
-        error = future.exception()
+    errors = [future.exception() for future in futures]
+    for result, error in zip(todo, errors, strict=True):
         if isinstance(error, WorkerError):
             result.status, result.reason = error.status, error.reason
-        elif error is not None:
-            raise error
+    unexpected = [e for e in errors if e is not None and not isinstance(e, WorkerError)]
+    if unexpected:
+        raise unexpected[0]
 
 
 def count_instructions(result: CaseResult, options: RunOptions) -> None:
@@ -319,8 +332,9 @@ def _timed(function: Callable, *args) -> tuple:
 
 def _pass_walls(result: CaseResult) -> dict:
     """The seconds each pass of `result` took, in its provenance ("pass_wall_s": each round's
-    timing passes, retries included, in a list; "memory", "instructions"): the plan of a later
-    run of the same case estimates its duration from them (harness.run.plan)."""
+    timing passes, retries included, in a list; "memory", "instructions"; where passes ran
+    together, each one's share of their time): the plan of a later run of the same case
+    estimates its duration from them (harness.run.plan)."""
     walls = result.provenance.setdefault("pass_wall_s", {})
     walls.setdefault("time", [])
     return walls

@@ -13,7 +13,9 @@ as lines starting with harness.run.passes.PROGRESS_PREFIX.
 """
 from __future__ import annotations
 
+import ctypes
 import json
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -23,10 +25,13 @@ from harness.contract.cases import Case
 from harness.measure.threads import pin_affinity, pin_threads
 from harness.results.records import CaseResult, Status
 
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
 
 def main(argv: list[str]) -> int:
     job_path, result_path = map(Path, argv)
     job = json.loads(job_path.read_text())
+    die_with_the_runner()
     case = Case.from_settings(job["case"])
     counting = job["pass"] == "instructions"
     threads = 1 if counting else case.threads
@@ -54,6 +59,15 @@ def main(argv: list[str]) -> int:
     tmp.write_text(json.dumps(result))
     tmp.replace(result_path)
     return 0
+
+
+def die_with_the_runner() -> None:
+    """On Linux, have the kernel kill this process when the runner that started it dies
+    (PR_SET_PDEATHSIG), even while it is stopped between turns. (A runner gone before this
+    call leaves a worker that finishes its pass, or ends at its next turn: its input has
+    ended.)"""
+    if sys.platform == "linux":
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def measure_case(result: CaseResult, options: Any) -> CaseResult:
