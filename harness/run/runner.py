@@ -132,6 +132,7 @@ def measure_round(result: CaseResult, round_: int, options: RunOptions, probes: 
                 time.perf_counter() - start)
     except WorkerError as error:
         result.status, result.reason = error.status, error.reason
+    deterministic_passes_side_by_side([result], options)
 
 
 def measure_turns(results: list[CaseResult], round_: int, options: RunOptions,
@@ -165,18 +166,15 @@ def measure_turns(results: list[CaseResult], round_: int, options: RunOptions,
             if isinstance(outcome, WorkerError):
                 raise outcome
             outcome.update(probe_before_s=before, probe_after_s=after)
-            _record(result, round_, outcome, options, contended, False, attempt, wall,
-                    deterministic=False)
+            _record(result, round_, outcome, options, contended, False, attempt, wall)
         except WorkerError as error:
             result.status, result.reason = error.status, error.reason
     deterministic_passes_side_by_side(live, options)
 
 
 def _record(result: CaseResult, round_: int, timing: dict, options: RunOptions, contended: bool,
-            drift: bool, attempts: int, wall_s: float, deterministic: bool = True) -> None:
-    """Keep a round's timing pass in `result` (or its failure), then (with `deterministic`) run
-    the case's memory and instructions passes if it has none yet; WorkerError where one of those
-    fails."""
+            drift: bool, attempts: int, wall_s: float) -> None:
+    """Keep a round's timing pass in `result`, or its failure."""
     if timing["status"] != Status.OK:
         result.status, result.reason = Status(timing["status"]), timing.get("reason", "")
         if result.status == Status.FAILED:
@@ -199,8 +197,6 @@ def _record(result: CaseResult, round_: int, timing: dict, options: RunOptions, 
         facts={**(timing.get("process_facts") or {}),
                "level_shift": level_shift(timing["step_times_s"])},
         attribution=timing.get("attribution")))
-    if deterministic:
-        deterministic_passes(result, options)
 
 
 def deterministic_passes(result: CaseResult, options: RunOptions) -> None:
