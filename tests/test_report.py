@@ -425,6 +425,46 @@ def test_a_round_that_took_turns_is_a_ratio_turn_by_turn() -> None:
     assert round_ratio(1.5, 3.0, [1.0], [2.0, 2.0]) == pytest.approx(0.5)
 
 
+def test_a_wide_verdict_says_which_rounds_set_its_interval_and_why(tmp_path: Path) -> None:
+    """From 6 to 8 rounds a ratio's PI is the range of its rounds (order statistics), so one
+    round whose processes ran at a speed of their own sets it: the table names the rounds that
+    bound it, the range of the others, from how many rounds it can narrow, whether the turns
+    within a round agreed (then the processes kept their speed through every turn) or scattered
+    as much (the host changed speed within a round), and the cores each framework used."""
+    import dataclasses
+
+    def wide_lines(rounds: list[float], wobble: float) -> list[str]:
+        with ResultsStore(tmp_path / f"{wobble}.sqlite") as store:
+            for framework, cores in (("engine-static", 1.0), ("torch", 1.9)):
+                result = make_result("wide", "rnn", framework, 0, rounds=len(rounds))
+                turns = [[0.01 * (r if framework != "torch" else 1.0)
+                          * (1 + wobble * (-1) ** t if framework != "torch" else 1.0)
+                          for t in range(10)] for r in rounds]
+                store.save(dataclasses.replace(result, runs=[
+                    dataclasses.replace(run, turn_steps=10, turn_medians_s=turns[i],
+                                        facts={"cores_used": cores})
+                    for i, run in enumerate(result.runs)]))
+            summary = estimates.model_summary(store.cases("wide"), store.epochs("wide"),
+                                              store.runs("wide"))
+        return tables.wide_notes(summary)
+
+    # five rounds agree at 0.54-0.59x, one ran slow and one fast; the turns agree (±2 % turn
+    # by turn: a robust SD of 3 %)
+    (line,) = wide_lines([0.55, 0.56, 0.54, 0.59, 0.82, 0.45, 0.54], 0.02)
+    assert line.startswith("engine-static on rnn: its PI reaches ±")
+    assert ("of 7 rounds, a median's 95 % interval runs from the smallest ratio to the largest, "
+            "0.45x and 0.82x, where the 5 between lie within 0.54x-0.59x; it can narrow from 9 "
+            "rounds on; the turns within a round agree to ±3%, so those rounds' processes kept a "
+            "speed of their own through every turn") in line
+    assert line.endswith("; engine-static used 1.0 cores and torch 1.9: what slows one need not "
+                         "slow the other alike")
+    # the same rounds whose turns scatter by ±40 %: the host changed speed within each
+    (line,) = wide_lines([0.55, 0.56, 0.54, 0.59, 0.82, 0.45, 0.54], 0.4)
+    assert "the turns within a round scatter by ±" in line
+    assert "the host changed speed faster than a turn" in line
+    assert wide_lines([0.55, 0.56, 0.54, 0.55, 0.56, 0.55], 0.02) == []  # narrow: no line
+
+
 # --- figures ----------------------------------------------------------------------------------
 
 def test_accuracy_figures(store: ResultsStore) -> None:

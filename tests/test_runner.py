@@ -589,12 +589,19 @@ def test_more_rounds_go_on_until_the_ratios_are_narrow(tmp_path, monkeypatch):
     wide, notes = suite_with([1.0, 1.0, 1.3, 1.0, 1.0, 0.99, 1.01], max_rounds=12)
     assert 6 < wide["engine-static"] <= 12 and wide["engine-static"] == wide["torch"]
     assert "wider than ±10% (mlp engine-static): round 7 of mlp engine-static, mlp torch" in notes
-    capped, notes = suite_with([0.6, 1.4], max_rounds=8)  # never narrow: max_rounds stops it
-    assert capped == {"engine-static": 8, "torch": 8}
-    assert "after 8 rounds, the most until_within takes" in notes
+    capped, notes = suite_with([0.6, 1.4], max_rounds=9)  # never narrow: max_rounds stops it
+    assert capped == {"engine-static": 9, "torch": 9}
+    assert "after 9 rounds, the most until_within takes" in notes
+    # from 6 to 8 rounds the PI is the range of the rounds, which a 7th or 8th only widens: with
+    # no room for 9, no round past six
+    futile, notes = suite_with([0.6, 1.4], max_rounds=8)
+    assert futile == {"engine-static": 6, "torch": 6} and "round 7" not in notes
+    assert ("after 6 rounds: the rounds before an interval can narrow at all (mlp engine-static "
+            "(3 more)) would not end within 8 rounds") in notes
     timed, notes = suite_with([0.6, 1.4], max_minutes=0.00001)  # no time for another round
     assert timed == {"engine-static": 6, "torch": 6}
-    assert "after 6 rounds: another would not end within 1e-05 minutes" in notes
+    assert ("after 6 rounds: the rounds before an interval can narrow at all (mlp engine-static "
+            "(3 more)) would not end within 1e-05 minutes or 12 rounds") in notes
 
 
 def test_the_headline_ratios_take_the_rounds_first(monkeypatch):
@@ -613,9 +620,11 @@ def test_the_headline_ratios_take_the_rounds_first(monkeypatch):
              for model in ("cnn", "lstm")]
     reach = {("cnn", "engine-static"): 0.12, ("lstm", "engine-static"): 0.20,
              ("cnn", "jax"): 0.40, ("lstm", "jax"): 0.05}  # lstm jax is narrow
+    done = {"pairs": 8}  # rounds so far (one seed): a 9th can narrow an interval
     monkeypatch.setattr(rounds, "step_ratios", lambda runs, reference="torch": pd.DataFrame(
-        [{"model": m, "framework": fw, "pairs": 6, "flagged_pairs": 0,
-          "ratio": Estimate(1.0, 1 / (1 + w), 1 + w, 6)} for (m, fw), w in reach.items()]))
+        [{"model": m, "framework": fw, "pairs": done["pairs"], "flagged_pairs": 0,
+          "ratio": Estimate(1.0, 1 / (1 + w), 1 + w, done["pairs"])}
+         for (m, fw), w in reach.items()]))
     store = type("Store", (), {"runs": lambda self, suite: pd.DataFrame(
         {"key": [r.key for unit in units for r in unit]})})()
     pace = {rounds.settings_key(unit[0]): 10.0 for unit in units}  # 10 s a case
@@ -623,8 +632,8 @@ def test_the_headline_ratios_take_the_rounds_first(monkeypatch):
     def going(seconds_left: float) -> tuple[list[list[str]], list[str]]:
         notes: list[str] = []
         options = RunOptions(more_rounds=MoreRounds(within=0.10, most=30, minutes=1.0))
-        out = rounds.wide_units(store, "s", units, options, 6, 60 - seconds_left, pace,
-                                notes.append)
+        out = rounds.wide_units(store, "s", units, options, done["pairs"], 60 - seconds_left,
+                                pace, notes.append)
         return [[f"{r.case.model} {r.case.framework}" for r in unit] for unit in out], notes
 
     # time for all three wide ratios, yet the contestant's alone: cnn jax, the widest of all,
@@ -640,6 +649,10 @@ def test_the_headline_ratios_take_the_rounds_first(monkeypatch):
     reach.update({("cnn", "engine-static"): 0.05, ("lstm", "engine-static"): 0.08})
     others, _ = going(60)  # the headlines narrow: now jax's wide ratio
     assert others == [["cnn jax", "cnn torch"]]
+    done["pairs"] = 6  # the 7th and 8th cannot narrow it: three rounds (60 s) must fit
+    assert going(60)[0] == [["cnn jax", "cnn torch"]]
+    late, notes = going(59)
+    assert late == [] and "(cnn jax (3 more)) would not end within 1 minutes" in notes[-1]
 
 
 def test_a_drifted_pass_is_retried_then_flagged(monkeypatch):

@@ -65,9 +65,10 @@ def probes_for(seconds: float) -> list[float]:
 
 
 def probe_spread(probes: Iterable[float | None]) -> float:
-    """How much reference-workload timings vary: 1.4826 x the median absolute deviation of
-    their logarithms, a robust coefficient of variation (one stray timing does not make a host
-    unsteady, as one stray process does not move the harness's medians); NaN below two."""
+    """How much reference-workload timings (or any positive values: turns' ratios) vary:
+    1.4826 x the median absolute deviation of their logarithms, a robust coefficient of
+    variation (one stray timing does not make a host unsteady, as one stray process does not
+    move the harness's medians); NaN below two."""
     logs = [math.log(p) for p in probes if p is not None and p == p and p > 0]
     if len(logs) < 2:
         return math.nan

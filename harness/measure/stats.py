@@ -87,6 +87,25 @@ def median_interval(n: int, confidence: float = CONFIDENCE) -> tuple[int, int, f
     return low, high, coverage
 
 
+def values_to_narrow(n: int) -> int:
+    """The fewest values, more than `n`, whose median's interval (`estimate`) can be narrower
+    than that of `n`: the next one up to ORDER_STATISTICS_FROM (a t-interval narrows with each),
+    from there on the next count whose interval leaves out one more value on each side
+    (`median_interval`): 6, 7 and 8 values give their smallest to their largest, which more values
+    can only widen, 9 the second smallest to the second largest."""
+    if n < ORDER_STATISTICS_FROM:
+        return n + 1
+
+    def left_out(m: int) -> int:
+        low, high, _ = median_interval(m)
+        return min(low - 1, m - high)
+
+    start, m = left_out(n), n + 1
+    while left_out(m) <= start:
+        m += 1
+    return m
+
+
 def _t_interval(x: np.ndarray, confidence: float) -> tuple[float, float]:
     """Student's t-interval of the mean of two or more values (the mean itself without spread)."""
     spread = x.std(ddof=1) / math.sqrt(len(x))
@@ -139,15 +158,24 @@ def paired_ratio(numerators: Sequence[float], denominators: Sequence[float],
     return ratio_estimate(ratios, confidence)
 
 
+def turn_ratios(turns: Sequence[float | None], reference_turns: Sequence[float | None]
+                ) -> list[float]:
+    """The ratios of two processes' turns' medians, turn by turn, where both took the same
+    number of turns (harness.run.processes.run_turns); none otherwise."""
+    if len(turns) != len(reference_turns):
+        return []
+    return [a / b for a, b in zip(turns, reference_turns, strict=True)
+            if a is not None and b is not None and a > 0 and b > 0]
+
+
 def round_ratio(median: float, reference: float, turns: Sequence[float | None] = (),
                 reference_turns: Sequence[float | None] = ()) -> float:
     """One round's ratio of two processes' step times: of their medians, or, where the two took
-    turns (harness.run.processes.run_turns), the median of the ratios of their turns' medians, turn
-    by turn: two turns next to each other in time saw the host at the same speed, so a slow second
-    cancels in each ratio, where it moves one of the two medians only."""
-    ratios = [a / b for a, b in zip(turns, reference_turns, strict=False)
-              if a is not None and b is not None and a > 0 and b > 0]
-    if ratios and len(turns) == len(reference_turns):
+    turns, the median of their `turn_ratios`: two turns next to each other in time saw the host
+    at the same speed, so a slow second cancels in each ratio, where it moves one of the two
+    medians only."""
+    ratios = turn_ratios(turns, reference_turns)
+    if ratios:
         return float(np.median(ratios))
     return median / reference if reference and reference > 0 else math.nan
 
@@ -279,7 +307,10 @@ def half_width(e: Estimate) -> float:
     return max(e.high / e.value - 1, 1 - e.low / e.value)
 
 
-def processes_to_narrow(e: Estimate, target: float = 0.10) -> int | None:
+NARROW = 0.10  # a ratio's PI within ±10 % is narrow: what quick's rounds aim at (until_within)
+
+
+def processes_to_narrow(e: Estimate, target: float = NARROW) -> int | None:
     """About how many paired processes in all would bring the interval of the ratio `e` (a
     `ratio_estimate`) within ±`target`, at the scatter its own interval shows (its log
     half-width over √2 and Student's t, times √n); None where unknown or more than 1000."""

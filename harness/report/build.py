@@ -181,8 +181,7 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
                          f"and step time: median over processes, 95% CI{ratio})",
                          f"model_{model}", headers, body, estimates.flat_estimates(rows),
                          notes=[*tables.mark_notes(rows),
-                                *tables.disagreements(rows, REFERENCE),
-                                *tables.history_notes(rows)]))
+                                *tables.verdict_notes(rows, REFERENCE)]))
     if data.has_folds:
         accuracy = estimates.accuracy_summary(data.ok, data.epochs)
         headers, rows = tables.accuracy_table(accuracy)

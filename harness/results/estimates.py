@@ -9,8 +9,10 @@ import json
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from harness.measure.drift import probe_spread
 from harness.measure.stats import (
     Estimate,
     estimate,
@@ -18,6 +20,7 @@ from harness.measure.stats import (
     paired_ratio,
     ratio_estimate,
     round_ratio,
+    turn_ratios,
     with_earlier_runs,
 )
 from harness.results.machines import case_machines
@@ -91,8 +94,11 @@ def step_ratios(runs: pd.DataFrame, reference: str = "torch",
     the same round and settings (seed included; turn by turn where they took turns:
     `stats.round_ratio`), and the pairs of all seeds pooled. Pairs with a
     flagged run are left out while clean pairs exist; `pairs` counts the pairs used and
-    `flagged_pairs` how many of those hold a flagged run. `column` "train_time_s" pairs the
-    processes' training times instead (no turns: a turn is a few steps)."""
+    `flagged_pairs` how many of those hold a flagged run; `round_ratios` the pairs' ratios and
+    `turn_spread` how much the turns' ratios vary within a round (`drift.probe_spread` of a
+    round's `stats.turn_ratios`, the median over rounds; NaN without turns). `column`
+    "train_time_s" pairs the processes' training times instead (no turns: a turn is a few
+    steps)."""
     out = []
     if "turn_medians_s" not in runs:  # runs measured before turns
         runs = runs.assign(turn_medians_s=None)
@@ -104,15 +110,23 @@ def step_ratios(runs: pd.DataFrame, reference: str = "torch",
         flagged = pairs["flagged"] | pairs["flagged_ref"]
         if (~flagged).any():
             pairs, flagged = pairs[~flagged], flagged[~flagged]
+        spreads: list[float] = []
         if column == "median_s":
-            ratios = [round_ratio(p.median_s, p.median_s_ref, from_json(p.turn_medians_s) or (),
-                                  from_json(p.turn_medians_s_ref) or ())
-                      for p in pairs.itertuples()]
+            ratios = []
+            for p in pairs.itertuples():
+                turns, reference_turns = (from_json(p.turn_medians_s) or (),
+                                          from_json(p.turn_medians_s_ref) or ())
+                ratios.append(round_ratio(p.median_s, p.median_s_ref, turns, reference_turns))
+                spreads.append(probe_spread(turn_ratios(turns, reference_turns)))
         else:
             ratios = list(pairs[column] / pairs[f"{column}_ref"])
+        spreads = [s for s in spreads if not math.isnan(s)]
         out.append({"model": model, "framework": framework, "pairs": len(pairs),
-                    "flagged_pairs": int(flagged.sum()), "ratio": ratio_estimate(ratios)})
-    return pd.DataFrame(out, columns=["model", "framework", "ratio", "pairs", "flagged_pairs"])
+                    "flagged_pairs": int(flagged.sum()), "ratio": ratio_estimate(ratios),
+                    "round_ratios": ratios,
+                    "turn_spread": float(np.median(spreads)) if spreads else math.nan})
+    return pd.DataFrame(out, columns=["model", "framework", "ratio", "pairs", "flagged_pairs",
+                                      "round_ratios", "turn_spread"])
 
 
 def _history_key(cases: pd.DataFrame, model: str, framework: str) -> dict[str, str]:

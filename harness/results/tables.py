@@ -10,10 +10,15 @@ from typing import Callable
 import pandas as pd
 
 from harness.measure.stats import (
+    NARROW,
+    ORDER_STATISTICS_FROM,
     Estimate,
     format_difference,
     format_ratio,
     format_value,
+    half_width,
+    median_interval,
+    values_to_narrow,
 )
 from harness.results.estimates import (
     model_summary,
@@ -75,6 +80,78 @@ def disagreements(summary: pd.DataFrame, reference: str = "torch") -> list[str]:
                      "the medians pool processes that ran at different speeds of the host, the "
                      "verdict compares the two within the same round")
     return lines
+
+
+def verdict_notes(summary: pd.DataFrame, reference: str = "torch") -> list[str]:
+    """What a reader needs to weigh the verdicts of `summary`: where a median's quotient departs
+    from its verdict (`disagreements`), why a PI is wide (`wide_notes`), where its width is that
+    of earlier runs (`history_notes`)."""
+    return [*disagreements(summary, reference), *wide_notes(summary, reference),
+            *history_notes(summary)]
+
+
+CORES_APART = 0.5  # two frameworks that used this many cores apart react unalike to the host
+
+
+def wide_notes(summary: pd.DataFrame, reference: str = "torch") -> list[str]:
+    """A line for each verdict of this run's own processes whose PI reaches beyond ±`NARROW`,
+    saying why from its rounds (estimates.step_ratios' `round_ratios`, `turn_spread`): which
+    rounds bound the interval (from 6 to 8 rounds the smallest and the largest: one outlying
+    round sets it) and from how many it can narrow; whether the turns within a round agree
+    (then the outlying rounds' processes kept a speed of their own through every turn, which
+    taking turns cannot pair away) or scatter as much (the host changed speed faster than a
+    turn); and the cores each framework used where they differ (the two need not react alike
+    to the host)."""
+    if "round_ratios" not in summary:
+        return []
+    cores = summary[summary["framework"] == reference].drop_duplicates("model").set_index(
+        "model").get("cores", pd.Series(dtype=float))
+    lines = []
+    for _, row in summary.iterrows():
+        ratio = row.get("ratio")
+        if (row["framework"] == reference or not isinstance(ratio, Estimate)
+                or not half_width(ratio) > NARROW or row.get("ratio_runs", 0) > 0
+                or not isinstance(row["round_ratios"], list)):
+            continue
+        rounds, n = sorted(row["round_ratios"]), len(row["round_ratios"])
+        reach = half_width(ratio)  # one decimal where a whole percent would read as NARROW's
+        line = (f"{row['framework']} on {row['model']}: its PI reaches "
+                f"±{reach:.{int(round(100 * reach) == round(100 * NARROW))}%}")
+        if n >= ORDER_STATISTICS_FROM:
+            low, high, _ = median_interval(n)
+            bounds, inner = (rounds[low - 1], rounds[high - 1]), rounds[low:high - 1]
+            line += (f": of {n} rounds, a median's 95 % interval runs from the "
+                     f"{_ranked(low)}smallest ratio to the {_ranked(n - high + 1)}largest, "
+                     f"{bounds[0]:.2f}x and {bounds[1]:.2f}x" + (
+                         f", where the {len(inner)} between lie within {inner[0]:.2f}x-"
+                         f"{inner[-1]:.2f}x" if inner else "")
+                     + f"; it can narrow from {values_to_narrow(n)} rounds on")
+        else:
+            bounds = (rounds[0], rounds[-1])
+            line += (f": its {n} rounds' ratios run from {bounds[0]:.2f}x to {bounds[1]:.2f}x, "
+                     "and a t-interval of so few is wide")
+        turns = row["turn_spread"]
+        if not math.isnan(turns):
+            stray = max(abs(math.log(b / ratio.value)) for b in bounds)
+            line += (f"; the turns within a round agree to ±{turns:.0%}, so those rounds' "
+                     "processes kept a speed of their own through every turn, which taking "
+                     "turns cannot pair away" if stray > turns else
+                     f"; the turns within a round scatter by ±{turns:.0%}: the host changed "
+                     "speed faster than a turn")
+        mine, theirs = row.get("cores"), cores.get(row["model"])
+        if (mine is not None and theirs is not None and not pd.isna(mine)
+                and not pd.isna(theirs) and abs(mine - theirs) >= CORES_APART):
+            line += (f"; {row['framework']} used {mine:.1f} cores and {reference} "
+                     f"{theirs:.1f}: what slows one need not slow the other alike")
+        lines.append(line)
+    return lines
+
+
+def _ranked(rank: int) -> str:
+    """'' for the first, '2nd ', '3rd ', '4th ', ... (the smallest, the 2nd smallest)."""
+    if rank == 1:
+        return ""
+    return f"{rank}{ {2: 'nd', 3: 'rd'}.get(rank % 10 if rank % 100 not in (12, 13) else 0, 'th')} "
 
 
 def history_notes(summary: pd.DataFrame) -> list[str]:
@@ -298,8 +375,7 @@ def model_table_rows(summary: pd.DataFrame, reference: str = "torch"
               for model, rows in summary.groupby("model", sort=False)]
     notes = mark_notes(summary)
     if "ratio" in summary and (summary["framework"] == reference).any():
-        notes += [HEADLINE_NOTE.format(reference=reference), *disagreements(summary, reference),
-                  *history_notes(summary)]
+        notes += [HEADLINE_NOTE.format(reference=reference), *verdict_notes(summary, reference)]
     return headers, tables, notes
 
 

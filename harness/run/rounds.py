@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from harness.measure.stats import half_width
+from harness.measure.stats import half_width, values_to_narrow
 from harness.results.estimates import REFERENCE, step_ratios
 from harness.results.records import CaseResult, Status
 from harness.results.store import ResultsStore
@@ -28,8 +28,11 @@ def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
     the suite's first framework (the contestant) is wide, a round holds only those (with
     torch's cases), so that the time goes to the verdicts the suite is for; the other
     frameworks' wide ratios take rounds once every headline is narrow. Where the time left does
-    not hold a round of every wide ratio, the widest go first, as many as fit. `units` are all the
-    run's units, whichever took the last round. Says why it goes on and why it stops."""
+    not hold a round of every wide ratio, the widest go first, as many as fit. A ratio whose
+    interval cannot narrow before more rounds than the time or `most` leave (`values_to_narrow`:
+    from 6 to 8 rounds its PI is the range of its rounds, which another round only widens) takes
+    none: they would spend the time and buy nothing. `units` are all the run's units, whichever
+    took the last round. Says why it goes on and why it stops."""
     rule = options.more_rounds
     if rule is None:
         return []
@@ -41,6 +44,7 @@ def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
             if not half_width(row.ratio) <= rule.within}  # NaN (no interval): wide
     if not wide:
         return []
+    pairs = {(row.model, row.framework): row.pairs for row in ratios.itertuples()}
     names = sorted(f"{model} {framework}" for model, framework in wide)
     what = f"{len(names)} ratio{'s' * (len(names) > 1)} wider than ±{rule.within:.0%} " + \
         f"({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
@@ -57,14 +61,27 @@ def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
     def priority(ratio: tuple[str, str]) -> tuple[int, float]:
         return order.index(ratio[1]), -(math.inf if math.isnan(wide[ratio]) else wide[ratio])
 
+    futile = []
     for ratio in sorted(candidates, key=priority):
         trial = _round_of(units, chosen | {ratio})
         next_s = sum(case_s.get(settings_key(unit[0]), 0.0) * len(unit) for unit in trial)
-        if not rule.minutes or elapsed_s + next_s <= 60 * rule.minutes:
-            chosen, going = chosen | {ratio}, trial
+        # rounds until its interval can narrow at all (order statistics: 6 to 8 pairs give the
+        # smallest to the largest, which more pairs only widen; 9 leave one out each side)
+        per_round = sum(any((r.case.model, r.case.framework) == ratio for r in unit)
+                        for unit in units) or 1
+        needed = math.ceil((values_to_narrow(pairs[ratio]) - pairs[ratio]) / per_round)
+        if rounds + needed > rule.most or (
+                rule.minutes and elapsed_s + needed * next_s > 60 * rule.minutes):
+            futile += [f"{ratio[0]} {ratio[1]} ({needed} more)"] * (needed > 1)
+            continue
+        chosen, going = chosen | {ratio}, trial
     if not going:
-        note(f"{what} after {rounds} rounds: another would not end within {rule.minutes:g} "
-             "minutes")
+        limits = f"{rule.minutes:g} minutes or " * bool(rule.minutes) + f"{rule.most} rounds"
+        why = (f"the rounds before an interval can narrow at all ({', '.join(futile)}) would "
+               f"not end within {limits}"
+               if futile else
+               f"another would not end within {rule.minutes:g} minutes")
+        note(f"{what} after {rounds} rounds: {why}")
         return []
     waiting = len(candidates) - len(chosen)
     later = (f"; the others' after the headline ({order[0]}) is narrow"
