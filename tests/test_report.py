@@ -426,19 +426,21 @@ def test_a_round_that_took_turns_is_a_ratio_turn_by_turn() -> None:
 
 
 def test_a_wide_verdict_says_which_rounds_set_its_interval_and_why(tmp_path: Path) -> None:
-    """From 6 to 8 rounds a ratio's PI is the range of its rounds (order statistics), so one
-    round whose processes ran at a speed of their own sets it: the table names the rounds that
-    bound it, the range of the others, from how many rounds it can narrow, whether the turns
-    within a round agreed (then the processes kept their speed through every turn) or scattered
-    as much (the host changed speed within a round), and the cores each framework used."""
+    """From 6 to 8 pairs (rounds x seeds) a ratio's interval is the range of its pairs (order
+    statistics), so one round whose processes ran at a speed of their own sets it: the table
+    names the pairs that bound it, the range of the others, from how many pairs it can narrow,
+    whether those pairs lie further out than their own turns' scatter moves a pair's ratio
+    (then the processes kept their speed through every turn) or not (the host's changes of speed
+    from turn to turn explain them), and the cores each framework used."""
     import dataclasses
 
+    from harness.measure.stats import values_to_narrow
+
     def wide_lines(rounds: list[float], wobble: float) -> list[str]:
-        with ResultsStore(tmp_path / f"{wobble}.sqlite") as store:
+        with ResultsStore(tmp_path / f"{wobble}-{len(rounds)}.sqlite") as store:
             for framework, cores in (("engine-static", 1.0), ("torch", 1.9)):
                 result = make_result("wide", "rnn", framework, 0, rounds=len(rounds))
-                turns = [[0.01 * (r if framework != "torch" else 1.0)
-                          * (1 + wobble * (-1) ** t if framework != "torch" else 1.0)
+                turns = [[0.01 * (r * (1 + wobble * (-1) ** t) if framework != "torch" else 1.0)
                           for t in range(10)] for r in rounds]
                 store.save(dataclasses.replace(result, runs=[
                     dataclasses.replace(run, turn_steps=10, turn_medians_s=turns[i],
@@ -448,20 +450,29 @@ def test_a_wide_verdict_says_which_rounds_set_its_interval_and_why(tmp_path: Pat
                                               store.runs("wide"))
         return tables.wide_notes(summary)
 
-    # five rounds agree at 0.54-0.59x, one ran slow and one fast; the turns agree (±2 % turn
-    # by turn: a robust SD of 3 %)
+    assert [values_to_narrow(n) for n in (1, 5, 6, 7, 8, 9, 11, 12)] == [2, 6, 9, 9, 9, 12, 12, 15]
+    # five rounds agree at 0.54-0.59x, one ran slow and one fast; turn by turn ±2 % (a robust
+    # SD of 3 %, which moves a round's median of 10 turns by about 1.2 %)
     (line,) = wide_lines([0.55, 0.56, 0.54, 0.59, 0.82, 0.45, 0.54], 0.02)
     assert line.startswith("engine-static on rnn: its PI reaches ±")
-    assert ("of 7 rounds, a median's 95 % interval runs from the smallest ratio to the largest, "
-            "0.45x and 0.82x, where the 5 between lie within 0.54x-0.59x; it can narrow from 9 "
-            "rounds on; the turns within a round agree to ±3%, so those rounds' processes kept a "
+    assert ("of its 7 pairs (rounds × seeds), the median's 95 % CI runs from the smallest pair's "
+            "ratio to the largest, 0.45x and 0.82x (the PI widens it by √2, for a rerun), where "
+            "the 5 between lie within 0.54x-0.59x; it cannot narrow before 9 pairs; the turns "
+            "within those pairs vary by a robust SD of up to 3%, which moves a pair's ratio (the "
+            "median of its turns) by about 1%: they lie further out, so their processes kept a "
             "speed of their own through every turn") in line
     assert line.endswith("; engine-static used 1.0 cores and torch 1.9: what slows one need not "
                          "slow the other alike")
-    # the same rounds whose turns scatter by ±40 %: the host changed speed within each
-    (line,) = wide_lines([0.55, 0.56, 0.54, 0.59, 0.82, 0.45, 0.54], 0.4)
-    assert "the turns within a round scatter by ±" in line
-    assert "the host changed speed faster than a turn" in line
+    # the same rounds whose turns vary by ±60 %: their scatter explains the ends
+    (line,) = wide_lines([0.55, 0.56, 0.54, 0.59, 0.82, 0.45, 0.54], 0.6)
+    assert "the host's changes of speed from turn to turn explain them" in line
+    # nine rounds: the interval leaves out the smallest and the largest
+    (line,) = wide_lines([0.40, 0.50, 0.52, 0.55, 0.56, 0.58, 0.60, 0.66, 0.90], 0.02)
+    assert ("the median's 95 % CI runs from the 2nd smallest pair's ratio to the 2nd largest, "
+            "0.50x and 0.66x") in line and "it cannot narrow before 12 pairs" in line
+    # under six rounds, a t-interval
+    (line,) = wide_lines([0.40, 0.55, 0.60, 0.75], 0.02)
+    assert "its 4 pairs' ratios run from 0.40x to 0.75x, and a t-interval of so few is wide" in line
     assert wide_lines([0.55, 0.56, 0.54, 0.55, 0.56, 0.55], 0.02) == []  # narrow: no line
 
 

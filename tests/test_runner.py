@@ -596,12 +596,12 @@ def test_more_rounds_go_on_until_the_ratios_are_narrow(tmp_path, monkeypatch):
     # no room for 9, no round past six
     futile, notes = suite_with([0.6, 1.4], max_rounds=8)
     assert futile == {"engine-static": 6, "torch": 6} and "round 7" not in notes
-    assert ("after 6 rounds: the rounds before an interval can narrow at all (mlp engine-static "
-            "(3 more)) would not end within 8 rounds") in notes
+    assert ("after 6 rounds: the rounds before an interval can narrow at all would not fit (mlp "
+            "engine-static: 3 more, past 8 rounds)") in notes
     timed, notes = suite_with([0.6, 1.4], max_minutes=0.00001)  # no time for another round
     assert timed == {"engine-static": 6, "torch": 6}
-    assert ("after 6 rounds: the rounds before an interval can narrow at all (mlp engine-static "
-            "(3 more)) would not end within 1e-05 minutes or 12 rounds") in notes
+    assert ("after 6 rounds: the rounds before an interval can narrow at all would not fit (mlp "
+            "engine-static: 3 more, past 1e-05 minutes)") in notes
 
 
 def test_the_headline_ratios_take_the_rounds_first(monkeypatch):
@@ -652,7 +652,19 @@ def test_the_headline_ratios_take_the_rounds_first(monkeypatch):
     done["pairs"] = 6  # the 7th and 8th cannot narrow it: three rounds (60 s) must fit
     assert going(60)[0] == [["cnn jax", "cnn torch"]]
     late, notes = going(59)
-    assert late == [] and "(cnn jax (3 more)) would not end within 1 minutes" in notes[-1]
+    assert late == [] and "would not fit (cnn jax: 3 more, past 1 minutes)" in notes[-1]
+    # the headline ratios cannot narrow in the time left, jax's can: jax's take the round
+    reach.update({("cnn", "engine-static"): 0.12, ("lstm", "engine-static"): 0.20})
+    done["pairs"] = 8
+    pairs_of = {("cnn", "engine-static"): 6, ("lstm", "engine-static"): 6}
+    monkeypatch.setattr(rounds, "step_ratios", lambda runs, reference="torch": pd.DataFrame(
+        [{"model": m, "framework": fw, "pairs": pairs_of.get((m, fw), 8), "flagged_pairs": 0,
+          "ratio": Estimate(1.0, 1 / (1 + w), 1 + w, pairs_of.get((m, fw), 8))}
+         for (m, fw), w in reach.items()]))
+    fallback, notes = going(25)  # 20 s: one round of one ratio, not three
+    assert fallback == [["cnn jax", "cnn torch"]]
+    assert "the headline's cannot narrow in what is left: the others' instead" in notes[-1]
+    assert "lstm engine-static: 3 more, past 1 minutes" in notes[-1]
 
 
 def test_a_drifted_pass_is_retried_then_flagged(monkeypatch):

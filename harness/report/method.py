@@ -16,6 +16,7 @@ from harness.results.estimates import REFERENCE
 from harness.results.machines import case_machines
 from harness.results.markdown import markdown_table
 from harness.results.records import NOT_RUN
+from harness.results.tables import ordinal
 
 
 def distinct(values: pd.Series) -> str:
@@ -131,10 +132,6 @@ def policy_in_force(cases: pd.DataFrame) -> str:
     return f"the thresholds, as the runs recorded them: {counts.index[0]}"
 
 
-def _ordinal(n: int) -> str:
-    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
-
-
 def interval_method(counts: list[int]) -> str:
     """How a step time's 95 % interval is made at each of the process counts `counts`, and how
     often it really holds the median there."""
@@ -143,7 +140,7 @@ def interval_method(counts: list[int]) -> str:
         if n >= ORDER_STATISTICS_FROM:
             low, high, coverage = median_interval(n)
             ranks = ("the smallest to the largest" if (low, high) == (1, n) else
-                     f"the {_ordinal(low)} smallest to the {_ordinal(high)}")
+                     f"the {ordinal(low)} smallest to the {ordinal(high)}")
             parts.append(f"from {n} processes {ranks} (an interval of order statistics, which "
                          f"holds the median {coverage:.1%} of the time whatever the noise's "
                          "shape)")

@@ -9,7 +9,6 @@ import json
 import math
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from harness.measure.drift import probe_spread
@@ -87,6 +86,10 @@ def _medianfact_values(runs: pd.DataFrame, name: str) -> float:
     return float(pd.Series(found).median()) if found else math.nan
 
 
+# step_ratios' columns of lists, one value a pair (round and seed), in the same order
+ROUND_COLUMNS = ("round_ratios", "turn_spreads", "turn_counts")
+
+
 def step_ratios(runs: pd.DataFrame, reference: str = "torch",
                 column: str = "median_s") -> pd.DataFrame:
     """Per model and framework, the step time against the reference framework's as a
@@ -94,9 +97,9 @@ def step_ratios(runs: pd.DataFrame, reference: str = "torch",
     the same round and settings (seed included; turn by turn where they took turns:
     `stats.round_ratio`), and the pairs of all seeds pooled. Pairs with a
     flagged run are left out while clean pairs exist; `pairs` counts the pairs used and
-    `flagged_pairs` how many of those hold a flagged run; `round_ratios` the pairs' ratios and
-    `turn_spread` how much the turns' ratios vary within a round (`drift.probe_spread` of a
-    round's `stats.turn_ratios`, the median over rounds; NaN without turns). `column`
+    `flagged_pairs` how many of those hold a flagged run; per pair (`ROUND_COLUMNS`, lists in
+    the same order) its ratio, how much its turns' ratios vary (`drift.probe_spread` of its
+    `stats.turn_ratios`; NaN without turns) and how many turn ratios it had. `column`
     "train_time_s" pairs the processes' training times instead (no turns: a turn is a few
     steps)."""
     out = []
@@ -110,23 +113,25 @@ def step_ratios(runs: pd.DataFrame, reference: str = "torch",
         flagged = pairs["flagged"] | pairs["flagged_ref"]
         if (~flagged).any():
             pairs, flagged = pairs[~flagged], flagged[~flagged]
-        spreads: list[float] = []
-        if column == "median_s":
-            ratios = []
-            for p in pairs.itertuples():
-                turns, reference_turns = (from_json(p.turn_medians_s) or (),
-                                          from_json(p.turn_medians_s_ref) or ())
+        ratios, spreads, counts = [], [], []
+        for p in pairs.itertuples():
+            if column == "median_s":
+                turns = from_json(p.turn_medians_s) or ()
+                reference_turns = from_json(p.turn_medians_s_ref) or ()
                 ratios.append(round_ratio(p.median_s, p.median_s_ref, turns, reference_turns))
-                spreads.append(probe_spread(turn_ratios(turns, reference_turns)))
-        else:
-            ratios = list(pairs[column] / pairs[f"{column}_ref"])
-        spreads = [s for s in spreads if not math.isnan(s)]
+            else:
+                turns = reference_turns = ()
+                mine, theirs = getattr(p, column), getattr(p, f"{column}_ref")
+                ratios.append(mine / theirs if theirs else math.nan)
+            each = turn_ratios(turns, reference_turns)
+            spreads.append(probe_spread(each))
+            counts.append(len(each))
         out.append({"model": model, "framework": framework, "pairs": len(pairs),
                     "flagged_pairs": int(flagged.sum()), "ratio": ratio_estimate(ratios),
-                    "round_ratios": ratios,
-                    "turn_spread": float(np.median(spreads)) if spreads else math.nan})
+                    "round_ratios": ratios, "turn_spreads": spreads, "turn_counts": counts})
     return pd.DataFrame(out, columns=["model", "framework", "ratio", "pairs", "flagged_pairs",
-                                      "round_ratios", "turn_spread"])
+                                      *ROUND_COLUMNS])
+
 
 
 def _history_key(cases: pd.DataFrame, model: str, framework: str) -> dict[str, str]:
@@ -334,8 +339,12 @@ def flat_estimates(summary: pd.DataFrame) -> pd.DataFrame:
     """`summary` with each `stats.Estimate` column spread into numbers (for CSV): `step` into
     step_ms, step_ci_low_ms and step_ci_high_ms; `ratio` into ratio, ratio_pi_low, ratio_pi_high
     (a rerun's interval: stats.ratio_estimate); `test_pct_diff` likewise, with _ci_; the memory
-    ratios paired by seed (`memory_ratios`) into alloc_gib_ratio_paired and so on, with _pi_."""
+    ratios paired by seed (`memory_ratios`) into alloc_gib_ratio_paired and so on, with _pi_; the
+    per-pair lists of `ROUND_COLUMNS` as JSON."""
     out = summary.copy()
+    for column in ROUND_COLUMNS:  # lists: as JSON
+        if column in out:
+            out[column] = [json.dumps(v) if isinstance(v, list) else v for v in out[column]]
     for column, name, scale, kind in (("step", "step_ms", 1000, "ci"), ("ratio", "ratio", 1, "pi"),
                                       ("test_pct_diff", "test_pct_diff", 1, "ci"),
                                       ("alloc_gib_ratio_pi", "alloc_gib_ratio_paired", 1, "pi"),

@@ -93,15 +93,17 @@ def verdict_notes(summary: pd.DataFrame, reference: str = "torch") -> list[str]:
 CORES_APART = 0.5  # two frameworks that used this many cores apart react unalike to the host
 
 
-def wide_notes(summary: pd.DataFrame, reference: str = "torch") -> list[str]:
-    """A line for each verdict of this run's own processes whose PI reaches beyond ±`NARROW`,
-    saying why from its rounds (estimates.step_ratios' `round_ratios`, `turn_spread`): which
-    rounds bound the interval (from 6 to 8 rounds the smallest and the largest: one outlying
-    round sets it) and from how many it can narrow; whether the turns within a round agree
-    (then the outlying rounds' processes kept a speed of their own through every turn, which
-    taking turns cannot pair away) or scatter as much (the host changed speed faster than a
-    turn); and the cores each framework used where they differ (the two need not react alike
-    to the host)."""
+def wide_notes(summary: pd.DataFrame, reference: str = "torch", within: float = NARROW
+               ) -> list[str]:
+    """A line for each verdict of this run's own processes whose PI reaches beyond ±`within`
+    (a suite's until_within may differ: these notes use ±10 %), saying why from its pairs
+    (estimates.step_ratios' ROUND_COLUMNS): which pairs bound the median's interval (from 6 to
+    8 pairs the smallest and the largest, so one outlying round sets it) against the range of
+    the others, and from how many pairs it can narrow; whether those pairs lie further out than
+    their own turns' scatter moves a pair's ratio (then their processes kept a speed of their
+    own through every turn, which taking turns cannot pair away) or not (the host's changes of
+    speed from turn to turn explain them); and the cores each framework used where they differ
+    (the two need not react alike to the host)."""
     if "round_ratios" not in summary:
         return []
     cores = summary[summary["framework"] == reference].drop_duplicates("model").set_index(
@@ -110,34 +112,30 @@ def wide_notes(summary: pd.DataFrame, reference: str = "torch") -> list[str]:
     for _, row in summary.iterrows():
         ratio = row.get("ratio")
         if (row["framework"] == reference or not isinstance(ratio, Estimate)
-                or not half_width(ratio) > NARROW or row.get("ratio_runs", 0) > 0
+                or not half_width(ratio) > within or row.get("ratio_runs", 0) > 0
                 or not isinstance(row["round_ratios"], list)):
             continue
-        rounds, n = sorted(row["round_ratios"]), len(row["round_ratios"])
-        reach = half_width(ratio)  # one decimal where a whole percent would read as NARROW's
+        pairs = sorted((r, spread, count) for r, spread, count in zip(
+            row["round_ratios"], row["turn_spreads"], row["turn_counts"], strict=True)
+            if math.isfinite(r) and r > 0)
+        n, values = len(pairs), [p[0] for p in pairs]
         line = (f"{row['framework']} on {row['model']}: its PI reaches "
-                f"±{reach:.{int(round(100 * reach) == round(100 * NARROW))}%}")
+                f"±{_percent(half_width(ratio), avoid=within)}")
         if n >= ORDER_STATISTICS_FROM:
             low, high, _ = median_interval(n)
-            bounds, inner = (rounds[low - 1], rounds[high - 1]), rounds[low:high - 1]
-            line += (f": of {n} rounds, a median's 95 % interval runs from the "
-                     f"{_ranked(low)}smallest ratio to the {_ranked(n - high + 1)}largest, "
-                     f"{bounds[0]:.2f}x and {bounds[1]:.2f}x" + (
+            bounds, inner = [pairs[low - 1], pairs[high - 1]], values[low:high - 1]
+            line += (f": of its {n} pairs (rounds × seeds), the median's 95 % CI runs from the "
+                     f"{_ranked(low)}smallest pair's ratio to the {_ranked(n - high + 1)}"
+                     f"largest, {bounds[0][0]:.2f}x and {bounds[1][0]:.2f}x (the PI widens it "
+                     "by √2, for a rerun)" + (
                          f", where the {len(inner)} between lie within {inner[0]:.2f}x-"
                          f"{inner[-1]:.2f}x" if inner else "")
-                     + f"; it can narrow from {values_to_narrow(n)} rounds on")
+                     + f"; it cannot narrow before {values_to_narrow(n)} pairs")
         else:
-            bounds = (rounds[0], rounds[-1])
-            line += (f": its {n} rounds' ratios run from {bounds[0]:.2f}x to {bounds[1]:.2f}x, "
+            bounds = [pairs[0], pairs[-1]]
+            line += (f": its {n} pairs' ratios run from {values[0]:.2f}x to {values[-1]:.2f}x, "
                      "and a t-interval of so few is wide")
-        turns = row["turn_spread"]
-        if not math.isnan(turns):
-            stray = max(abs(math.log(b / ratio.value)) for b in bounds)
-            line += (f"; the turns within a round agree to ±{turns:.0%}, so those rounds' "
-                     "processes kept a speed of their own through every turn, which taking "
-                     "turns cannot pair away" if stray > turns else
-                     f"; the turns within a round scatter by ±{turns:.0%}: the host changed "
-                     "speed faster than a turn")
+        line += _turns_reason(bounds, ratio.value)
         mine, theirs = row.get("cores"), cores.get(row["model"])
         if (mine is not None and theirs is not None and not pd.isna(mine)
                 and not pd.isna(theirs) and abs(mine - theirs) >= CORES_APART):
@@ -147,11 +145,40 @@ def wide_notes(summary: pd.DataFrame, reference: str = "torch") -> list[str]:
     return lines
 
 
-def _ranked(rank: int) -> str:
-    """'' for the first, '2nd ', '3rd ', '4th ', ... (the smallest, the 2nd smallest)."""
-    if rank == 1:
+def _turns_reason(bounds: list[tuple[float, float, int]], median: float) -> str:
+    """Whether the pairs `bounds` (ratio, turns' robust SD, turn count) lie further from the
+    `median` than their own turns' scatter moves a pair's ratio (a median of its turns: about
+    1.25 SD / √count), twice that or more; "" where they took no turns."""
+    turned = [(r, spread, count) for r, spread, count in bounds
+              if count > 1 and math.isfinite(spread)]
+    if not turned:
         return ""
-    return f"{rank}{ {2: 'nd', 3: 'rd'}.get(rank % 10 if rank % 100 not in (12, 13) else 0, 'th')} "
+    spread = max(s for _, s, _ in turned)
+    moves = max(1.25 * s / math.sqrt(c) for _, s, c in turned)
+    beyond = any(abs(math.log(r / median)) > 2 * 1.25 * s / math.sqrt(c) for r, s, c in turned)
+    said = (f"; the turns within those pairs vary by a robust SD of up to {_percent(spread)}, "
+            f"which moves a pair's ratio (the median of its turns) by about {_percent(moves)}")
+    return said + (": they lie further out, so their processes kept a speed of their own "
+                   "through every turn, which taking turns cannot pair away" if beyond else
+                   ": about as far as they lie, so the host's changes of speed from turn to "
+                   "turn explain them")
+
+
+def _percent(x: float, avoid: float | None = None) -> str:
+    """x as a whole percent, or with a decimal where that would read 0 % or equal `avoid`."""
+    whole = f"{x:.0%}"
+    return f"{x:.1%}" if round(100 * x) == 0 or (
+        avoid is not None and round(100 * x) == round(100 * avoid)) else whole
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, ..., 11th, ..., 21st."""
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _ranked(rank: int) -> str:
+    """'' for the first, '2nd ' and so on (the smallest, the 2nd smallest)."""
+    return "" if rank == 1 else f"{ordinal(rank)} "
 
 
 def history_notes(summary: pd.DataFrame) -> list[str]:

@@ -31,7 +31,8 @@ def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
     not hold a round of every wide ratio, the widest go first, as many as fit. A ratio whose
     interval cannot narrow before more rounds than the time or `most` leave (`values_to_narrow`:
     from 6 to 8 rounds its PI is the range of its rounds, which another round only widens) takes
-    none: they would spend the time and buy nothing. `units` are all the run's units, whichever
+    none: they would spend the time and buy nothing; where no headline ratio can narrow so, the
+    other frameworks' wide ratios take the rounds. `units` are all the run's units, whichever
     took the last round. Says why it goes on and why it stops."""
     rule = options.more_rounds
     if rule is None:
@@ -54,42 +55,63 @@ def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
     order = list(dict.fromkeys(r.case.framework for unit in units for r in unit
                                if r.case.framework != REFERENCE))
     headline = {ratio: width for ratio, width in wide.items() if ratio[1] == order[0]}
-    candidates = headline or wide
-    chosen: set[tuple[str, str]] = set()
-    going: list[list[CaseResult]] = []
+
+    def cost(ratios: set[tuple[str, str]]) -> float:
+        """A round of `ratios` (with torch's cases), at its cases' last pace."""
+        return sum(case_s.get(settings_key(unit[0]), 0.0) * len(unit)
+                   for unit in _round_of(units, ratios))
+
+    def rounds_needed(ratio: tuple[str, str]) -> int:
+        """Rounds until its interval can narrow at all (order statistics: 6 to 8 pairs give the
+        smallest to the largest, which more pairs only widen; 9 leave one out each side)."""
+        per_round = sum(any((r.case.model, r.case.framework) == ratio for r in unit)
+                        for unit in units) or 1
+        return math.ceil((values_to_narrow(pairs[ratio]) - pairs[ratio]) / per_round)
 
     def priority(ratio: tuple[str, str]) -> tuple[int, float]:
         return order.index(ratio[1]), -(math.inf if math.isnan(wide[ratio]) else wide[ratio])
 
-    futile = []
-    for ratio in sorted(candidates, key=priority):
-        trial = _round_of(units, chosen | {ratio})
-        next_s = sum(case_s.get(settings_key(unit[0]), 0.0) * len(unit) for unit in trial)
-        # rounds until its interval can narrow at all (order statistics: 6 to 8 pairs give the
-        # smallest to the largest, which more pairs only widen; 9 leave one out each side)
-        per_round = sum(any((r.case.model, r.case.framework) == ratio for r in unit)
-                        for unit in units) or 1
-        needed = math.ceil((values_to_narrow(pairs[ratio]) - pairs[ratio]) / per_round)
-        if rounds + needed > rule.most or (
-                rule.minutes and elapsed_s + needed * next_s > 60 * rule.minutes):
-            futile += [f"{ratio[0]} {ratio[1]} ({needed} more)"] * (needed > 1)
-            continue
-        chosen, going = chosen | {ratio}, trial
-    if not going:
-        limits = f"{rule.minutes:g} minutes or " * bool(rule.minutes) + f"{rule.most} rounds"
-        why = (f"the rounds before an interval can narrow at all ({', '.join(futile)}) would "
-               f"not end within {limits}"
-               if futile else
-               f"another would not end within {rule.minutes:g} minutes")
-        note(f"{what} after {rounds} rounds: {why}")
+    def choose(candidates: dict[tuple[str, str], float]
+               ) -> tuple[set[tuple[str, str]], list[str], list[str]]:
+        """The ratios of `candidates` the next round takes, widest first while they fit; those
+        another round would not end in time for; those that cannot narrow within the limits."""
+        chosen: set[tuple[str, str]] = set()
+        late, futile = [], []
+        for ratio in sorted(candidates, key=priority):
+            needed, name = rounds_needed(ratio), f"{ratio[0]} {ratio[1]}"
+            if rounds + needed > rule.most:
+                futile.append(f"{name}: {needed} more, past {rule.most} rounds")
+            elif rule.minutes and (elapsed_s + cost(chosen | {ratio})
+                                   + (needed - 1) * cost({ratio}) > 60 * rule.minutes):
+                if needed > 1:
+                    futile.append(f"{name}: {needed} more, past {rule.minutes:g} minutes")
+                else:
+                    late.append(name)
+            else:
+                chosen.add(ratio)
+        return chosen, late, futile
+
+    chosen, late, futile = choose(headline or wide)
+    others = {ratio: width for ratio, width in wide.items() if ratio not in headline}
+    instead = bool(headline and not chosen and others)
+    if instead:  # no headline ratio can narrow in what is left: the others' take the rounds
+        chosen, late_others, futile_others = choose(others)
+        late, futile = late + late_others, futile + futile_others
+    unable = (f"the rounds before an interval can narrow at all would not fit ({'; '.join(futile)})"
+              if futile else "")
+    if not chosen:
+        note(f"{what} after {rounds} rounds: " + "; ".join(
+            [*([unable] if unable else []),
+             *([f"another would not end within {rule.minutes:g} minutes"] if late else [])]))
         return []
-    waiting = len(candidates) - len(chosen)
-    later = (f"; the others' after the headline ({order[0]}) is narrow"
-             if headline and len(wide) > len(headline) else "")
+    going = _round_of(units, chosen)
+    later = ("; the headline's cannot narrow in what is left: the others' instead" if instead
+             else f"; the others' after the headline ({order[0]}) is narrow"
+             if headline and others else "")
     note(f"{what}: round {rounds + 1} of " + ", ".join(
         f"{unit[0].case.model} {'+'.join(r.case.framework for r in unit)}" for unit in going)
-        + (f" ({waiting} more would not end within {rule.minutes:g} minutes)" if waiting else "")
-        + later)
+        + (f" ({len(late)} more would not end within {rule.minutes:g} minutes)" if late else "")
+        + (f" ({unable})" if unable else "") + later)
     return going
 
 
