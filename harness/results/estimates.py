@@ -133,7 +133,6 @@ def step_ratios(runs: pd.DataFrame, reference: str = "torch",
                                       *ROUND_COLUMNS])
 
 
-
 def _history_key(cases: pd.DataFrame, model: str, framework: str) -> dict[str, str]:
     """What makes two runs' verdicts of `model` and `framework` the same measurement: their
     cases' settings, machine and code version; and when this run's newest case was stored."""
@@ -276,12 +275,17 @@ def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFr
         *(_roof(row, ok) for row in summary.itertuples()), strict=True) if len(summary) else (
         [], [], [])
     summary["peak_pct"] = 100 * summary["gflops"] / summary["peak_gflops"]
-    ref = summary[summary["framework"] == reference].drop_duplicates("model").set_index("model")
+    ref = reference_rows(summary, reference)
     for column in ("alloc_gib", "peak_mib"):
         summary[f"{column}_ratio"] = summary[column] / summary["model"].map(ref[column])
     return (summary.merge(accuracy_differences(ok, reference), on=["model", "framework"],
                           how="left")
             .merge(memory_ratios(ok, reference), on=["model", "framework"], how="left"))
+
+
+def reference_rows(summary: pd.DataFrame, reference: str = REFERENCE) -> pd.DataFrame:
+    """The reference framework's row of each model of `summary`, indexed by model."""
+    return summary[summary["framework"] == reference].drop_duplicates("model").set_index("model")
 
 
 def memory_ratios(cases: pd.DataFrame, reference: str = "torch") -> pd.DataFrame:

@@ -22,6 +22,7 @@ from harness.measure.stats import (
 )
 from harness.results.estimates import (
     model_summary,
+    reference_rows,
 )
 from harness.results.markdown import markdown_table
 from harness.results.records import NOT_RUN, Status
@@ -63,7 +64,7 @@ HEADLINE_NOTE = ("Step vs {reference} is the verdict: each framework's step over
 def disagreements(summary: pd.DataFrame, reference: str = "torch") -> list[str]:
     """A line for each row whose median step over the reference's lies outside its paired
     ratio's interval: two honest estimates that differ, and why."""
-    ref = summary[summary["framework"] == reference].drop_duplicates("model").set_index("model")
+    ref = reference_rows(summary, reference)
     lines = []
     for row in summary.itertuples():
         ratio, step = getattr(row, "ratio", None), getattr(row, "step", None)
@@ -106,8 +107,7 @@ def wide_notes(summary: pd.DataFrame, reference: str = "torch", within: float = 
     (the two need not react alike to the host)."""
     if "round_ratios" not in summary:
         return []
-    cores = summary[summary["framework"] == reference].drop_duplicates("model").set_index(
-        "model").get("cores", pd.Series(dtype=float))
+    cores = reference_rows(summary, reference).get("cores", pd.Series(dtype=float))
     lines = []
     for _, row in summary.iterrows():
         ratio = row.get("ratio")
