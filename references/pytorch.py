@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from harness.contract.frameworks.base import THROUGH_PRIMITIVES, Framework
+from harness.contract.frameworks.base import THROUGH_PRIMITIVES, Framework, fused_by_hand
 from harness.contract.profiling import TORCH_STEP_EVENT, torch_profiled_steps
 from harness.contract.specs import Layer, ModelSpec
 from harness.measure.threads import pin_torch_threads
@@ -123,8 +123,8 @@ def _stderr_silenced() -> Iterator[None]:
 class TorchFramework(Framework):
     name = "torch"
     description = f"PyTorch {torch.__version__} eager, CPU"
-    # autograd over the ops each step records (on the CPU nn.RNN and nn.LSTM are composed of
-    # matmuls and activations, differentiated step by step)
+    # autograd over the ops each step records; but see `differentiation`: in float32, nn.LSTM
+    # on the CPU runs as one oneDNN op, forward and backward
     differentiates = THROUGH_PRIMITIVES
 
     def __init__(self, spec, weights, dtype, threads) -> None:
@@ -146,6 +146,7 @@ class TorchFramework(Framework):
         # profile_steps: each call's (FLOPs, bytes), by its place in the step
         self._counted_by_call: dict[tuple[int, str], tuple[float | None, float | None]] | None
         self._counted_by_call = None
+        self._fused: list[str] | None = None  # differentiation: read off the first step's graph
 
     def _forward(self, x: torch.Tensor) -> torch.Tensor:
         for block in self.model:
@@ -161,8 +162,19 @@ class TorchFramework(Framework):
     def _forward_backward(self, x, y):
         self.optimizer.zero_grad(set_to_none=True)
         loss, outputs = self._loss_and_outputs(torch.from_numpy(x), torch.from_numpy(y))
+        if self._fused is None:
+            self._fused = fused_layers(self.model, loss)
         loss.backward()
         return loss, outputs
+
+    def differentiation(self) -> str:
+        """Through its primitives, but for the layers autograd met as one op of oneDNN's, whose
+        backward is written by hand in oneDNN (nn.LSTM in float32 on the CPU: "lstm fused by
+        hand (oneDNN)"; nn.RNN and float64 go through primitives), read off the first step's
+        autograd graph."""
+        if not self._fused:
+            return THROUGH_PRIMITIVES
+        return f"{fused_by_hand(' and '.join(self._fused))} (oneDNN)"
 
     def train_step(self, x, y):
         loss, outputs = self._forward_backward(x, y)
@@ -216,3 +228,24 @@ class TorchFramework(Framework):
 
     def weights(self):
         return _canonical(self.spec, self.model, grads=False)
+
+
+def fused_layers(model: nn.Module, loss: torch.Tensor) -> list[str]:
+    """The kinds of the model's layers ("lstm") whose weights feed a oneDNN recurrent layer in
+    `loss`'s autograd graph: one op forward and backward instead of matmuls and activations."""
+    owner = {id(p): type(m).__name__.lower() for m in model.modules()
+             for p in m.parameters(recurse=False)}
+    fused: list[str] = []
+    seen: set[object] = set()
+    stack = [loss.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        inputs = [child for child, _ in node.next_functions]
+        if type(node).__name__.startswith("MkldnnRnnLayer"):
+            fused += [owner[id(c.variable)] for c in inputs
+                      if id(getattr(c, "variable", None)) in owner]
+        stack.extend(inputs)
+    return list(dict.fromkeys(fused))

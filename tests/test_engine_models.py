@@ -585,6 +585,21 @@ def test_the_engine_says_how_it_differentiates_each_model(framework, model, said
     assert adapter.differentiation() == said
 
 
+@pytest.mark.parametrize(("model", "dtype", "said"), [
+    ("lstm", "float32", "lstm fused by hand (oneDNN)"), ("lstm", "float64", "through primitives"),
+    ("rnn", "float32", "through primitives"), ("mlp", "float32", "through primitives")])
+def test_torch_says_how_it_differentiates_each_model(model, dtype, said):
+    """Read off its first step's autograd graph: in float32 on the CPU, torch runs nn.LSTM as
+    oneDNN's recurrent layer, one op whose backward oneDNN wrote by hand, as the engine's fused
+    LSTM; nn.RNN, and nn.LSTM in float64, are matmuls and activations differentiated by
+    autograd."""
+    spec = get_model(model)
+    adapter = get_framework("torch")(spec, initial_weights(spec, 0, dtype), dtype, 1)
+    x = np.random.default_rng(0).standard_normal((4, *spec.input_shape)).astype(dtype)
+    adapter.train_step(x, np.arange(4, dtype=np.int64))
+    assert adapter.differentiation() == said
+
+
 @pytest.mark.parametrize("max_norm", [0.5, 100.0])  # one that clips, one that does not
 def test_clip_grad_norm_is_torchs(max_norm):
     rng = np.random.default_rng(0)

@@ -177,7 +177,7 @@ def _innermost(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 # aten ops that multiply matrices where torch counts no FLOPs: oneDNN's fused recurrent layer
-# (nn.LSTM and nn.RNN on the CPU), forward and backward
+# (nn.LSTM in float32 on the CPU), forward and backward
 TORCH_UNCOUNTED = "aten::mkldnn_rnn_layer"
 
 

@@ -2,7 +2,8 @@
 every batch (dynamic). Both run the same ops; they differ in graph construction and allocation.
 Both run a recurrent layer as one fused op with its backward through time written by hand;
 engine-static-unrolled unrolls it over time into the engine's primitives, which the graph
-differentiates (engine/layers.py, fused=False), as the references differentiate theirs."""
+differentiates (engine/layers.py, fused=False), as jax and torch's RNN differentiate theirs
+(torch's float32 LSTM is one oneDNN op with a backward written by hand, as the fused one)."""
 from __future__ import annotations
 
 import time
