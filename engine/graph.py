@@ -183,7 +183,8 @@ def backward(order: list[Node]) -> None:
 
     A node used several times receives the sum of its consumers' contributions: the first
     consumer writes into the node's gradient array, later ones into an array of their own
-    edge, which is then added.
+    edge, which is then added; or, for an op that can add its contribution in place
+    (`Op.accumulate`: a slice's, which touches only its part), straight into the gradient.
     """
     output = order[-1]
     output.grad = _array_like(output.grad, output.value)
@@ -191,6 +192,13 @@ def backward(order: list[Node]) -> None:
     written = {id(output)}
     for node in reversed(order):
         if not isinstance(node, Operator) or not node.requires_grad:
+            continue
+        # Every consumer of a node comes later in `order`, so its gradient is complete by now.
+        assert node.grad is not None
+        inputs = [p.value for p in node.parents]
+        if node.op.accumulates and all(id(p) in written for p in node.parents if p.requires_grad):
+            node.op.accumulate(node.grad, node.value, *inputs,
+                               *(p.grad if p.requires_grad else None for p in node.parents))
             continue
         targets: list[np.ndarray | None] = []
         late_edges: list[int] = []
@@ -205,9 +213,7 @@ def backward(order: list[Node]) -> None:
                 parent.grad = _array_like(parent.grad, parent.value)
                 targets.append(parent.grad)
                 written.add(id(parent))
-        # Every consumer of a node comes later in `order`, so its gradient is complete by now.
-        assert node.grad is not None
-        node.op.backward(node.grad, node.value, *(p.value for p in node.parents), *targets)
+        node.op.backward(node.grad, node.value, *inputs, *targets)
         for i in late_edges:
             grad, edge = node.parents[i].grad, node.edge_grads[i]
             assert grad is not None and edge is not None  # both written above

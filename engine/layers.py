@@ -170,9 +170,11 @@ class RNN(Module):
     """Recurrent layer over x (N, T, in): h_t = act(x_t W_ih + h_{t-1} W_hh + b); returns h_T.
 
     fused=True (the default) runs the recurrence as one op with its backward through time
-    written by hand (ops/rnn.py); fused=False unrolls it over time into the primitives (a slice,
-    two matmuls, an add and the activation a step), which the graph differentiates as it does
-    any other: automatic differentiation through primitives, as torch's nn.RNN on the CPU."""
+    written by hand (ops/rnn.py); fused=False unrolls it over time into the primitives, which
+    the graph differentiates as it does any other: automatic differentiation through
+    primitives, as torch's nn.RNN on the CPU. As there, every step's input projection is one
+    product before the loop, x W_ih + b (time-major); a step is then a slice of it, a matmul, an
+    add and the activation."""
 
     def __init__(self, n_in: int, hidden: int, act: Activation = tanh, *,
                  init=initializers.glorot_uniform, rng: np.random.Generator | None = None,
@@ -187,9 +189,10 @@ class RNN(Module):
     def forward(self, x: Node) -> Node:
         if self.fused:
             return rnn(x, self.weight_ih, self.weight_hh, self.bias, _RNN_ACTIVATIONS[self.act])
+        projected = _projected(x, self.weight_ih, self.bias)
         h: Node = _zeros_state(x, self.hidden)  # h_0 = 0
         for t in range(x.shape[1]):
-            h = self.act(x[:, t] @ self.weight_ih + h @ self.weight_hh + self.bias)
+            h = self.act(projected[t] + h @ self.weight_hh)
         return h
 
     def describe(self) -> str:
@@ -198,6 +201,13 @@ class RNN(Module):
 
 def _unrolled(layer: RNN | LSTM) -> str:
     return "" if layer.fused else ", fused=False"
+
+
+def _projected(x: Node, weight_ih: Variable, bias: Variable) -> Node:
+    """Every step's x_t W_ih + b of a recurrence over x (N, T, in), time-major (T, N, width):
+    one product before the loop, as torch's, and each step's slice of it one contiguous block
+    (batch-major, a slice [:, t] would stride through memory both ways)."""
+    return transpose(x, (1, 0, 2)) @ weight_ih + bias
 
 
 def _zeros_state(x: Node, hidden: int) -> Constant:
@@ -211,7 +221,8 @@ class LSTM(Module):
 
     fused=True (the default): one op, its backward through time written by hand (ops/lstm.py);
     fused=False: unrolled over time into the primitives (the gates are slices of z_t), which
-    the graph differentiates."""
+    the graph differentiates; every step's input projection x W_ih + b is one product before the
+    loop, as in torch's LSTM."""
 
     def __init__(self, n_in: int, hidden: int, *, init=initializers.glorot_uniform,
                  rng: np.random.Generator | None = None, dtype=DEFAULT_DTYPE,
@@ -225,16 +236,20 @@ class LSTM(Module):
     def forward(self, x: Node) -> Node:
         if self.fused:
             return lstm(x, self.weight_ih, self.weight_hh, self.bias)
-        n = self.hidden
-        h: Node = _zeros_state(x, n)  # h_0 = c_0 = 0
-        c: Node = h
+        projected = _projected(x, self.weight_ih, self.bias)
+        h: Node = _zeros_state(x, self.hidden)  # h_0 = c_0 = 0
+        c: Node | None = None  # f_1 c_0 = 0 is left out
         for t in range(x.shape[1]):
-            z = x[:, t] @ self.weight_ih + h @ self.weight_hh + self.bias
-            i, f, g, o = (sigmoid(z[:, :n]), sigmoid(z[:, n:2 * n]), tanh(z[:, 2 * n:3 * n]),
-                          sigmoid(z[:, 3 * n:]))
-            c = f * c + i * g
-            h = o * tanh(c)
+            h, c = self._step(projected[t] + h @ self.weight_hh, c)
         return h
+
+    def _step(self, z: Node, c: Node | None) -> tuple[Node, Node]:
+        """h_t and c_t from the gates' pre-activations z_t (N, 4 hidden) and c_{t-1} (None: 0)."""
+        n = self.hidden
+        i, f, g, o = (sigmoid(z[:, :n]), sigmoid(z[:, n:2 * n]), tanh(z[:, 2 * n:3 * n]),
+                      sigmoid(z[:, 3 * n:]))
+        c = i * g if c is None else f * c + i * g
+        return o * tanh(c), c
 
     def describe(self) -> str:
         return f"LSTM({self.n_in} => {self.hidden}{_unrolled(self)})"

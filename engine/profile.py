@@ -4,10 +4,10 @@
         graph.forward(); graph.backward(); optimizer.step()
     # events: one OpEvent per call, in order, once the block has exited
 
-Inside the block the `forward` and `backward` of every `Op` class and the `step` of every
-optimizer class are wrapped in a timer; leaving it puts the originals back. Outside the block
-nothing is wrapped, so profiling that is off costs nothing at all. An op that runs another op
-inside its own work (the RNN runs Tanh's forward and backward at every time step) counts it as
+Inside the block the `forward`, `backward` and `accumulate` of every `Op` class and the `step`
+of every optimizer class are wrapped in a timer; leaving it puts the originals back. Outside the
+block nothing is wrapped, so profiling that is off costs nothing at all. An op that runs another
+op inside its own work (the RNN runs Tanh's forward and backward at every time step) counts it as
 its own time: only the outermost call is an event.
 """
 from __future__ import annotations
@@ -142,7 +142,8 @@ def profiled() -> Iterator[list[OpEvent]]:
 
     wrapped: list[tuple[type, str, Callable[..., Any]]] = []
     targets = [(cls, "forward", "forward") for cls in _subclasses(Op)]
-    targets += [(cls, "backward", "backward") for cls in _subclasses(Op)]
+    targets += [(cls, method, "backward") for cls in _subclasses(Op)
+                for method in ("backward", "accumulate")]
     targets += [(cls, "step", "update") for cls in _subclasses(Optimizer)]
     for cls, attribute, phase in targets:
         if attribute in vars(cls):  # the class's own method; inherited ones are wrapped once

@@ -70,6 +70,26 @@ def test_several_variables_shared_between_branches():
     assert (x.grad, y.grad, z.grad) == (8.0, 2.0, 2.0)
 
 
+@pytest.mark.parametrize("whole_first", [True, False])
+def test_slices_of_one_node_add_into_its_gradient(whole_first):
+    """An LSTM's gates are four slices of one array. Each slice after the node's first consumer
+    adds into its part of the node's gradient (Op.accumulate), with no array of the node's
+    shape of its own; overlapping slices and a consumer of the whole node, in either order,
+    and a static graph's second step writes the gradient anew instead of adding to the first's."""
+    x = var(np.arange(12.0).reshape(3, 4))
+    y = x * 2.0
+    slices = (y[:, :2] * 3.0).sum() + (y[:, 1:3] * 5.0).sum() + y[:, 3:].sum()
+    whole = (y * 7.0).sum()
+    graph = engine.Graph(whole + slices if whole_first else slices + whole)
+    for _ in range(2):
+        graph.forward()
+        graph.backward()
+        np.testing.assert_array_equal(x.grad, np.tile(2.0 * np.array([10, 15, 12, 8]), (3, 1)))
+    index = [n for n in graph.operators if isinstance(n.op, engine.ops.Index)]
+    assert len(index) == 3
+    assert sum(edge is not None for n in index for edge in n.edge_grads) == 0
+
+
 def test_backward_twice_overwrites_instead_of_adding():
     x = var([1.0, 2.0])
     f = (x * x).sum()

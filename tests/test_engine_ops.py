@@ -164,7 +164,7 @@ def _cases() -> list[Case]:
         cases.append(Case(f"index-{key}", Index, lambda x, k=key: x[k], lambda t, k=key: t[k],
                           shapes((3, 4, 5))))
     for a, b in [((3, 4), (4, 5)), ((2, 3, 4), (2, 4, 5)), ((2, 3, 4), (4, 5)), ((3, 4), (2, 4, 5)),
-                 ((1, 3, 4), (2, 4, 5))]:
+                 ((1, 3, 4), (2, 4, 5)), ((2, 3, 2, 4), (4, 5))]:
         cases.append(Case(f"matmul-{a}-{b}", MatMul, lambda x, y: x @ y, lambda x, y: x @ y,
                           shapes(a, b)))
     for n, c in [(5, 7), (1, 3), (8, 10)]:

@@ -34,9 +34,9 @@ class Mul(Op):
 
     def backward(self, g, y, a, b, ga, gb):  # d(ab) = b da + a db
         if ga is not None:
-            unbroadcast(g * b, ga)
+            _product_into(g, b, ga)
         if gb is not None:
-            unbroadcast(g * a, gb)
+            _product_into(g, a, gb)
 
 
 class Div(Op):
@@ -70,3 +70,11 @@ class Neg(Op):
 
     def backward(self, g, y, x, gx):
         np.negative(g, out=gx)
+
+
+def _product_into(g: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
+    """out = g * x summed back to out's shape: straight into out where nothing was broadcast."""
+    if out.shape == g.shape:
+        np.multiply(g, x, out=out)
+    else:
+        unbroadcast(g * x, out)

@@ -70,11 +70,19 @@ class Op:
         g is d(loss)/d(y). For each input i, gxs[i] is an array of xs[i]'s shape to *overwrite*
         with d(loss)/d(xs[i]), or None when that input needs no gradient (skip the work).
 
+    accumulate(g, y, *xs, *gxs) -> None
+        Optional (set `accumulates = True`): as backward, but *add* d(loss)/d(xs[i]) into
+        gxs[i], which holds what the input's other consumers sent. An op whose gradient is
+        zero outside a part of its input (a slice) defines it, so that the graph adds into that
+        part of the input's gradient instead of writing a whole array of zeros and adding it.
+
     An op instance belongs to one graph node, so it may keep what backward needs (a mask, the
     im2col columns) in `self.buffer(...)` arrays, which a static graph reuses every step and a
     rebuilt one takes over from the ops of the last step. They stay inside the op: an output is
     never a view of one.
     """
+
+    accumulates = False  # True where `accumulate` is defined
 
     @property
     def name(self) -> str:
@@ -84,6 +92,9 @@ class Op:
         raise NotImplementedError
 
     def backward(self, g: np.ndarray, y: np.ndarray, *xs_and_gxs: np.ndarray | None) -> None:
+        raise NotImplementedError
+
+    def accumulate(self, g: np.ndarray, y: np.ndarray, *xs_and_gxs: np.ndarray | None) -> None:
         raise NotImplementedError
 
     def buffer(self, key: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:

@@ -38,7 +38,11 @@ class Transpose(Op):
 
 class Index(Op):
     """x[key] for a basic index (integers and slices: one time step x[:, t], one gate z[:, :h]),
-    a view on the way forward; on the way back, g laid into zeros of x's shape."""
+    a view on the way forward; on the way back, g laid into zeros of x's shape, or added into
+    its part of x's gradient where another consumer has written that (an LSTM's four gates are
+    four slices of one array: one array of zeros a step, not four, and no sums of whole arrays)."""
+
+    accumulates = True
 
     def __init__(self, key: tuple[int | slice, ...]) -> None:
         if not all(isinstance(k, (int, slice)) for k in key):
@@ -51,3 +55,6 @@ class Index(Op):
     def backward(self, g, y, x, gx):
         gx.fill(0)
         gx[self.key] = g
+
+    def accumulate(self, g, y, x, gx):
+        gx[self.key] += g
