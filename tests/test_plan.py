@@ -382,5 +382,7 @@ def test_a_suite_stored_under_a_models_name_is_reported(tmp_path, capsys):
 
 
 def test_durations_read_as_a_person_would_say_them():
-    assert [format_duration(s) for s in (4.4, 59, 61, 125.4, 599.6, 3569, 3599, 12000)] == [
-        "4 s", "59 s", "1 min 01 s", "2 min 05 s", "10 min", "59 min", "1 h 00 min", "3 h 20 min"]
+    assert [format_duration(s) for s in (4.4, 59, 61, 125.4, 599.6, 613, 1199.4, 1200, 3569,
+                                         3599, 12000)] == [
+        "4 s", "59 s", "1 min 01 s", "2 min 05 s", "10 min 00 s", "10 min 13 s", "19 min 59 s",
+        "20 min", "59 min", "1 h 00 min", "3 h 20 min"]
