@@ -53,7 +53,7 @@ def test_api_run_runs_the_protocol_adh_run_runs(name, tmp_path, monkeypatch):
 def test_quick_through_the_api_takes_turns_and_rounds_until_narrow(tmp_path, monkeypatch):
     """The case that went wrong: api.run("quick") ran 1 round, one process at a time."""
     called = _planned_options(monkeypatch, lambda: api.run("quick", tmp_path / "r.sqlite"))
-    assert called.rounds == 6 and called.turn_steps == 10
+    assert called.rounds == 5 and called.turn_steps == 10
     assert called.more_rounds is not None and called.more_rounds.within == pytest.approx(0.10)
 
 

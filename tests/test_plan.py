@@ -168,6 +168,26 @@ def test_memory_beyond_what_is_free_is_refused(tmp_path, capsys, monkeypatch, tw
            "batch_size or width, free memory, or --force" in line
 
 
+def test_processes_in_turns_across_models_must_fit_in_memory_together(tmp_path, capsys,
+                                                                        monkeypatch, two_cpus):
+    """Each process fits, but the four alive at once through a round's turns do not."""
+    monkeypatch.setattr(plan_module, "_free_memory_bytes", lambda: 1024.0**3)
+    monkeypatch.setattr(plan_module, "_peak_memory_bytes", lambda case, data, past: 600 * 2**20)
+    fields = {"models": ["mlp", "cnn"], "turns": 2}
+    apart = write_suite(tmp_path, "apart", ["engine-static", "engine-dynamic"], **fields)
+    code, lines = dry_run(capsys, str(apart), "--store", str(tmp_path / "s.sqlite"))
+    assert code == 0 and not problems(lines)  # each model's two processes: 1,200 MiB > 1,024
+    # ... which is no problem: a model's frameworks are checked one by one, as before
+    together = write_suite(tmp_path, "together", ["engine-static", "engine-dynamic"], **fields,
+                           turns_across_models=True)
+    code, lines = dry_run(capsys, str(together), "--store", str(tmp_path / "s.sqlite"))
+    assert code == 2
+    (line,) = problems(lines)
+    assert line == ("the 4 processes that take turns together (turns_across_models) need about "
+                    "2,400 MiB at their peaks, and 1,024 MiB are free: they would swap (or be "
+                    "killed); set turns_across_models = false, free memory, or --force")
+
+
 def test_a_framework_not_installed_or_broken_is_a_problem_and_na_is_not(
         tmp_path, capsys, monkeypatch, toys, two_cpus):
     from harness.contract import frameworks

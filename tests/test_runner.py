@@ -768,7 +768,7 @@ def test_frameworks_take_turns_of_the_given_steps(toys, tmp_path, monkeypatch):
         outcome = run_suite(suite, store, options)
         runs = store.runs()
     assert [r.status for r in outcome.results] == ["ok", "ok"]
-    order = log.read_text().split()
+    order = [line.removeprefix("mlp/") for line in log.read_text().split()]
     assert order == ["toy-ok", "toy-ok", "toy-dense", "toy-dense", "toy-ok", "toy-ok",
                      "toy-dense", "toy-dense", "toy-ok", "toy-dense"]
     for result in outcome.results:
@@ -783,6 +783,28 @@ def test_frameworks_take_turns_of_the_given_steps(toys, tmp_path, monkeypatch):
     assert list(runs["turn_steps"]) == [2, 2]
     for result in outcome.results:
         assert result.provenance["schedule"]["turn_steps"] == 2
+
+
+@pytest.mark.slow
+def test_across_models_every_models_frameworks_take_turns_together(toys, tmp_path, monkeypatch):
+    """With turns_across_models, a round's processes of both models take turns as one group,
+    model by model in each cycle, so that each model's turns spread over the whole round."""
+    log = tmp_path / "steps.log"
+    monkeypatch.setenv("TOY_STEP_LOG", str(log))
+    suite = load_suite(str(write_suite(tmp_path, "across", ["toy-ok", "toy-dense"], turns=2,
+                                       models=["mlp", "rnn"], turns_across_models=True)))
+    options = RunOptions.from_suite(suite, progress=False, memory=False, code_version="v1",
+                                    attribution_steps=0)
+    assert options.turns_across_models
+    with ResultsStore(tmp_path / "store.sqlite") as store:
+        outcome = run_suite(suite, store, options)
+    assert [r.status for r in outcome.results] == ["ok", "ok", "ok", "unsupported"]  # no rnn
+    cycle = ["mlp/toy-ok"] * 2 + ["mlp/toy-dense"] * 2 + ["rnn/toy-ok"] * 2
+    last = ["mlp/toy-ok", "mlp/toy-dense", "rnn/toy-ok"]  # the 5th steps
+    assert log.read_text().split() == cycle + cycle + last
+    for result in outcome.results[:3]:
+        (run,) = result.runs
+        assert run.turn_steps == 2 and len(run.turn_medians_s) == 3
 
 
 @pytest.mark.slow

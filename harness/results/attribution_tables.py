@@ -21,7 +21,7 @@ from harness.results.markdown import markdown_table
 from harness.results.store import from_json
 
 ATTRIBUTION_NOTE = (
-    "Each run attributes its step after training, in the same process (in a turn of its own "
+    "{which} attributes its step after training, in the same process (in a turn of its own "
     "where frameworks took turns): {steps} steps plain and as many under the framework's "
     "profiler, alternating in blocks of 10; each op group's time is its median over the "
     "profiled steps, scaled so that the groups sum to the plain step (the profiler's own cost "
@@ -92,7 +92,20 @@ def attribution_tables(runs: pd.DataFrame, steps: dict[tuple[str, str], Estimate
         lines += [_disagreement(model, f, both[f], steps.get((model, f))) for f in frameworks]
         out.append("\n".join(line for line in lines if line))
     per_run = max(a.steps for runs_of in found.values() for a in runs_of)
-    return "\n\n".join([*out, ATTRIBUTION_NOTE.format(steps=per_run)])
+    return "\n\n".join([*out, ATTRIBUTION_NOTE.format(steps=per_run, which=_which(runs))])
+
+
+def _which(runs: pd.DataFrame) -> str:
+    """"Each run", or, where later rounds left the attribution out (a suite's
+    attribution_rounds), "Each run of rounds 1-2 (of 5; ...)"."""
+    attributed = runs["attribution"].map(lambda a: isinstance(a, str) and a not in ("", "null"))
+    rounds = sorted({int(r) + 1 for r in runs.loc[attributed, "run"]})
+    every = sorted({int(r) + 1 for r in runs["run"]})
+    if rounds == every or not rounds:
+        return "Each run"
+    span = f"{rounds[0]}" if len(rounds) == 1 else f"{rounds[0]}-{rounds[-1]}"
+    return (f"Each run of round{'s' * (len(rounds) > 1)} {span} (of {len(every)}; the later "
+            "rounds' are shorter without it)")
 
 
 def _table_step(step: Estimate | None) -> str:

@@ -150,7 +150,10 @@ def schedule(runs: pd.DataFrame) -> str:
     turns = sorted({int(k) for k in runs.get("turn_steps", pd.Series([0] * len(runs))).fillna(0)})
     alone = ("each timing pass ran alone, one process at a time; a ratio is of two processes' "
              "median steps, paired by round")
-    taking = ("a model's frameworks took turns of {} steps (their processes alive at once, one "
+    together = [v for v in fact_values(runs, "turn_models") if v > 1] if "facts" in runs else []
+    who = ("every model's frameworks took turns together, model by model (a model's turns "
+           "spread over the whole round), turns" if together else "a model's frameworks took turns")
+    taking = (who + " of {} steps (their processes alive at once, one "
               "training at a time, every CPU kept busy at the lowest priority meanwhile, so that "
               "the host's changes of speed fall on all alike); a ratio is the median of their "
               "turns' ratios, turn by turn, paired by round")

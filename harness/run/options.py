@@ -28,10 +28,14 @@ class RunOptions:
     more_rounds: MoreRounds | None = None  # then more, while the ratios are too wide
     # Steps a turn where one model's frameworks take turns (run_turns); 0: each pass alone.
     turn_steps: int = 0
+    # With turns: every model's frameworks of a seed take turns together (the suite's
+    # turns_across_models), not each model's apart.
+    turns_across_models: bool = False
     count_instructions: bool = False  # one more pass per case, under valgrind
     # Plain and profiled steps each timing pass runs after training, for the attribution of its
     # step to op groups (harness.results.attribution); 0: none.
     attribution_steps: int = 0
+    attribution_rounds: int = 0  # only the first this many rounds attribute; 0: every round
     command: str = ""  # the `adh run` command as typed, recorded in each case's provenance
     # Experiments with the measured process's setup (scripts/bench_spread.py): variables to set
     # (None: unset) over the measurement policy, and a command to start the worker under.
@@ -44,8 +48,10 @@ class RunOptions:
     @classmethod
     def from_suite(cls, suite: Suite, **overrides: Any) -> RunOptions:
         """The options `suite` decides (its memory pass, time limit, rounds, rounds until
-        narrow, turns and attribution steps), then `overrides` (a command's flags, by field
-        name) over them."""
+        narrow, turns, attribution steps and rounds), then `overrides` (a command's flags, by
+        field name) over them."""
         return replace(cls(memory=suite.memory, timeout_s=suite.timeout_s, rounds=suite.rounds,
                            more_rounds=suite.more_rounds, turn_steps=suite.turns,
-                           attribution_steps=suite.attribution), **overrides)
+                           turns_across_models=suite.turns_across_models,
+                           attribution_steps=suite.attribution,
+                           attribution_rounds=suite.attribution_rounds), **overrides)

@@ -155,6 +155,7 @@ def make_plan(suite: Suite, store_path: str | Path, options: RunOptions,
     datasets = load_datasets({(p.case.dataset, dataset_file(p.case)) for p in todo},
                          options.data_dir)
     cpus = len(usable_cpus())
+    together: dict[int, list[tuple[PlannedCase, float]]] = {}  # by seed: peaks, for turns
     for p in todo:
         case = p.case
         if case.framework in support.broken:
@@ -183,6 +184,7 @@ def make_plan(suite: Suite, store_path: str | Path, options: RunOptions,
                 continue
         past = history.get(_signature(p.case))
         need = _peak_memory_bytes(p.case, data, past)
+        together.setdefault(p.case.seed, []).append((p, need))
         if free is not None and need > free:
             problems.append((p.name, f"needs about {need / MIB:,.0f} MiB at its peak, and "
                                      f"{free / MIB:,.0f} MiB are free: it would swap (or be "
@@ -198,6 +200,18 @@ def make_plan(suite: Suite, store_path: str | Path, options: RunOptions,
                 count_instructions=options.count_instructions and _missing(
                     row.get("instructions_per_step")) and not row.get("instructions_note"))
         p.estimate_s, p.from_history = _estimate(p.case, data, past, remaining)
+    if free is not None and options.turn_steps and options.turns_across_models:
+        for alive in together.values():  # a seed's processes, all alive through a round
+            need = sum(peak for _, peak in alive)
+            if len(alive) > 1 and need > free:
+                problems.append(("", f"the {len(alive)} processes that take turns together "
+                                     f"(turns_across_models) need about {need / MIB:,.0f} MiB "
+                                     f"at their peaks, and {free / MIB:,.0f} MiB are free: they "
+                                     "would swap (or be killed); set turns_across_models = "
+                                     "false, free memory, or --force", True))
+                for p, _ in alive:
+                    p.forced.append(f"{len(alive)} processes in turns need about "
+                                    f"{need / MIB:,.0f} MiB > {free / MIB:,.0f} MiB free")
     cases = [p.case for p in planned]
     return Plan(replace(suite, cases=cases), planned, _grouped(problems), force)
 

@@ -24,10 +24,10 @@ import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from statistics import median
-from typing import Callable
+from typing import Any, Callable
 
 from tqdm import tqdm
 
@@ -157,7 +157,7 @@ def measure_turns(results: list[CaseResult], round_: int, options: RunOptions,
         if not contended:
             break
         fraction = timed[0].get("foreign_fraction") or 0.0
-        note(f"{live[0].case.model} round {round_ + 1} (turns): other processes used "
+        note(f"{_unit_label(live)} round {round_ + 1} (turns): other processes used "
              f"{100 * fraction:.0f} % of the CPU; "
              + ("retrying" if attempt <= POLICY.retries else "kept and flagged"))
     wall = (time.perf_counter() - start) / len(live)
@@ -165,7 +165,8 @@ def measure_turns(results: list[CaseResult], round_: int, options: RunOptions,
         try:
             if isinstance(outcome, WorkerError):
                 raise outcome
-            outcome.update(probe_before_s=before, probe_after_s=after)
+            outcome.update(probe_before_s=before, probe_after_s=after,
+                           turn_models=len({r.case.model for r in live}))
             _record(result, round_, outcome, options, contended, False, attempt, wall)
         except WorkerError as error:
             result.status, result.reason = error.status, error.reason
@@ -195,7 +196,9 @@ def _record(result: CaseResult, round_: int, timing: dict, options: RunOptions, 
         started_at=timing.get("provenance", {}).get("started_at"),
         turn_steps=timing.get("turn_steps", 0), turn_medians_s=timing.get("turn_medians_s", []),
         facts={**(timing.get("process_facts") or {}),
-               "level_shift": level_shift(timing["step_times_s"])},
+               "level_shift": level_shift(timing["step_times_s"]),
+               # the models whose frameworks took turns together (turns_across_models: several)
+               **({"turn_models": timing["turn_models"]} if "turn_models" in timing else {})},
         attribution=timing.get("attribution")))
 
 
@@ -416,7 +419,8 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
     probes = Probes()
     bar = tqdm(total=passes, desc=f"suite {suite.name}", unit="pass", position=0, disable=disable)
     current: list[CaseResult] = []
-    units = _turn_groups(todo) if options.turn_steps else [[result] for result in todo]
+    units = (_turn_groups(todo, options.turns_across_models) if options.turn_steps
+             else [[result] for result in todo])
     every_unit = units  # rounds until narrow choose among all of them, round after round
     case_s: dict[tuple, float] = {}  # a case's share of its unit's last round, by settings_key
     started, round_ = time.monotonic(), 0
@@ -429,17 +433,18 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
                 if not current:
                     continue
                 unit_started = time.monotonic()
-                label = (current[0].case.label() if len(current) == 1 else
-                         f"{current[0].case.model} ({len(current)} frameworks in turns)")
+                label = current[0].case.label() if len(current) == 1 else _unit_label(current)
                 bar.set_postfix_str(f"round {round_ + 1}/{rounds} {label}")
                 with tqdm(total=None, desc="  training", unit="step", position=1, leave=False,
                           disable=disable) as steps_bar:
                     show = partial(_show_progress, steps_bar, current[0].case.epochs)
+                    this_round = _round_options(options, round_)
                     if len(current) > 1:
-                        measure_turns(current, round_, options, show, note)
+                        measure_turns(current, round_, this_round, show, note)
                     else:
-                        measure_round(current[0], round_, options, probes, show, note)
-                case_s[settings_key(unit[0])] = (time.monotonic() - unit_started) / len(current)
+                        measure_round(current[0], round_, this_round, probes, show, note)
+                for result in current:  # a unit across models: each model's cases alike
+                    case_s[settings_key(result)] = (time.monotonic() - unit_started) / len(current)
                 for result in current:
                     store.save(result)
                     bar.update(1)
@@ -483,13 +488,32 @@ def run_suite(suite: Suite, store: ResultsStore, options: RunOptions,
     return outcome
 
 
-def _turn_groups(results: list[CaseResult]) -> list[list[CaseResult]]:
+def _round_options(options: RunOptions, round_: int) -> RunOptions:
+    """`options` for round `round_` (from 0): without the attribution's steps past the suite's
+    `attribution_rounds`."""
+    if options.attribution_rounds and round_ >= options.attribution_rounds:
+        return replace(options, attribution_steps=0)
+    return options
+
+
+def _turn_groups(results: list[CaseResult], across_models: bool = False
+                 ) -> list[list[CaseResult]]:
     """`results` grouped by their settings but the framework (one model's frameworks, one seed),
-    in order: the cases that take turns."""
-    groups: dict[tuple, list[CaseResult]] = {}
+    in order: the cases that take turns; `across_models`: by seed only (every model's frameworks
+    of a seed, model by model), so that a model's turns spread over the whole round."""
+    groups: dict[Any, list[CaseResult]] = {}
     for result in results:
-        groups.setdefault(settings_key(result), []).append(result)
+        key = result.case.seed if across_models else settings_key(result)
+        groups.setdefault(key, []).append(result)
     return list(groups.values())
+
+
+def _unit_label(unit: list[CaseResult]) -> str:
+    """"mlp (4 frameworks in turns)", or across models "4 models (18 cases in turns)"."""
+    models = list(dict.fromkeys(r.case.model for r in unit))
+    if len(models) == 1:
+        return f"{models[0]} ({len(unit)} frameworks in turns)"
+    return f"{len(models)} models ({len(unit)} cases in turns)"
 
 
 def _show_progress(bar, epochs: int, p: dict) -> None:

@@ -66,9 +66,14 @@ SETTINGS = {  # key: (type, meaning) - the only keys a suite file may use
                                   "this many minutes from the run's start (0: no limit)"),
     "turns": (int, "steps a turn where each model's frameworks take turns, all their processes "
                    "alive and one training at a time (0: one process at a time)"),
+    "turns_across_models": (bool, "with turns: every model's frameworks of a seed take turns "
+                                  "together, so that a model's turns spread over the whole "
+                                  "round (all of a round's processes alive at once)"),
     "memory": (bool, "run the memory pass (memray) after the timing pass"),
     "attribution": (int, "plain and profiled steps each timing pass runs after training, "
                          "for where its step's time goes by op group (0: none)"),
+    "attribution_rounds": (int, "only the processes of the first this many rounds attribute "
+                                "their step (0: every round's), so that later rounds are shorter"),
     "timeout_s": (int, "a case running longer is stopped and recorded as timeout"),
     "sweep": (list, "groups of cases, each a table of the keys above"),
     "not_run": (dict, "cases the suite declares but does not run, \"MODEL/FRAMEWORK\" = the "
@@ -79,10 +84,12 @@ ITEMS = {"models": str, "frameworks": str, "seeds": int, "batch_size": int, "lr"
          "width": int, "seq_len": int, "sweep": dict}  # what a list value must hold
 MINIMUM = {"seeds": 0, "epochs": 1, "batch_size": 1, "threads": 1, "train_limit": 1, "folds": 2,
            "width": 1, "seq_len": 1, "timeout_s": 1, "rounds": 1, "turns": 0, "until_within": 0,
-           "max_rounds": 1, "max_minutes": 0, "attribution": 0}
+           "max_rounds": 1, "max_minutes": 0, "attribution": 0,
+           "attribution_rounds": 0}
 # whole-suite settings; a [[sweep]]'s models are a list
-TOP_LEVEL_ONLY = ("description", "memory", "attribution", "timeout_s", "rounds", "until_within",
-                  "max_rounds", "max_minutes", "turns", "sweep", "datasets", "not_run")
+TOP_LEVEL_ONLY = ("description", "memory", "attribution", "attribution_rounds", "timeout_s",
+                  "rounds", "until_within", "max_rounds", "max_minutes", "turns",
+                  "turns_across_models", "sweep", "datasets", "not_run")
 # One process per case is not a measurement: processes of the same code differ by 10-40 % here.
 DEFAULT_ROUNDS = 3
 # Each way, plain and profiled, after training: 20 steps cost the CNN under 0.3 s a process.
@@ -107,6 +114,9 @@ class Suite:
     # (model, framework) -> why the suite does not run that pair: recorded as n/a with it
     not_run: dict[tuple[str, str], str] = field(default_factory=dict)
     attribution: int = DEFAULT_ATTRIBUTION_STEPS  # steps each way after training; 0: none
+    # every model's frameworks of a seed in one turn group, instead of each model's apart
+    turns_across_models: bool = False
+    attribution_rounds: int = 0  # the first rounds whose processes attribute; 0: every round
 
     def not_run_reason(self, case: Case) -> str | None:
         """Why the suite does not run `case` (its `not_run` table), or None."""
@@ -212,7 +222,8 @@ def load_suite(name_or_path: str, overrides: dict[str, Any] | None = None) -> Su
                  options.get("timeout_s", 3600), rounds, str(path), options, models, datasets,
                  options.get("turns", 0), more_rounds(options, rounds),
                  _not_run(path, text, raw),
-                 options.get("attribution", DEFAULT_ATTRIBUTION_STEPS))
+                 options.get("attribution", DEFAULT_ATTRIBUTION_STEPS),
+                 options.get("turns_across_models", False), options.get("attribution_rounds", 0))
 
 
 def _not_run(path: Path, text: str, raw: dict[str, Any]) -> dict[tuple[str, str], str]:

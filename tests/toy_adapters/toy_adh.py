@@ -50,7 +50,7 @@ class ToyOk(EngineStatic):
             pass
         if os.environ.get("TOY_STEP_LOG"):  # which framework stepped when (taking turns)
             with open(os.environ["TOY_STEP_LOG"], "a") as log:
-                log.write(self.name + "\n")
+                log.write(f"{self.spec.name}/{self.name}\n")
         loss, outputs = super().train_step(x, y)
         return self.loss_after(loss), outputs
 

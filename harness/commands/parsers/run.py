@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--seeds", type=int, metavar="K", help="run seeds 0..K-1")
     run.add_argument("--rounds", type=positive_int, metavar="R",
                      help="timing passes per case, each in a fresh process, interleaved across the "
-                          "suite's cases round by round (default: the suite's; quick 6, paper 2; "
+                          "suite's cases round by round (default: the suite's; quick 5, paper 2; "
                           "quick then adds rounds while a ratio is wide: --until-within 0 stops "
                           "at R)")
     run.add_argument("--until-within", type=float, metavar="PCT",
