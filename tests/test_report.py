@@ -450,7 +450,9 @@ def test_a_wide_verdict_says_which_rounds_set_its_interval_and_why(tmp_path: Pat
                                               store.runs("wide"))
         return tables.wide_notes(summary)
 
-    assert [values_to_narrow(n) for n in (1, 5, 6, 7, 8, 9, 11, 12)] == [2, 6, 9, 9, 9, 12, 12, 15]
+    # 5 values: a t-interval; 6 to 8: their range, no narrower on average: 9
+    assert [values_to_narrow(n) for n in (1, 4, 5, 6, 7, 8, 9, 11, 12)] == [2, 5, 9, 9, 9, 9, 12,
+                                                                           12, 15]
     # five rounds agree at 0.54-0.59x, one ran slow and one fast; turn by turn ±2 % (a robust
     # SD of 3 %, which moves a round's median of 10 turns by about 1.2 %)
     (line,) = wide_lines([0.55, 0.56, 0.54, 0.59, 0.82, 0.45, 0.54], 0.02)
@@ -472,7 +474,10 @@ def test_a_wide_verdict_says_which_rounds_set_its_interval_and_why(tmp_path: Pat
             "0.50x and 0.66x") in line and "it cannot narrow before 12 pairs" in line
     # under six rounds, a t-interval
     (line,) = wide_lines([0.40, 0.55, 0.60, 0.75], 0.02)
-    assert "its 4 pairs' ratios run from 0.40x to 0.75x, and a t-interval of so few is wide" in line
+    assert ("its 4 pairs' ratios run from 0.40x to 0.75x, and a t-interval of so few is wide; it "
+            "cannot narrow before 5 pairs") in line
+    (line,) = wide_lines([0.40, 0.55, 0.60, 0.75, 0.50], 0.02)  # 6 to 8: no narrower than 5
+    assert "a t-interval of so few is wide; it cannot narrow before 9 pairs" in line
     assert wide_lines([0.55, 0.56, 0.54, 0.55, 0.56, 0.55], 0.02) == []  # narrow: no line
 
 

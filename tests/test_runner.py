@@ -20,8 +20,9 @@ from harness.measure.policy import FlagPolicy
 from harness.measure.threads import usable_cpus
 from harness.report.build import build_report
 from harness.results.attribution import OUTSIDE, Attribution
+from harness.results.attribution_tables import attribution_tables
 from harness.results.estimates import model_summary
-from harness.results.notes import reported_facts
+from harness.results.notes import reported_facts, schedule
 from harness.results.records import MEMORY_PASS_FIELDS, CaseResult, Status
 from harness.results.store import ResultsStore
 from harness.results.tables import REPORTED_NOTE, format_model_tables
@@ -781,6 +782,8 @@ def test_frameworks_take_turns_of_the_given_steps(toys, tmp_path, monkeypatch):
         assert run.facts is not None and run.facts["threads"] >= 1
         assert run.facts["minor_faults"] >= 0 and run.facts["probe_s"] > 0
     assert list(runs["turn_steps"]) == [2, 2]
+    assert schedule(runs).startswith("schedule: 1 round; a model's frameworks took turns of 2 "
+                                     "steps")
     for result in outcome.results:
         assert result.provenance["schedule"]["turn_steps"] == 2
 
@@ -798,6 +801,10 @@ def test_across_models_every_models_frameworks_take_turns_together(toys, tmp_pat
     assert options.turns_across_models
     with ResultsStore(tmp_path / "store.sqlite") as store:
         outcome = run_suite(suite, store, options)
+        said = schedule(store.runs())
+    assert said.startswith("schedule: 1 round; every model's frameworks took turns together, "
+                           "model by model (a model's turns spread over the whole round), turns "
+                           "of 2 steps")
     assert [r.status for r in outcome.results] == ["ok", "ok", "ok", "unsupported"]  # no rnn
     cycle = ["mlp/toy-ok"] * 2 + ["mlp/toy-dense"] * 2 + ["rnn/toy-ok"] * 2
     last = ["mlp/toy-ok", "mlp/toy-dense", "rnn/toy-ok"]  # the 5th steps
@@ -942,7 +949,7 @@ def test_each_run_attributes_its_step_after_training_in_a_turn_of_its_own(toys, 
     with ResultsStore(tmp_path / "store.sqlite") as store:
         outcome = run_suite(suite, store, options)
         stored = store.runs()
-    order = log.read_text().split()
+    order = [line.removeprefix("mlp/") for line in log.read_text().split()]
     assert order[:10] == ["toy-ok", "toy-ok", "toy-dense", "toy-dense", "toy-ok", "toy-ok",
                           "toy-dense", "toy-dense", "toy-ok", "toy-dense"]  # training as before
     assert order[10:] in (["toy-ok"] * 20 + ["toy-dense"] * 20,
@@ -955,6 +962,27 @@ def test_each_run_attributes_its_step_after_training_in_a_turn_of_its_own(toys, 
         assert attribution.steps == 10
         assert sum(attribution.seconds.values()) == pytest.approx(attribution.step_s)
     assert stored["attribution"].notna().all()
+
+
+@pytest.mark.slow
+def test_only_the_first_attribution_rounds_attribute(toys, tmp_path):
+    """attribution_rounds = 1 in a suite of 2 rounds: the first round's processes attribute
+    their step, the second's train only (its rounds are shorter), and the note says which."""
+    suite = load_suite(str(write_suite(tmp_path, "sampled", ["toy-ok", "toy-dense"], turns=2,
+                                       rounds=2, attribution=4, attribution_rounds=1)))
+    options = RunOptions.from_suite(suite, progress=False, memory=False, code_version="v1")
+    assert (options.attribution_steps, options.attribution_rounds) == (4, 1)
+    with ResultsStore(tmp_path / "store.sqlite") as store:
+        outcome = run_suite(suite, store, options)
+        stored = store.runs()
+    for result in outcome.results:
+        first, second = result.runs
+        assert Attribution.from_dict(first.attribution).steps == 10  # a block of 10 at least
+        assert second.attribution is None
+    assert stored.groupby("run")["attribution"].count().to_dict() == {0: 2, 1: 0}
+    steps = {("mlp", f): None for f in ("toy-ok", "toy-dense")}
+    assert "Each run of round 1 (of 2; the later rounds' are shorter without it) attributes " \
+        "its step after training" in attribution_tables(stored, steps, "toy-ok")
 
 
 @pytest.mark.slow

@@ -89,18 +89,21 @@ def median_interval(n: int, confidence: float = CONFIDENCE) -> tuple[int, int, f
 
 def values_to_narrow(n: int) -> int:
     """The fewest values, more than `n`, whose median's interval (`estimate`) can be narrower
-    than that of `n`: the next one up to ORDER_STATISTICS_FROM (a t-interval narrows with each),
+    than that of `n`: the next one below ORDER_STATISTICS_FROM (a t-interval narrows with each),
     from there on the next count whose interval leaves out one more value on each side
     (`median_interval`): 6, 7 and 8 values give their smallest to their largest, which more values
-    can only widen, 9 the second smallest to the second largest."""
-    if n < ORDER_STATISTICS_FROM:
+    can only widen, 9 the second smallest to the second largest. So from 5 values it is 9: the
+    range of 6 normal values reaches as far as the t-interval of 5 on average (about 1.27 and 1.2
+    standard deviations either side), that of 7 or 8 further."""
+    if n + 1 < ORDER_STATISTICS_FROM:
         return n + 1
 
     def left_out(m: int) -> int:
         low, high, _ = median_interval(m)
         return min(low - 1, m - high)
 
-    start, m = left_out(n), n + 1
+    start = left_out(n) if n >= ORDER_STATISTICS_FROM else 0
+    m = max(n + 1, ORDER_STATISTICS_FROM)
     while left_out(m) <= start:
         m += 1
     return m

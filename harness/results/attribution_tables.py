@@ -98,6 +98,8 @@ def attribution_tables(runs: pd.DataFrame, steps: dict[tuple[str, str], Estimate
 def _which(runs: pd.DataFrame) -> str:
     """"Each run", or, where later rounds left the attribution out (a suite's
     attribution_rounds), "Each run of rounds 1-2 (of 5; ...)"."""
+    if "run" not in runs:  # runs without their rounds: nothing to tell apart
+        return "Each run"
     attributed = runs["attribution"].map(lambda a: isinstance(a, str) and a not in ("", "null"))
     rounds = sorted({int(r) + 1 for r in runs.loc[attributed, "run"]})
     every = sorted({int(r) + 1 for r in runs["run"]})

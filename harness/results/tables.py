@@ -134,7 +134,8 @@ def wide_notes(summary: pd.DataFrame, reference: str = "torch", within: float = 
         else:
             bounds = [pairs[0], pairs[-1]]
             line += (f": its {n} pairs' ratios run from {values[0]:.2f}x to {values[-1]:.2f}x, "
-                     "and a t-interval of so few is wide")
+                     "and a t-interval of so few is wide; it cannot narrow before "
+                     f"{values_to_narrow(n)} pairs")
         line += _turns_reason(bounds, ratio.value)
         mine, theirs = row.get("cores"), cores.get(row["model"])
         if (mine is not None and theirs is not None and not pd.isna(mine)

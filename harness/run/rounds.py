@@ -108,8 +108,9 @@ def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
     later = ("; the headline's cannot narrow in what is left: the others' instead" if instead
              else f"; the others' after the headline ({order[0]}) is narrow"
              if headline and others else "")
-    note(f"{what}: round {rounds + 1} of " + ", ".join(
-        f"{unit[0].case.model} {'+'.join(r.case.framework for r in unit)}" for unit in going)
+    note(f"{what}: round {rounds + 1} of " + ", ".join(  # a unit across models: model by model
+        f"{model} {'+'.join(r.case.framework for r in unit if r.case.model == model)}"
+        for unit in going for model in dict.fromkeys(r.case.model for r in unit))
         + (f" ({len(late)} more would not end within {rule.minutes:g} minutes)" if late else "")
         + (f" ({unable})" if unable else "") + later)
     return going
