@@ -195,7 +195,9 @@ def test_contention_counts_a_running_grandchild_as_its_own():
             time.sleep(0.6)
     finally:
         child.wait()
-    assert w.value.own_cpu_s > 0.3
+    # counted, the grandchild's spin is most of the 0.6 s, and not counted none of it; with the
+    # other pytest worker on the second core it got 0.295 s in one CI run
+    assert w.value.own_cpu_s > 0.1
 
 
 @pytest.mark.alone
