@@ -318,6 +318,7 @@ def test_run_with_only_failures_reports_them_without_a_traceback(toys, tmp_path,
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # the launches counted: on a busy machine the runner repeats a contended pass
 def test_a_case_the_framework_does_not_support_is_na_and_no_failure(toys, tmp_path, capsys):
     suite = write_suite(tmp_path, "partial", ["toy-dense"], models=["mlp", "cnn"])
     argv = ["run", str(suite), "--store", str(tmp_path / "store.sqlite"), "--no-progress"]
