@@ -20,12 +20,13 @@ class SoftmaxCrossEntropy(Op):
             raise ValueError(f"label {bad} is not a class of {classes} (0 to {classes - 1})")
         # log-sum-exp with the row maximum taken out: exp never overflows, even for logits of 1e4.
         shifted = self.buffer("shifted", logits.shape, logits.dtype)
-        np.subtract(logits, logits.max(axis=1, keepdims=True), out=shifted)
+        rows = self.buffer("rows", (n, 1), logits.dtype)  # a number per example
+        np.subtract(logits, np.max(logits, axis=1, keepdims=True, out=rows), out=shifted)
         probs = self.buffer("probs", logits.shape, logits.dtype)
         np.exp(shifted, out=probs)
-        log_sum = np.log(probs.sum(axis=1))
-        probs /= np.exp(log_sum)[:, None]  # kept for backward: softmax(logits)
-        loss = np.mean(log_sum - shifted[np.arange(n), labels])
+        probs /= np.sum(probs, axis=1, keepdims=True, out=rows)  # kept: softmax(logits)
+        log_sum = np.log(rows, out=rows)
+        loss = (log_sum.sum() - shifted[np.arange(n), labels].sum()) / n
         if out is None:
             return np.array(loss, dtype=logits.dtype)
         out[...] = loss
