@@ -62,10 +62,16 @@ class Tanh(Op):
 
 class Sigmoid(Op):
     def forward(self, x, out):
-        # 1 / (1 + e^-x); e^-x overflows to inf for x < -88 in float32, and 1/inf = 0 is right.
-        out = np.negative(x, out=out)
+        # e^-x overflows to inf for x < -88 in float32, and 1/inf = 0 is right.
         with np.errstate(over="ignore"):
-            np.exp(out, out=out)
+            negated = np.negative(x, out=out)
+            return self.of_negated(negated, out=negated)
+
+    @staticmethod
+    def of_negated(negated: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """sigmoid(x) = 1 / (1 + e^-x) from -x (the LSTM keeps its sigmoid gates negated, so
+        that a step needs no negation); the caller ignores overflow (np.errstate)."""
+        np.exp(negated, out=out)
         out += 1
         return np.reciprocal(out, out=out)
 

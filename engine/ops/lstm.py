@@ -55,10 +55,7 @@ class LSTM(Op):
                 z = gates[:, step]
                 if step:
                     z += np.matmul(hs[step - 1], w_hg, out=recurrent)
-                sigmoids = z[SIGMOIDS]  # 1 / (1 + e^-z), -z held
-                np.exp(sigmoids, out=sigmoids)
-                sigmoids += 1
-                np.reciprocal(sigmoids, out=sigmoids)
+                SIGMOID.of_negated(z[SIGMOIDS], out=z[SIGMOIDS])  # -z held
                 TANH.forward(z[3], out=z[3])
                 o, i, f, g = z
                 np.multiply(i, g, out=cs[step])

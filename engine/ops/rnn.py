@@ -5,8 +5,8 @@
 x is (N, T, D), batch first, as datasets store it; inside, sequences are time-major (T, N, D)
 so that each step reads a contiguous block. One GEMM covers all time steps at once, the input
 projection before the loop, and each weight gradient after it (OpenBLAS splits those over two
-threads, allocating 512 KiB each time; one product over all steps took 0.94x the time of a small
-product a step, summed); the recurrence loops, a small product a step on one thread.
+threads, allocating 512 KiB each time; with it the op took 0.94x as long as with a small product
+a step, summed); the recurrence loops, a small product a step on one thread.
 """
 from __future__ import annotations
 
