@@ -48,7 +48,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                           "quick 30; else twice --rounds)")
     run.add_argument("--max-minutes", type=float, metavar="M",
                      help="--until-within starts another round only if it fits in M minutes "
-                          "from the run's start, at its cases' last pace (0: no limit)")
+                          "from the run's start, at its cases' last pace and a quarter more "
+                          "(0: no limit)")
     run.add_argument("--turns", type=nonnegative_int, metavar="K",
                      help="each model's frameworks take turns of K steps, all their processes "
                           "alive and one training at a time, so that the host's changes of speed "
