@@ -670,6 +670,13 @@ def test_the_headline_ratios_take_the_rounds_first(monkeypatch):
     assert fallback == [["cnn jax", "cnn torch"]]
     assert "the headline's cannot narrow in what is left: the others' instead" in notes[-1]
     assert "lstm engine-static: 3 more, past 1 minutes" in notes[-1]
+    # each headline needs 3 rounds before it can narrow: lstm's alone take 30 s (37.5 with the
+    # margin), both together 60 s (75), since the later rounds hold both; planned one by one
+    # (a round of both, then two of cnn's: 40 s, 50) cnn's would seem to fit and be cut short
+    pace.update((key, 5.0) for key in pace)
+    together, notes = going(60)
+    assert together == [["lstm engine-static", "lstm torch"]]
+    assert "cnn engine-static: 3 more, past 1 minutes" in notes[-1]
 
 
 def test_a_drifted_pass_is_retried_then_flagged(monkeypatch):

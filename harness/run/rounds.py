@@ -29,18 +29,20 @@ def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
     round); while fewer than its `most` rounds have run and another round, at its cases' last pace
     (`case_s`, a case's share of its unit's last round, by `settings_key`) with PACE_MARGIN for a
     host that slows, ends within its `minutes` of the run (`elapsed_s` so far); none when the run
-    stops. A ratio that is narrow takes
-    no more rounds, so that the time left goes to those that are not (as asv repeats only the
-    benchmark whose samples are still too few). The headline ratios come first: while a ratio of
-    the suite's first framework (the contestant) is wide, a round holds only those (with
-    torch's cases), so that the time goes to the verdicts the suite is for; the other
-    frameworks' wide ratios take rounds once every headline is narrow. Where the time left does
-    not hold a round of every wide ratio, the widest go first, as many as fit. A ratio whose
-    interval cannot narrow before more rounds than the time or `most` leave (`values_to_narrow`:
-    from 6 to 8 rounds its PI is the range of its rounds, which another round only widens) takes
-    none: they would spend the time and buy nothing; where no headline ratio can narrow so, the
-    other frameworks' wide ratios take the rounds. `units` are all the run's units, whichever
-    took the last round. Says why it goes on and why it stops."""
+    stops. A ratio that is narrow takes no more rounds, so that the time left goes to those that
+    are not (as asv repeats only the benchmark whose samples are still too few). The headline
+    ratios come first: while a ratio of the suite's first framework (the contestant) is wide, a
+    round holds only those (with torch's cases), so that the time goes to the verdicts the suite
+    is for; the other frameworks' wide ratios take rounds once every headline is narrow. Where
+    the time left does not hold a round of every wide ratio, the widest go first, as many as fit
+    with the rounds each needs before its interval can narrow, planned together (a later round
+    holds every ratio still on its way: planned one by one, a quick run's CNN set out from 5 pairs
+    for 9 beside two other models and was cut off at 8, its interval the range of 8). A ratio
+    whose interval cannot narrow before more rounds than the time or `most` leave
+    (`values_to_narrow`: from 6 to 8 rounds its PI is the range of its rounds, which another
+    round only widens) takes none: they would spend the time and buy nothing; where no headline
+    ratio can narrow so, the other frameworks' wide ratios take the rounds. `units` are all the
+    run's units, whichever took the last round. Says why it goes on and why it stops."""
     rule = options.more_rounds
     if rule is None:
         return []
@@ -78,25 +80,32 @@ def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
     def priority(ratio: tuple[str, str]) -> tuple[int, float]:
         return order.index(ratio[1]), -(math.inf if math.isnan(wide[ratio]) else wide[ratio])
 
+    def path_cost(plan: dict[tuple[str, str], int]) -> float:
+        """The rounds `plan` (ratio: rounds it needs) takes, each ratio until its last: a later
+        round holds every ratio that still needs it, at their cases' last pace."""
+        return sum(cost({ratio for ratio, needed in plan.items() if needed > r})
+                   for r in range(max(plan.values(), default=0)))
+
     def choose(candidates: dict[tuple[str, str], float]
                ) -> tuple[set[tuple[str, str]], list[str], list[str]]:
-        """The ratios of `candidates` the next round takes, widest first while they fit; those
-        another round would not end in time for; those that cannot narrow within the limits."""
-        chosen: set[tuple[str, str]] = set()
+        """The ratios of `candidates` the next round takes, widest first while the rounds each
+        needs before it can narrow fit, together; those another round would not end in time
+        for; those that cannot narrow within the limits."""
+        plan: dict[tuple[str, str], int] = {}
         late, futile = [], []
         for ratio in sorted(candidates, key=priority):
             needed, name = rounds_needed(ratio), f"{ratio[0]} {ratio[1]}"
             if rounds + needed > rule.most:
                 futile.append(f"{name}: {needed} more, past {rule.most} rounds")
-            elif rule.minutes and (elapsed_s + PACE_MARGIN * (
-                    cost(chosen | {ratio}) + (needed - 1) * cost({ratio})) > 60 * rule.minutes):
+            elif rule.minutes and (elapsed_s + PACE_MARGIN * path_cost({**plan, ratio: needed})
+                                   > 60 * rule.minutes):
                 if needed > 1:
                     futile.append(f"{name}: {needed} more, past {rule.minutes:g} minutes")
                 else:
                     late.append(name)
             else:
-                chosen.add(ratio)
-        return chosen, late, futile
+                plan[ratio] = needed
+        return set(plan), late, futile
 
     chosen, late, futile = choose(headline or wide)
     others = {ratio: width for ratio, width in wide.items() if ratio not in headline}
