@@ -162,6 +162,9 @@ def test_the_tables_lay_each_frameworks_step_out_by_group_and_say_where_the_gap_
     assert not any(line.startswith("engine-static on cnn: its attributed") for line in lines)
     assert text.endswith("elementwise and layout backward).") and "20 steps plain" in text
     assert attribution_tables(CNN_RUNS.assign(attribution=None), steps) == ""
+    # a suite that attributes in one round (quick): one process each, not a median of "1 processes"
+    one = attribution_tables(CNN_RUNS.iloc[[0, 3]], steps).splitlines()[0]
+    assert one == "cnn: where the step goes (ms a step, by op group; one process each)"
 
 
 def test_two_result_sets_are_explained_op_group_by_op_group():

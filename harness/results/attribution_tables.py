@@ -84,8 +84,9 @@ def attribution_tables(runs: pd.DataFrame, steps: dict[tuple[str, str], Estimate
         rows.append(["step, the table's", *(_table_step(steps.get((model, f)))
                                             for f in frameworks)])
         n = max(len(found[model, f]) for f in frameworks)
-        lines = [f"{model}: where the step goes (ms a step, by op group; median over up to {n} "
-                 "processes)", markdown_table(["Op group", *frameworks], rows)]
+        over = "one process each" if n == 1 else f"median over up to {n} processes"
+        lines = [f"{model}: where the step goes (ms a step, by op group; {over})",
+                 markdown_table(["Op group", *frameworks], rows)]
         if reference in both:
             lines += [gap_line(f, model, both[f], both[reference], reference)
                       for f in frameworks if f != reference]
