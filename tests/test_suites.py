@@ -102,18 +102,19 @@ def test_a_suite_declares_the_cases_it_does_not_run_and_why(tmp_path):
         [("lstm", "tinygrad")] * 3
 
 
-@pytest.mark.parametrize(("name", "frameworks"), [
-    ("quick", ("engine-static", "engine-static-unrolled", "engine-dynamic", "torch", "jax")),
+@pytest.mark.parametrize(("name", "frameworks", "epochs"), [
+    # quick: one epoch a process, so that its minutes buy processes (harness/suites/quick.toml)
+    ("quick", ("engine-static", "engine-static-unrolled", "engine-dynamic", "torch", "jax"), 1),
     ("contest", ("engine-static", "engine-dynamic", "torch", "torch-compile", "jax", "autograd",
-                 "tinygrad", "tensorflow", "tensorflow-function", "pytensor"))])
-def test_quick_and_contest_suite_cases(name, frameworks):
+                 "tinygrad", "tensorflow", "tensorflow-function", "pytensor"), 2)])
+def test_quick_and_contest_suite_cases(name, frameworks, epochs):
     suite = load_suite(name)
     assert {(c.model, c.framework) for c in suite.cases} == {
         (m, f) for m in ("cnn", "mlp", "rnn", "lstm") for f in frameworks}
     for case in suite.cases:
         spec = MODELS[case.model]
         assert (case.epochs, case.dataset, case.batch_size, case.lr, case.optimizer) == (
-            2, "mnist-10k", spec.batch_size, spec.lr, spec.optimizer)
+            epochs, "mnist-10k", spec.batch_size, spec.lr, spec.optimizer)
         assert case.extra.momentum == spec.momentum
 
 
