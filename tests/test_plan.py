@@ -288,6 +288,7 @@ def test_the_estimate_comes_from_history_scaled_to_the_epochs(tmp_path, capsys, 
     (estimate,) = [line for line in err.splitlines() if line.startswith("Estimated duration")]
     assert "(rough: FLOPs at a share of this machine's GEMM peak" in estimate
     assert out.splitlines()[-1].startswith("took ") and "; estimated " in out.splitlines()[-1]
+    assert " for its " not in out.splitlines()[-1]  # no rounds past the suite's
     with ResultsStore(store) as stored:
         (row,) = stored.summaries()
     walls = row["provenance"]["pass_wall_s"]
@@ -302,6 +303,12 @@ def test_the_estimate_comes_from_history_scaled_to_the_epochs(tmp_path, capsys, 
     code, lines = dry_run(capsys, str(suite), "--store", str(store), "--resume")
     assert code == 0
     assert "skip (finished, --resume)" in lines[1] and lines[2] == "Nothing to run."
+    # With rounds until narrow the run may go on past the estimate: the last line says so
+    assert main(["run", str(suite), "--store", str(tmp_path / "narrow.sqlite"), "--no-progress",
+                 "--rounds", "1", "--until-within", "10", "--max-minutes", "2"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.endswith(" for its 1 round, then more until every ratio against torch is within "
+                         "±10% (at most 2 rounds, 2 minutes)"), last
 
 
 def test_a_look_at_a_store_changes_nothing(tmp_path, capsys, two_cpus):

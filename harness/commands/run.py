@@ -64,8 +64,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n{ran} cases run, {len(outcome.skipped)} skipped (--resume), {len(failed)} failed"
           + (f", {unsupported} not supported (n/a)" if unsupported else "")
           + f"; results in {args.store}")
+    rule = options.more_rounds  # the estimate is of the suite's rounds; these go on past it
     print(f"took {api.format_duration(done.seconds)}; estimated "
-          f"{api.format_duration(plan.estimate_s)}")
+          f"{api.format_duration(plan.estimate_s)}"
+          + (f" for its {options.rounds} round{'s' * (options.rounds != 1)}, then more "
+             f"{rule.describe()}" if rule else ""))
     if outcome.interrupted:
         print("interrupted: finished cases are stored; run again with --resume to finish",
               file=sys.stderr)
