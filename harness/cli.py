@@ -23,7 +23,7 @@ COMMANDS = ("run", "check", "list", "report", "compare", "system", "profile", "s
             "history", "publish", "graph", "trace", "baseline", "merge")
 
 EPILOG = """examples:
-  adh run                      the quick suite: every model and framework, 1 epoch of mnist-10k a process
+  adh run                      the quick suite: every model, 1 epoch of mnist-10k a process
   adh run paper --seeds 3      the papers' protocol on fashion-mnist
   adh run my_suite.toml --models cnn --frameworks engine-static torch
   adh run quick --resume       finish an interrupted run, skipping finished cases
