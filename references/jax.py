@@ -52,9 +52,11 @@ size, and `gradients` at its first call.
 """
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -69,7 +71,13 @@ import optax
 
 from harness.contract.flops import train_step_flops
 from harness.contract.frameworks.base import COMPILED, Framework
-from harness.contract.profiling import XLA_STEP_EVENT, whole_steps, xla_ops, xla_profiled_steps
+from harness.contract.profiling import (
+    XLA_STEP_EVENT,
+    OpCall,
+    ProfiledStep,
+    xla_ops,
+    xla_profiled_steps,
+)
 from harness.contract.specs import Layer, ModelSpec
 
 ACTIVATIONS: dict[str | None, Callable[[jax.Array], jax.Array] | None] = {
@@ -313,18 +321,25 @@ class JaxFramework(Framework):
         (harness.contract.profiling.xla_ops: XLA fuses ops, so a row can hold several). Where the
         trace holds none of them (a jaxlib that records no per-instruction events), each step is one
         call with XLA's counts of the whole step (step_cost)."""
+        returned = []  # (loss, outputs, start, seconds) of each step
         with tempfile.TemporaryDirectory() as folder:
             with jax.profiler.trace(folder, create_perfetto_trace=True):
                 for x, y in batches:
                     with jax.profiler.TraceAnnotation(XLA_STEP_EVENT):
-                        self.train_step(x, y)
+                        start = time.perf_counter()
+                        loss, outputs = self.train_step(x, y)
+                        returned.append((loss, outputs, start, time.perf_counter() - start))
             traces = list(Path(folder).rglob("perfetto_trace.json.gz"))
             trace = json.loads(gzip.decompress(traces[0].read_bytes())) if traces else []
         events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
         steps = xla_profiled_steps(events, xla_ops(self._compiled.as_text(), SpecModel.__name__))
         if len(steps) == len(batches) and all(step.calls for step in steps):
-            return steps
-        return whole_steps(self, batches, "train_step (one XLA computation)", *self.step_cost())
+            return [dataclasses.replace(step, loss=loss, outputs=outputs)
+                    for step, (loss, outputs, _, _) in zip(steps, returned, strict=True)]
+        flops, nbytes = self.step_cost()
+        return [ProfiledStep(start, seconds, [OpCall("train_step (one XLA computation)", "step",
+                                                     start, seconds, flops, nbytes)], loss, outputs)
+                for loss, outputs, start, seconds in returned]
 
     def gradients(self, x, y):
         with jax.enable_x64(self.x64):

@@ -9,6 +9,7 @@ update are the same.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import os
 import sys
@@ -193,10 +194,14 @@ class TorchFramework(Framework):
         counts come from one more step, before them and counted only: counting doubled the
         profiler's cost in the step (measured on the CNN: rows summing to 110-113 % of the plain
         step instead of 100-106 %); the bytes each call reads come from that step too (they need its
-        shapes). Each step makes the same calls in the same order, so a call takes the FLOPs and
-        bytes of its place in that step."""
+        shapes); its update is undone, so that the steps train as the same steps unprofiled
+        would (the timing pass profiles steps of training). Each step makes the same calls in
+        the same order, so a call takes the FLOPs and bytes of its place in that step."""
         if self._counted_by_call is None:  # counted once per model
+            before = copy.deepcopy((self.model.state_dict(), self.optimizer.state_dict()))
             (counted,) = self._profiled(batches[:1], with_flops=True)
+            self.model.load_state_dict(before[0])
+            self.optimizer.load_state_dict(before[1])
             self._counted_by_call = {(i, call.name): (call.flops, call.bytes)
                                      for i, call in enumerate(counted.calls)}
         steps = self._profiled(batches, with_flops=False)
@@ -213,14 +218,17 @@ class TorchFramework(Framework):
         profiler = profile(activities=[ProfilerActivity.CPU], with_flops=with_flops)
         with _stderr_silenced():  # kineto writes a line to fd 2 as it starts and stops
             profiler.start()
+        returned = []
         try:
             for x, y in batches:
                 with record_function(TORCH_STEP_EVENT):
-                    self.train_step(x, y)
+                    returned.append(self.train_step(x, y))
         finally:
             with _stderr_silenced():
                 profiler.stop()
-        return torch_profiled_steps(profiler.events(), TORCH_STEP_EVENT)
+        steps = torch_profiled_steps(profiler.events(), TORCH_STEP_EVENT)
+        return [dataclasses.replace(step, loss=loss, outputs=outputs)
+                for step, (loss, outputs) in zip(steps, returned, strict=True)]
 
     def predict(self, x):
         with torch.no_grad():

@@ -132,7 +132,7 @@ def runs_frame(rows: list[tuple[str, str, dict, bool]]) -> pd.DataFrame:
     """Stored runs as `store.runs()` gives them: (model, framework, seconds by group, flagged)."""
     return pd.DataFrame([{"model": m, "framework": f, "flagged": flagged,
                           "attribution": json.dumps(Attribution(
-                              sum(g.values()), sum(g.values()) * 1.1, g, {}, 20).as_dict())}
+                              sum(g.values()), sum(g.values()) * 1.1, g, {}, 10).as_dict())}
                          for m, f, g, flagged in rows])
 
 
@@ -154,13 +154,14 @@ def test_the_tables_lay_each_frameworks_step_out_by_group_and_say_where_the_gap_
                         "processes)")  # the flagged run is left out: two clean ones remain
     assert "| conv              | 6.50 (2.00 + 4.50) | 3.00 (1.00 + 2.00) |" in lines
     assert "| step, attributed  | 7.50               | 5.50               |" in lines
+    assert "| step, profiled    | 8.25               | 6.05               |" in lines
     assert ("engine-static on cnn: +2.00 ms a step against torch: conv backward +2.50 ms, "
             "outside ops -1.50 ms, conv forward +1.00 ms") in lines
-    assert any(line.startswith("torch on cnn: its attributed step (5.50 ms, the plain steps "
-                               "after training) lies outside its table step's 95% CI "
-                               "(5.80-6.60 ms)") for line in lines)
+    assert any(line.startswith("torch on cnn: its attributed step (5.50 ms, the timed steps "
+                               "of the processes that attributed) lies outside its table step's "
+                               "95% CI (5.80-6.60 ms)") for line in lines)
     assert not any(line.startswith("engine-static on cnn: its attributed") for line in lines)
-    assert text.endswith("elementwise and layout backward).") and "20 steps plain" in text
+    assert text.endswith("elementwise and layout backward).") and "its last 10 steps" in text
     assert attribution_tables(CNN_RUNS.assign(attribution=None), steps) == ""
     # a suite that attributes in one round (quick): one process each, not a median of "1 processes"
     one = attribution_tables(CNN_RUNS.iloc[[0, 3]], steps).splitlines()[0]

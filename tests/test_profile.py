@@ -16,6 +16,7 @@ from engine.profile import profiled
 from harness.cli import main
 from harness.contract.cases import Case
 from harness.contract.flops import train_step_flops
+from harness.contract.frameworks import get_framework
 from harness.contract.profiling import OpCall, ProfiledStep
 from harness.contract.specs import MODELS, get_model
 from harness.contract.weights import initial_weights
@@ -399,3 +400,24 @@ def _batch(spec):
 def test_adh_profile_names_a_dataset_that_does_not_fit_the_model(capsys):
     assert main(["profile", "cnn", "--frameworks", "engine-static", "--dataset", "circles"]) == 2
     assert "dataset 'circles' does not fit model 'cnn'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["engine-static", "engine-dynamic", "torch", "jax"])
+def test_profiled_steps_train_as_the_same_steps_unprofiled(name):
+    """The timing pass profiles the last steps of training itself: under the profiler the
+    steps return the loss and outputs `train_step` would, and leave the same weights (torch's
+    extra step that counts FLOPs undone)."""
+    spec = get_model("mlp")
+    rng = np.random.default_rng(1)
+    batches = [(rng.random((spec.batch_size, *spec.input_shape), np.float32),
+                rng.integers(0, spec.layers[-1].n_out, spec.batch_size)) for _ in range(3)]
+    plain, profiled = (get_framework(name)(spec, initial_weights(spec, 0), "float32", 1)
+                       for _ in range(2))
+    expected = [plain.train_step(x, y) for x, y in batches]
+    profiled.train_step(*batches[0])
+    steps = profiled.profile_steps(batches[1:])
+    for (loss, outputs), step in zip(expected[1:], steps, strict=True):
+        assert step.loss == pytest.approx(loss, rel=1e-5)
+        np.testing.assert_allclose(step.outputs, outputs, rtol=1e-4, atol=1e-6)
+    for key, value in plain.weights().items():
+        np.testing.assert_allclose(profiled.weights()[key], value, rtol=1e-5, atol=1e-7)

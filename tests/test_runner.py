@@ -31,6 +31,7 @@ from harness.run.options import RunOptions
 from harness.run.processes import WorkerError
 from harness.run.runner import run_case, run_suite
 from harness.run.suites import load_suite
+from harness.run.timing import profile_start
 from toy_adapters import (
     BANDWIDTH,
     GEMM_PEAK,
@@ -947,53 +948,72 @@ def test_ctrl_c_kills_the_passes_running_side_by_side_and_starts_no_other(toys, 
 
 
 @pytest.mark.slow
-def test_each_run_attributes_its_step_after_training_in_a_turn_of_its_own(toys, tmp_path,
-                                                                          monkeypatch):
-    """After its 5 training steps each toy runs its attribution's steps (10 plain and 10
-    under the engine's profiler, which the toys inherit) in one turn of its own, never beside
-    the other's, and its run stores where its step went, by op group."""
+def test_each_run_attributes_its_step_from_its_last_turn_of_training(toys, tmp_path,
+                                                                     monkeypatch):
+    """Each toy's last turn of its 10 training steps runs under the engine's profiler (which
+    the toys inherit): no step beyond training's, the turns as before, the profiled steps'
+    batches recorded but not timed, and its run stores where its step went, by op group,
+    scaled to the median of its timed steps."""
     log = tmp_path / "steps.log"
     monkeypatch.setenv("TOY_STEP_LOG", str(log))
-    suite = load_suite(str(write_suite(tmp_path, "turns", ["toy-ok", "toy-dense"], turns=2)))
+    suite = load_suite(str(write_suite(tmp_path, "turns", ["toy-ok", "toy-dense"], turns=2,
+                                       train_limit=1000)))
     options = RunOptions(progress=False, memory=False, code_version="v1", turn_steps=suite.turns,
-                         attribution_steps=4)
+                         attribution_steps=2)
     with ResultsStore(tmp_path / "store.sqlite") as store:
         outcome = run_suite(suite, store, options)
         stored = store.runs()
+        batches = store.batches()
     order = [line.removeprefix("mlp/") for line in log.read_text().split()]
-    assert order[:10] == ["toy-ok", "toy-ok", "toy-dense", "toy-dense", "toy-ok", "toy-ok",
-                          "toy-dense", "toy-dense", "toy-ok", "toy-dense"]  # training as before
-    assert order[10:] in (["toy-ok"] * 20 + ["toy-dense"] * 20,
-                          ["toy-dense"] * 20 + ["toy-ok"] * 20)  # a turn each, whole
+    assert order == ["toy-ok", "toy-ok", "toy-dense", "toy-dense"] * 5  # training's turns only
     for result in outcome.results:
         (run,) = result.runs
-        assert len(run.step_times_s) + run.warmup_steps == 5  # the timed steps: training's
+        assert len(run.step_times_s) + run.warmup_steps == 8  # the last turn's 2: profiled
+        assert len(run.turn_medians_s) == 4
         attribution = Attribution.from_dict(run.attribution)
         assert {"dense forward", "dense backward", "update", OUTSIDE} <= set(attribution.seconds)
-        assert attribution.steps == 10
+        assert attribution.steps == 2
+        assert attribution.step_s == pytest.approx(run.median_s)
         assert sum(attribution.seconds.values()) == pytest.approx(attribution.step_s)
     assert stored["attribution"].notna().all()
+    assert len(batches) == 2 * 10  # every step's batch, the profiled ones too
+
+
+@pytest.mark.parametrize(("total", "per_epoch", "steps", "turn", "start"), [
+    (80, 80, 10, 10, 70),  # quick: the last of 8 turns
+    (160, 80, 10, 0, 150),  # alone: the last 10 steps
+    (78, 78, 10, 10, 70),  # the next turn's start: 8 steps, not a turn and a bit
+    (160, 80, 100, 0, 80),  # within the last epoch
+    (10, 10, 8, 0, 5),  # never more than half of training
+    (6, 6, 1, 4, None),  # no turn starts in the last steps: none
+    (80, 80, 0, 10, None),  # attribution off
+])
+def test_the_attribution_profiles_the_last_steps_of_training(total, per_epoch, steps, turn,
+                                                             start):
+    assert profile_start(total, per_epoch, steps, turn) == start
 
 
 @pytest.mark.slow
 def test_only_the_first_attribution_rounds_attribute(toys, tmp_path):
     """attribution_rounds = 1 in a suite of 2 rounds: the first round's processes attribute
-    their step, the second's train only (its rounds are shorter), and the note says which."""
+    their step, the second's are timed throughout, and the note says which."""
     suite = load_suite(str(write_suite(tmp_path, "sampled", ["toy-ok", "toy-dense"], turns=2,
-                                       rounds=2, attribution=4, attribution_rounds=1)))
+                                       rounds=2, attribution=2, attribution_rounds=1)))
     options = RunOptions.from_suite(suite, progress=False, memory=False, code_version="v1")
-    assert (options.attribution_steps, options.attribution_rounds) == (4, 1)
+    assert (options.attribution_steps, options.attribution_rounds) == (2, 1)
     with ResultsStore(tmp_path / "store.sqlite") as store:
         outcome = run_suite(suite, store, options)
         stored = store.runs()
     for result in outcome.results:
         first, second = result.runs
-        assert Attribution.from_dict(first.attribution).steps == 10  # a block of 10 at least
+        assert Attribution.from_dict(first.attribution).steps == 1  # 5 steps: the last turn's
+        assert len(first.step_times_s) + first.warmup_steps == 4
         assert second.attribution is None
+        assert len(second.step_times_s) + second.warmup_steps == 5
     assert stored.groupby("run")["attribution"].count().to_dict() == {0: 2, 1: 0}
     steps = {("mlp", f): None for f in ("toy-ok", "toy-dense")}
-    assert "Each run of round 1 (of 2; the later rounds' are shorter without it) attributes " \
-        "its step after training" in attribution_tables(stored, steps, "toy-ok")
+    assert "Each run of round 1 (of 2) attributes its step from its own training" \
+        in attribution_tables(stored, steps, "toy-ok")
 
 
 @pytest.mark.slow

@@ -37,11 +37,15 @@ class OpCall:
 @dataclass
 class ProfiledStep:
     """One training step under the profiler: its start (on its calls' clock), its duration
-    (profiler on) and its calls."""
+    (profiler on), its calls, and what `train_step` returned for it (the loss and the outputs:
+    the timing pass profiles steps of training itself and records their batches like the
+    others; a profiler that leaves them None leaves those batches out of the records)."""
 
     start_s: float
     seconds: float
     calls: list[OpCall] = field(default_factory=list)
+    loss: float | None = None
+    outputs: Any = None
 
 
 
@@ -241,7 +245,8 @@ def whole_steps(framework: Any, batches: list[tuple[Any, Any]], name: str = WHOL
     steps = []
     for x, y in batches:
         start = time.perf_counter()
-        seconds = framework.timed_train_step(x, y)[2]
+        loss, outputs, seconds = framework.timed_train_step(x, y)
         steps.append(ProfiledStep(start, seconds,
-                                  [OpCall(name, "step", start, seconds, flops, nbytes)]))
+                                  [OpCall(name, "step", start, seconds, flops, nbytes)],
+                                  loss, outputs))
     return steps

@@ -9,10 +9,10 @@ no op covers is the framework's own time between ops (Python, dispatch, the runt
 op counts in its main group: torch's `linear` holds its bias add, which the engine's `Add` holds
 apart ("elementwise").
 
-`attribute` turns the alternating plain and profiled steps of one process into an
-`Attribution`: each group's time a step, the profiler's own cost taken off every group in
-proportion, so that the groups sum to the plain step of that process; `gap` lays two of them
-side by side group by group.
+`attribute` turns the plain (timed) and profiled steps of one process into an `Attribution`:
+each group's time a step, the profiler's own cost taken off every group in proportion, so that
+the groups sum to the plain step of that process; `gap` lays two of them side by side group by
+group.
 """
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ class Attribution:
     profiled_step_s: float  # the same steps under the profiler
     seconds: dict[str, float]
     calls: dict[str, float]
-    steps: int = 0  # plain steps, and as many profiled
+    steps: int = 0  # profiled steps
 
     def as_dict(self) -> dict:
         return {"step_s": self.step_s, "profiled_step_s": self.profiled_step_s,
@@ -92,7 +92,7 @@ class Attribution:
 def attribute(plain: Sequence[float], profiled: Sequence[ProfiledStep],
               layers: Sequence[str] = ()) -> Attribution:
     """The attribution of one process's profiled steps, scaled to the median of its `plain`
-    steps (timed in the same blocks, without the profiler). Each group's time is its median
+    steps (timed without the profiler, in the same process). Each group's time is its median
     over the steps; the profiler's own cost (what they sum to beyond the plain step) is taken
     off every group in proportion, as is what they fall short of it."""
     if not plain or not profiled:
@@ -111,7 +111,7 @@ def attribute(plain: Sequence[float], profiled: Sequence[ProfiledStep],
     scale = step_s / sum(medians.values()) if sum(medians.values()) > 0 else 0.0
     return Attribution(step_s, statistics.median(s.seconds for s in profiled),
                        {group: seconds * scale for group, seconds in _ordered(medians)},
-                       {group: statistics.median(c) for group, c in counts.items()}, len(plain))
+                       {group: statistics.median(c) for group, c in counts.items()}, len(profiled))
 
 
 def _ordered(values: dict[str, float]) -> list[tuple[str, float]]:

@@ -21,11 +21,13 @@ from harness.results.markdown import markdown_table
 from harness.results.store import from_json
 
 ATTRIBUTION_NOTE = (
-    "{which} attributes its step after training, in the same process (in a turn of its own "
-    "where frameworks took turns): {steps} steps plain and as many under the framework's "
-    "profiler, alternating in blocks of 10; each op group's time is its median over the "
-    "profiled steps, scaled so that the groups sum to the plain step (the profiler's own cost "
-    "taken off every group in proportion), then the median over the processes. A cell is "
+    "{which} attributes its step from its own training: its last {steps} steps (a turn, where "
+    "frameworks took turns) ran under the framework's profiler and the others were timed; each "
+    "op group's time is its median over the profiled steps, scaled so that the groups sum to "
+    "the median of the timed steps (the profiler's own cost taken off every group in "
+    "proportion), then the median over the processes. So the attributed step is the table's "
+    "where every process attributed, and the profiled step says what the profiler added. "
+    "A cell is "
     "forward + backward where the profiler tells them apart, \"?\" the part whose phase it "
     "cannot tell (an XLA instruction of fused work); \"outside ops\" is the framework's own "
     "time between its ops, \"whole step\" a framework whose profiler cannot split its step. "
@@ -81,6 +83,8 @@ def attribution_tables(runs: pd.DataFrame, steps: dict[tuple[str, str], Estimate
         kinds = [k for k in KINDS if any(kind_of(g) == k for a in both.values() for g in a.seconds)]
         rows = [[k, *(_cell(both[f], k) for f in frameworks)] for k in kinds]
         rows.append(["step, attributed", *(f"{both[f].step_s * 1e3:.2f}" for f in frameworks)])
+        rows.append(["step, profiled", *(f"{both[f].profiled_step_s * 1e3:.2f}"
+                                         for f in frameworks)])
         rows.append(["step, the table's", *(_table_step(steps.get((model, f)))
                                             for f in frameworks)])
         n = max(len(found[model, f]) for f in frameworks)
@@ -98,7 +102,7 @@ def attribution_tables(runs: pd.DataFrame, steps: dict[tuple[str, str], Estimate
 
 def _which(runs: pd.DataFrame) -> str:
     """"Each run", or, where later rounds left the attribution out (a suite's
-    attribution_rounds), "Each run of rounds 1-2 (of 5; ...)"."""
+    attribution_rounds), "Each run of rounds 1-2 (of 5)"."""
     if "run" not in runs:  # runs without their rounds: nothing to tell apart
         return "Each run"
     attributed = runs["attribution"].map(lambda a: isinstance(a, str) and a not in ("", "null"))
@@ -107,8 +111,7 @@ def _which(runs: pd.DataFrame) -> str:
     if rounds == every or not rounds:
         return "Each run"
     span = f"{rounds[0]}" if len(rounds) == 1 else f"{rounds[0]}-{rounds[-1]}"
-    return (f"Each run of round{'s' * (len(rounds) > 1)} {span} (of {len(every)}; the later "
-            "rounds' are shorter without it)")
+    return f"Each run of round{'s' * (len(rounds) > 1)} {span} (of {len(every)})"
 
 
 def _table_step(step: Estimate | None) -> str:
@@ -123,11 +126,11 @@ def _disagreement(model: str, framework: str, a: Attribution, step: Estimate | N
     """A line where the attributed step lies outside the 95 % CI of the table's step."""
     if step is None or not step.has_interval or step.low <= a.step_s <= step.high:
         return ""
-    return (f"{framework} on {model}: its attributed step ({a.step_s * 1e3:.2f} ms, the plain "
-            f"steps after training) lies outside its table step's 95% CI "
-            f"({step.low * 1e3:.2f}-{step.high * 1e3:.2f} ms): the same batches again and "
-            "again, or a process that changed speed after training, put its groups on another "
-            "scale than the verdict's")
+    return (f"{framework} on {model}: its attributed step ({a.step_s * 1e3:.2f} ms, the timed "
+            f"steps of the processes that attributed) lies outside its table step's 95% CI "
+            f"({step.low * 1e3:.2f}-{step.high * 1e3:.2f} ms): the rounds that attributed ran "
+            "at another pace than the rest, so its groups are on another scale than the "
+            "verdict's")
 
 
 def runs_of(cases: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:

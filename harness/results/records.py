@@ -85,7 +85,7 @@ class RunRecord:
     turn_steps: int = 0
     turn_medians_s: list[float | None] = field(default_factory=list)
     facts: dict[str, Any] | None = None  # of the process (harness.measure.process_facts)
-    # where its step's time went, by op group, after training in the same process
+    # where its step's time goes, by op group, from its last steps of training, profiled
     # (harness.results.attribution.Attribution.as_dict); None: not asked for, or not measured
     attribution: dict[str, Any] | None = None
 

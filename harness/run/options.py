@@ -32,8 +32,8 @@ class RunOptions:
     # turns_across_models), not each model's apart.
     turns_across_models: bool = False
     count_instructions: bool = False  # one more pass per case, under valgrind
-    # Plain and profiled steps each timing pass runs after training, for the attribution of its
-    # step to op groups (harness.results.attribution); 0: none.
+    # The last steps of each timing pass's training, run under the framework's profiler for the
+    # attribution of its step to op groups (harness.results.attribution); 0: none.
     attribution_steps: int = 0
     attribution_rounds: int = 0  # only the first this many rounds attribute; 0: every round
     command: str = ""  # the `adh run` command as typed, recorded in each case's provenance

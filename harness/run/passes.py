@@ -16,6 +16,7 @@ import numpy as np
 from harness.contract.batches import batch_indices
 from harness.contract.frameworks import get_framework
 from harness.contract.prepared import prepare
+from harness.contract.profiling import ProfiledStep, whole_steps
 from harness.contract.weights import initial_weights, read_only
 from harness.measure.instructions import (
     COUNTED_STEPS,
@@ -28,7 +29,6 @@ from harness.results.records import Status
 PROGRESS_PREFIX = "ADH-PROGRESS "
 TURN_PREFIX = "ADH-TURN "  # "wait" before a turn, "end" after the last (Turns)
 PROGRESS_INTERVAL_S = 0.2  # report at most this often: printing must not cost step time
-ATTRIBUTION_BLOCK = 10  # plain and profiled steps alternate in blocks of this many
 DIVERGED_FACTOR = 100.0  # a loss above this many times max(first loss, 1) has diverged
 
 def _progress(**fields) -> None:
@@ -36,11 +36,14 @@ def _progress(**fields) -> None:
 
 
 def train(framework, spec, case, x_train, y_train, targets, on_step,
-          on_epoch=None, gate=None, on_call=None) -> tuple[Status, str]:
+          on_epoch=None, gate=None, on_call=None, profile_from: int | None = None,
+          on_profiled=None) -> tuple[Status, str]:
     """The training loop both passes share. Returns (status, reason). `gate`, if given, is
     called with the number of steps done before each call of the framework (`Turns.gate`);
     `on_call` with the process's CPU time and the wall time of each call, read next to each
-    other around it (`StepRecorder.on_call`)."""
+    other around it (`StepRecorder.on_call`). From step `profile_from` (counted from 0, within
+    the last epoch) to the end, the steps run in one call under the framework's profiler
+    (`profiled_steps`), handed to `on_profiled`; their batches reach `on_step` with no time."""
     # The framework takes `steps_per_call` batches at a time (1 but for the process door), and
     # each has arrays of its own, refilled each call.
     buffers = [(np.empty((spec.batch_size,) + x_train.shape[1:], dtype=x_train.dtype),
@@ -53,23 +56,33 @@ def train(framework, spec, case, x_train, y_train, targets, on_step,
         # allocation for each, which the memory pass would count), never spanning two epochs.
         indices = batch_indices(len(x_train), spec.batch_size, case.seed, epoch)
         first = 0
-        while chunk := list(itertools.islice(indices, len(buffers))):
-            for (x_batch, t_batch), idx in zip(buffers, chunk, strict=False):
-                # Gathering into the same arrays every step allocates nothing (mode="clip"
-                # matters).
-                np.take(x_train, idx, axis=0, out=x_batch, mode="clip")
-                np.take(targets, idx, axis=0, out=t_batch, mode="clip")
-            if gate:
-                gate(done)
-            if on_call:  # the timing pass: the clocks read around the call, outside its timing
-                cpu, wall = time.process_time(), time.perf_counter()
-                steps = framework.timed_train_steps(buffers[:len(chunk)])
-                on_call(time.process_time() - cpu, time.perf_counter() - wall)
+        while chunk := list(itertools.islice(indices, _call_size(done, len(buffers),
+                                                                 profile_from))):
+            if profile_from is not None and done >= profile_from:  # the rest, profiled
+                if gate:
+                    gate(done)
+                profiled = profiled_steps(framework, [(x_train[i], targets[i]) for i in chunk])
+                on_profiled(profiled)
+                steps = [(step.loss, step.outputs, None) for step in profiled]
             else:
-                steps = framework.timed_train_steps(buffers[:len(chunk)])
+                for (x_batch, t_batch), idx in zip(buffers, chunk, strict=False):
+                    # Gathering into the same arrays every step allocates nothing
+                    # (mode="clip" matters).
+                    np.take(x_train, idx, axis=0, out=x_batch, mode="clip")
+                    np.take(targets, idx, axis=0, out=t_batch, mode="clip")
+                if gate:
+                    gate(done)
+                if on_call:  # the timing pass: the clocks read around the call, not timed
+                    cpu, wall = time.process_time(), time.perf_counter()
+                    steps = framework.timed_train_steps(buffers[:len(chunk)])
+                    on_call(time.process_time() - cpu, time.perf_counter() - wall)
+                else:
+                    steps = framework.timed_train_steps(buffers[:len(chunk)])
             done += len(chunk)
             for batch, idx, (loss, outputs, elapsed) in zip(itertools.count(first), chunk, steps,
                                                             strict=False):
+                if loss is None:  # a profiler that does not return the step's loss
+                    continue
                 first_loss = loss if first_loss is None else first_loss
                 if not math.isfinite(loss) or loss > DIVERGED_FACTOR * max(first_loss, 1.0):
                     return Status.DIVERGED, f"loss {loss:.4g} at epoch {epoch}, batch {batch}"
@@ -78,6 +91,26 @@ def train(framework, spec, case, x_train, y_train, targets, on_step,
         if on_epoch:
             on_epoch(epoch)
     return Status.OK, ""
+
+
+def _call_size(done: int, per_call: int, profile_from: int | None) -> int:
+    """How many batches the next call takes: the framework's `per_call`, but no call runs
+    across `profile_from`, and from there one call takes every batch left (at most an
+    epoch's)."""
+    if profile_from is None:
+        return per_call
+    if done >= profile_from:
+        return sys.maxsize
+    return min(per_call, profile_from - done)
+
+
+def profiled_steps(framework, batches: list[tuple[np.ndarray, np.ndarray]]
+                   ) -> list[ProfiledStep]:
+    """`batches` trained under the framework's profiler (`Framework.profile_steps`), one
+    harness.contract.profiling.ProfiledStep each; a framework without a profiler has each step
+    timed whole, as one call (`whole_steps`)."""
+    recorded = framework.profile_steps(batches)
+    return whole_steps(framework, batches) if recorded is None else recorded
 
 
 def start_numeric_libraries() -> None:

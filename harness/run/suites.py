@@ -70,10 +70,11 @@ SETTINGS = {  # key: (type, meaning) - the only keys a suite file may use
                                   "together, so that a model's turns spread over the whole "
                                   "round (all of a round's processes alive at once)"),
     "memory": (bool, "run the memory pass (memray) after the timing pass"),
-    "attribution": (int, "plain and profiled steps each timing pass runs after training, "
-                         "for where its step's time goes by op group (0: none)"),
+    "attribution": (int, "the last steps of each timing pass's training that run under the "
+                         "framework's profiler, for where its step's time goes by op group "
+                         "(0: none)"),
     "attribution_rounds": (int, "only the processes of the first this many rounds attribute "
-                                "their step (0: every round's), so that later rounds are shorter"),
+                                "their step (0: every round's)"),
     "timeout_s": (int, "a case running longer is stopped and recorded as timeout"),
     "sweep": (list, "groups of cases, each a table of the keys above"),
     "not_run": (dict, "cases the suite declares but does not run, \"MODEL/FRAMEWORK\" = the "
@@ -92,8 +93,8 @@ TOP_LEVEL_ONLY = ("description", "memory", "attribution", "attribution_rounds", 
                   "turns_across_models", "sweep", "datasets", "not_run")
 # One process per case is not a measurement: processes of the same code differ by 10-40 % here.
 DEFAULT_ROUNDS = 3
-# Each way, plain and profiled, after training: 20 steps cost the CNN under 0.3 s a process.
-DEFAULT_ATTRIBUTION_STEPS = 20
+# A turn of quick's: the last 10 steps of training run under the profiler.
+DEFAULT_ATTRIBUTION_STEPS = 10
 
 
 @dataclass
@@ -113,7 +114,7 @@ class Suite:
     more_rounds: MoreRounds | None = None  # rounds past `rounds` until the ratios are narrow
     # (model, framework) -> why the suite does not run that pair: recorded as n/a with it
     not_run: dict[tuple[str, str], str] = field(default_factory=dict)
-    attribution: int = DEFAULT_ATTRIBUTION_STEPS  # steps each way after training; 0: none
+    attribution: int = DEFAULT_ATTRIBUTION_STEPS  # training's last steps, profiled; 0: none
     # every model's frameworks of a seed in one turn group, instead of each model's apart
     turns_across_models: bool = False
     attribution_rounds: int = 0  # the first rounds whose processes attribute; 0: every round

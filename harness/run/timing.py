@@ -26,14 +26,7 @@ from harness.measure.system import provenance_facts
 from harness.measure.warmup import warmup_steps
 from harness.results.attribution import attribute
 from harness.results.records import Status
-from harness.run.passes import (
-    ATTRIBUTION_BLOCK,
-    PROGRESS_INTERVAL_S,
-    TURN_PREFIX,
-    _progress,
-    train,
-)
-from harness.run.profile import alternate, first_batches
+from harness.run.passes import PROGRESS_INTERVAL_S, TURN_PREFIX, _progress, train
 
 
 class Turns:
@@ -64,19 +57,12 @@ class Turns:
         self.meter.start()
 
     def medians(self, step_times: list[float], warmup: int) -> list[float | None]:
-        """The median step of each turn, the warm-up steps left out (None: warm-up only)."""
-        ends = [*self.starts[1:], len(step_times)]
-        kept = [step_times[max(start, warmup):end]
-                for start, end in zip(self.starts, ends, strict=True)]
+        """The median step of each turn, the warm-up steps left out (None: warm-up only); the
+        turns of the attribution's profiled steps, past `step_times`, have none."""
+        starts = [start for start in self.starts if start < len(step_times)]
+        ends = [*starts[1:], len(step_times)]
+        kept = [step_times[max(start, warmup):end] for start, end in zip(starts, ends, strict=True)]
         return [sorted(k)[len(k) // 2] if k else None for k in kept]
-
-    def take(self) -> None:
-        """One more turn, past the timed ones (the attribution's steps): no other framework
-        runs while it lasts."""
-        self.meter.stop()
-        print(TURN_PREFIX + "wait", flush=True)
-        if not sys.stdin.readline():
-            raise RuntimeError("the runner stopped handing out turns")
 
     def end(self) -> None:
         self.meter.stop()
@@ -98,12 +84,15 @@ class StepRecorder:
         self.last_progress = 0.0  # when the last progress line went out (perf_counter)
         self.calls: list[tuple[float, float]] = []  # each call's CPU and wall time (one step)
 
-    def on_step(self, epoch: int, batch: int, loss: float, outputs, labels, elapsed: float) -> None:
+    def on_step(self, epoch: int, batch: int, loss: float, outputs, labels,
+                elapsed: float | None) -> None:
+        """A step's batch, and its time where it was timed (None: a profiled step)."""
         acc = self.metrics.accuracy(self.spec, outputs, labels)
         self.batches.append({"epoch": epoch, "batch": batch, "loss": loss, "acc": acc})
         self.epoch_losses.append(loss)
         self.epoch_accs.append(acc)
-        self.step_times.append(elapsed)
+        if elapsed is not None:
+            self.step_times.append(elapsed)
         now = time.perf_counter()
         if now - self.last_progress > PROGRESS_INTERVAL_S:
             self.last_progress = now
@@ -139,10 +128,10 @@ class StepRecorder:
 def time_pass(case, data_dir, turn_steps: int = 0, attribution_steps: int = 0) -> dict:
     """The timing pass; a case the framework does not support ends before it is built, with
     status unsupported and the framework's reason. With `turn_steps`, it trains in turns of that
-    many steps with other processes (`Turns`). With `attribution_steps`, once training has
-    ended, that many plain steps and as many under the framework's profiler, alternating, in
-    this same process (in a turn of its own): where its step's time goes, by op group
-    (harness.results.attribution), off the clock of everything above."""
+    many steps with other processes (`Turns`). With `attribution_steps`, the last that many
+    steps of training (from the start of their turn, with turns) run under the framework's
+    profiler: where the step's time goes, by op group (harness.results.attribution), scaled to
+    the median of the process's other steps, which alone are timed (`profile_start`)."""
     prepared = prepare(case, data_dir)
     spec, data, x_train = prepared.spec, prepared.data, prepared.x_train
     adapter = get_framework(case.framework)
@@ -181,26 +170,29 @@ def time_pass(case, data_dir, turn_steps: int = 0, attribution_steps: int = 0) -
     # takes turns): does a slow process run slow identical work too?
     meter = ContentionMeter()
     turns = Turns(turn_steps, meter) if turn_steps else None
+    profiled = []
     with watch_process(None if turns else probe()) as facts:
         if turns is None:
             meter.start()
         status, reason = train(framework, spec, case, x_train, prepared.y_train, prepared.targets,
                                recorder.on_step,
                                on_epoch, gate=turns.gate if turns else None,
-                               on_call=recorder.on_call)
+                               on_call=recorder.on_call,
+                               profile_from=profile_start(case.epochs * steps, steps,
+                                                          attribution_steps, turn_steps),
+                               on_profiled=profiled.extend)
         meter.stop()
-    reported = reported_facts(framework)  # of training, before the attribution's steps
+    reported = reported_facts(framework)
     differentiated = framework.differentiation()
-    if status == Status.OK and attribution_steps:  # past the process facts and every clock
-        if turns:
-            turns.take()
-        result["attribution"] = _attribution(framework, prepared, case, attribution_steps)
     if turns:
         turns.end()
     loop_s = meter.wall_s  # the loop's own time: its turns, not the others'
     door = type(framework).timed_train_step is not Framework.timed_train_step
     step_times = recorder.step_times
     warmup = warmup_steps(step_times)
+    if status == Status.OK and profiled:
+        result["attribution"] = attribute(step_times[warmup:], profiled,
+                                          [layer.kind for layer in spec.layers]).as_dict()
     if facts.value:
         if turns:
             facts.value.probe_s = turns.probe_s
@@ -228,13 +220,15 @@ def time_pass(case, data_dir, turn_steps: int = 0, attribution_steps: int = 0) -
     return result
 
 
-def _attribution(framework, prepared, case, steps: int) -> dict:
-    """The attribution of `steps` plain and `steps` profiled steps of `framework`, in blocks of
-    ATTRIBUTION_BLOCK on the first batches of the case's order (as `adh profile` takes them)."""
-    spec = prepared.spec
-    batches = first_batches(prepared.x_train, prepared.targets, spec.batch_size, case.seed,
-                            2 * ATTRIBUTION_BLOCK)
-    plain, profiled = alternate(framework, batches, steps, ATTRIBUTION_BLOCK)
-    return attribute(plain, profiled, [layer.kind for layer in spec.layers]).as_dict()
-
-
+def profile_start(total: int, per_epoch: int, attribution_steps: int,
+                  turn_steps: int = 0) -> int | None:
+    """The first of the `total` steps that the attribution profiles: the last
+    `attribution_steps`, within the last epoch and never more than half of training; where
+    frameworks take turns of `turn_steps`, from the next turn's start (a turn runs under the
+    profiler or not at all). None: no attribution."""
+    if not attribution_steps:
+        return None
+    start = max(total - attribution_steps, total - per_epoch, (total + 1) // 2)
+    if turn_steps:
+        start = -(-start // turn_steps) * turn_steps  # the next turn's start, or the end
+    return start if start < total else None

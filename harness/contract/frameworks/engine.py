@@ -125,13 +125,13 @@ class EngineDynamic(Framework):
         with profiled() as events:
             for x, y in batches:
                 start = time.perf_counter()
-                self.train_step(x, y)
-                spans.append((start, time.perf_counter() - start))
+                loss, outputs = self.train_step(x, y)
+                spans.append((start, time.perf_counter() - start, loss, outputs))
         return [ProfiledStep(start, seconds, [
             # the optimizer's step takes no arrays as arguments: its bytes are unknown here
             OpCall(e.name, e.phase, e.start, e.seconds, e.flops(), e.nbytes or None)
-            for e in events if start <= e.start <= start + seconds])
-            for start, seconds in spans]
+            for e in events if start <= e.start <= start + seconds], loss, outputs)
+            for start, seconds, loss, outputs in spans]
 
     def differentiation(self) -> str:
         """Through the engine's primitives, but for the recurrent layers it runs as one fused
