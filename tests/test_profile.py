@@ -33,7 +33,7 @@ from harness.results.profiles import (
     profile_table,
     read_profiles,
 )
-from harness.run.profile import profile_case
+from harness.run.profile import profile_case, profiled_steps
 from references.pytorch import TorchFramework
 from toy_adapters import BANDWIDTH, GEMM_PEAK
 
@@ -413,7 +413,8 @@ def test_profiled_steps_train_as_the_same_steps_unprofiled(name):
                 rng.integers(0, spec.layers[-1].n_out, spec.batch_size)) for _ in range(3)]
     plain, profiled = (get_framework(name)(spec, initial_weights(spec, 0), "float32", 1)
                        for _ in range(2))
-    expected = [plain.train_step(x, y) for x, y in batches]
+    expected = [(loss, outputs.copy()) for loss, outputs in (plain.train_step(x, y)
+                                                             for x, y in batches)]
     profiled.train_step(*batches[0])
     steps = profiled.profile_steps(batches[1:])
     for (loss, outputs), step in zip(expected[1:], steps, strict=True):
@@ -421,3 +422,14 @@ def test_profiled_steps_train_as_the_same_steps_unprofiled(name):
         np.testing.assert_allclose(step.outputs, outputs, rtol=1e-4, atol=1e-6)
     for key, value in plain.weights().items():
         np.testing.assert_allclose(profiled.weights()[key], value, rtol=1e-5, atol=1e-7)
+
+
+def test_a_profiler_that_returns_another_count_of_steps_is_named():
+    """One ProfiledStep a batch, or the batches' records would go out of line."""
+    class Short(TorchFramework):
+        def profile_steps(self, batches):
+            return super().profile_steps(batches)[:-1]
+    spec = get_model("mlp")
+    framework = Short(spec, initial_weights(spec, 0), "float32", 1)
+    with pytest.raises(RuntimeError, match="Short.profile_steps returned 1 steps for 2 batches"):
+        profiled_steps(framework, [_batch(spec)] * 2)

@@ -17,6 +17,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class OpCall:
@@ -37,9 +39,10 @@ class OpCall:
 @dataclass
 class ProfiledStep:
     """One training step under the profiler: its start (on its calls' clock), its duration
-    (profiler on), its calls, and what `train_step` returned for it (the loss and the outputs:
-    the timing pass profiles steps of training itself and records their batches like the
-    others; a profiler that leaves them None leaves those batches out of the records)."""
+    (profiler on), its calls, and what `train_step` returned for it (the loss and the outputs,
+    which must stay valid after the later steps: the timing pass profiles steps of training
+    itself and records their batches like the others; a profiler that leaves them None leaves
+    those batches out of the records)."""
 
     start_s: float
     seconds: float
@@ -248,5 +251,5 @@ def whole_steps(framework: Any, batches: list[tuple[Any, Any]], name: str = WHOL
         loss, outputs, seconds = framework.timed_train_step(x, y)
         steps.append(ProfiledStep(start, seconds,
                                   [OpCall(name, "step", start, seconds, flops, nbytes)],
-                                  loss, outputs))
+                                  loss, np.copy(outputs)))  # a later step may reuse its array
     return steps

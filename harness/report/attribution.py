@@ -25,9 +25,10 @@ KIND_COLORS = dict(zip(KINDS, [OKABE_ITO["blue"], OKABE_ITO["green"], OKABE_ITO[
                        strict=True))
 CAPTION = ("Where each framework's training step goes, by op group (what the op computes, forward "
            "and backward together), a bar per framework under each model, in ms a step: the "
-           "medians over the processes of the runs above, each attributed after its training in "
-           "the same process, scaled to its plain step. The tables below give each group's "
-           "forward and backward apart and the gap to torch group by group.")
+           "medians over the processes of the runs above, each attributed from its last steps of "
+           "training, run under the profiler, scaled to the median of its timed steps. The "
+           "tables below give each group's forward and backward apart and the gap to torch "
+           "group by group.")
 
 
 def attribution_figure(data: frames.SuiteData) -> Figure:

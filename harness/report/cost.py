@@ -152,7 +152,8 @@ def _scaled(e: Estimate, scale: float) -> Estimate:
 
 
 TIME_CAPTION = Caption(
-    "Left: training time of all epochs (warm-up steps and evaluation excluded); right: time of "
+    "Left: training time of all epochs (warm-up steps, the attribution's profiled steps and "
+    "evaluation excluded); right: time of "
     "one training step; a row per framework under each model. The dot is the median over the "
     "processes (seeds × rounds), the line its 95 % confidence interval, the grey dots each "
     "process (its training time; the median of its timed steps): the numbers of the tables. "

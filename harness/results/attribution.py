@@ -70,11 +70,11 @@ def op_group(call: OpCall, layers: Sequence[str] = ()) -> str:
 @dataclass(frozen=True)
 class Attribution:
     """One process's step in op groups: seconds a step by group (they sum to `step_s`), calls
-    a step by group, the plain and profiled step of the same blocks (medians), and how many
-    steps each way they are of."""
+    a step by group, the plain (timed) step and the profiled step of the same process
+    (medians), and how many steps were profiled."""
 
     step_s: float  # the plain step: what the groups sum to
-    profiled_step_s: float  # the same steps under the profiler
+    profiled_step_s: float  # the process's steps under the profiler
     seconds: dict[str, float]
     calls: dict[str, float]
     steps: int = 0  # profiled steps

@@ -71,7 +71,7 @@ class RunRecord:
     step_times_s: list[float]  # every timed step after the warm-up, in order
     warmup_steps: int  # leading steps left out as warm-up (measured: harness.measure.warmup)
     warmup_s: float  # their time
-    train_time_s: float  # all epochs, warm-up steps and evaluation excluded
+    train_time_s: float  # all epochs' timed steps: no warm-up, evaluation or profiled steps
     eval_time_s: float
     foreign_cpu_s: float | None = None  # CPU time other processes used during the pass
     contended: bool = False  # other processes took more than the runner's threshold

@@ -16,7 +16,6 @@ import numpy as np
 from harness.contract.batches import batch_indices
 from harness.contract.frameworks import get_framework
 from harness.contract.prepared import prepare
-from harness.contract.profiling import ProfiledStep, whole_steps
 from harness.contract.weights import initial_weights, read_only
 from harness.measure.instructions import (
     COUNTED_STEPS,
@@ -25,6 +24,7 @@ from harness.measure.instructions import (
     counted_instructions,
 )
 from harness.results.records import Status
+from harness.run.profile import profiled_steps
 
 PROGRESS_PREFIX = "ADH-PROGRESS "
 TURN_PREFIX = "ADH-TURN "  # "wait" before a turn, "end" after the last (Turns)
@@ -37,13 +37,14 @@ def _progress(**fields) -> None:
 
 def train(framework, spec, case, x_train, y_train, targets, on_step,
           on_epoch=None, gate=None, on_call=None, profile_from: int | None = None,
-          on_profiled=None) -> tuple[Status, str]:
+          before_profiling=None, on_profiled=None) -> tuple[Status, str]:
     """The training loop both passes share. Returns (status, reason). `gate`, if given, is
     called with the number of steps done before each call of the framework (`Turns.gate`);
     `on_call` with the process's CPU time and the wall time of each call, read next to each
     other around it (`StepRecorder.on_call`). From step `profile_from` (counted from 0, within
     the last epoch) to the end, the steps run in one call under the framework's profiler
-    (`profiled_steps`), handed to `on_profiled`; their batches reach `on_step` with no time."""
+    (`profiled_steps`), in a turn of their own (`gate(done, True)`), after `before_profiling()`;
+    `on_profiled` gets the steps, and their batches reach `on_step` with no time."""
     # The framework takes `steps_per_call` batches at a time (1 but for the process door), and
     # each has arrays of its own, refilled each call.
     buffers = [(np.empty((spec.batch_size,) + x_train.shape[1:], dtype=x_train.dtype),
@@ -60,7 +61,8 @@ def train(framework, spec, case, x_train, y_train, targets, on_step,
                                                                  profile_from))):
             if profile_from is not None and done >= profile_from:  # the rest, profiled
                 if gate:
-                    gate(done)
+                    gate(done, True)
+                before_profiling()
                 profiled = profiled_steps(framework, [(x_train[i], targets[i]) for i in chunk])
                 on_profiled(profiled)
                 steps = [(step.loss, step.outputs, None) for step in profiled]
@@ -102,15 +104,6 @@ def _call_size(done: int, per_call: int, profile_from: int | None) -> int:
     if done >= profile_from:
         return sys.maxsize
     return min(per_call, profile_from - done)
-
-
-def profiled_steps(framework, batches: list[tuple[np.ndarray, np.ndarray]]
-                   ) -> list[ProfiledStep]:
-    """`batches` trained under the framework's profiler (`Framework.profile_steps`), one
-    harness.contract.profiling.ProfiledStep each; a framework without a profiler has each step
-    timed whole, as one call (`whole_steps`)."""
-    recorded = framework.profile_steps(batches)
-    return whole_steps(framework, batches) if recorded is None else recorded
 
 
 def start_numeric_libraries() -> None:

@@ -70,8 +70,18 @@ def alternate(framework: Framework, batches: list[tuple[Any, Any]], steps: int,
         if profiled:
             framework.train_step(*batches[0])
         plain += [framework.timed_train_step(x, y)[2] for x, y in batches[:block]]
-        recorded = framework.profile_steps(batches[block:2 * block])
-        if recorded is None:  # no profiler: the step is one call, timed as the plain ones
-            recorded = whole_steps(framework, batches[block:2 * block])
-        profiled += recorded
+        profiled += profiled_steps(framework, batches[block:2 * block])
     return plain, profiled
+
+
+def profiled_steps(framework: Framework, batches: list[tuple[Any, Any]]) -> list[ProfiledStep]:
+    """`batches` trained under the framework's profiler (`Framework.profile_steps`), one
+    harness.contract.profiling.ProfiledStep each; a framework without a profiler has each step
+    timed whole, as one call (`whole_steps`)."""
+    recorded = framework.profile_steps(batches)
+    if recorded is None:
+        return whole_steps(framework, batches)
+    if len(recorded) != len(batches):
+        raise RuntimeError(f"{type(framework).__name__}.profile_steps returned "
+                           f"{len(recorded)} steps for {len(batches)} batches: one a batch")
+    return recorded

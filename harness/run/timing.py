@@ -1,6 +1,7 @@
 """The timing pass of one case (harness.run.worker starts it): every step timed, the warm-up
 steps measured and kept apart, evaluation after each epoch, contention watched; in turns with
-other processes where asked, and the attribution of a step's time after training.
+other processes where asked; and the attribution of a step's time, from the last steps of
+training, run under the framework's profiler instead of timed.
 """
 from __future__ import annotations
 
@@ -44,8 +45,10 @@ class Turns:
         self.probe_s: float | None = None  # timed at the start of the first turn
         self.starts: list[int] = []  # the step each turn began with
 
-    def gate(self, done: int) -> None:
-        if self.starts and done < self.starts[-1] + self.steps:
+    def gate(self, done: int, new_turn: bool = False) -> None:
+        """Before each call: wait for a turn where one is due (`new_turn`: a turn starts here
+        whatever the last one's length)."""
+        if not new_turn and self.starts and done < self.starts[-1] + self.steps:
             return  # (a framework that takes several steps a call may pass the boundary)
         self.meter.stop()
         print(TURN_PREFIX + "wait", flush=True)
@@ -170,8 +173,9 @@ def time_pass(case, data_dir, turn_steps: int = 0, attribution_steps: int = 0) -
     # takes turns): does a slow process run slow identical work too?
     meter = ContentionMeter()
     turns = Turns(turn_steps, meter) if turn_steps else None
-    profiled = []
-    with watch_process(None if turns else probe()) as facts:
+    profiled: list = []
+    timed = TimedSteps(framework, watch_process(None if turns else probe()))
+    with timed:
         if turns is None:
             meter.start()
         status, reason = train(framework, spec, case, x_train, prepared.y_train, prepared.targets,
@@ -179,10 +183,10 @@ def time_pass(case, data_dir, turn_steps: int = 0, attribution_steps: int = 0) -
                                on_epoch, gate=turns.gate if turns else None,
                                on_call=recorder.on_call,
                                profile_from=profile_start(case.epochs * steps, steps,
-                                                          attribution_steps, turn_steps),
-                               on_profiled=profiled.extend)
+                                                          attribution_steps),
+                               before_profiling=timed.end, on_profiled=profiled.extend)
         meter.stop()
-    reported = reported_facts(framework)
+    facts, reported = timed.facts, timed.reported
     differentiated = framework.differentiation()
     if turns:
         turns.end()
@@ -190,7 +194,7 @@ def time_pass(case, data_dir, turn_steps: int = 0, attribution_steps: int = 0) -
     door = type(framework).timed_train_step is not Framework.timed_train_step
     step_times = recorder.step_times
     warmup = warmup_steps(step_times)
-    if status == Status.OK and profiled:
+    if status == Status.OK and profiled and step_times[warmup:]:
         result["attribution"] = attribute(step_times[warmup:], profiled,
                                           [layer.kind for layer in spec.layers]).as_dict()
     if facts.value:
@@ -220,15 +224,35 @@ def time_pass(case, data_dir, turn_steps: int = 0, attribution_steps: int = 0) -
     return result
 
 
-def profile_start(total: int, per_epoch: int, attribution_steps: int,
-                  turn_steps: int = 0) -> int | None:
+def profile_start(total: int, per_epoch: int, attribution_steps: int) -> int | None:
     """The first of the `total` steps that the attribution profiles: the last
-    `attribution_steps`, within the last epoch and never more than half of training; where
-    frameworks take turns of `turn_steps`, from the next turn's start (a turn runs under the
-    profiler or not at all). None: no attribution."""
+    `attribution_steps`, within the last epoch and never more than half of training (and in
+    a turn of their own where frameworks take turns: `Turns.gate`). None: no attribution."""
     if not attribution_steps:
         return None
-    start = max(total - attribution_steps, total - per_epoch, (total + 1) // 2)
-    if turn_steps:
-        start = -(-start // turn_steps) * turn_steps  # the next turn's start, or the end
-    return start if start < total else None
+    return max(total - attribution_steps, total - per_epoch, (total + 1) // 2)
+
+
+class TimedSteps:
+    """The window of the timed steps: the process facts (`watch_process`, the context manager
+    given) and what the framework reports of its run are taken over the steps that are timed,
+    before any step runs under the profiler (`end`, or the end of the `with` block)."""
+
+    def __init__(self, framework, window) -> None:
+        self.framework, self.window = framework, window
+        self.facts = None
+        self.reported: dict = {}
+        self.open = False
+
+    def __enter__(self) -> TimedSteps:
+        self.facts, self.open = self.window.__enter__(), True
+        return self
+
+    def end(self) -> None:
+        if self.open:
+            self.open = False
+            self.window.__exit__(None, None, None)
+            self.reported = reported_facts(self.framework)
+
+    def __exit__(self, *exc) -> None:
+        self.end()

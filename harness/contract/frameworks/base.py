@@ -123,9 +123,12 @@ class Framework(ABC):
 
     def profile_steps(self, batches: Sequence[tuple[np.ndarray, np.ndarray]]
                       ) -> list[ProfiledStep] | None:
-        """`train_step` on each batch with the framework's own profiler on, for `adh profile`:
-        one harness.contract.profiling.ProfiledStep per batch, each with its op calls. None, the
-        default: the framework has no profiler, and `adh profile` shows its step as one row."""
+        """`train_step` on each batch with the framework's own profiler on, for `adh profile` and
+        for the attribution of `adh run`, which profiles the last steps of training: one
+        harness.contract.profiling.ProfiledStep per batch, each with its op calls and what
+        `train_step` returned (its loss, and outputs that stay valid after the later steps).
+        The steps must train as plain `train_step`s would: undo any extra step the profiler
+        needs. None, the default: the framework has no profiler, and its step is one row."""
         return None
 
     def memory_stats(self) -> dict[str, int | None] | None:

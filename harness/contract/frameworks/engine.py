@@ -126,7 +126,9 @@ class EngineDynamic(Framework):
             for x, y in batches:
                 start = time.perf_counter()
                 loss, outputs = self.train_step(x, y)
-                spans.append((start, time.perf_counter() - start, loss, outputs))
+                seconds = time.perf_counter() - start
+                # a copy, off the step's clock: the next step reuses the outputs' arrays
+                spans.append((start, seconds, loss, outputs.copy()))
         return [ProfiledStep(start, seconds, [
             # the optimizer's step takes no arrays as arguments: its bytes are unknown here
             OpCall(e.name, e.phase, e.start, e.seconds, e.flops(), e.nbytes or None)
