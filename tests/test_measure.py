@@ -535,3 +535,22 @@ def test_a_verdict_is_judged_against_the_earlier_runs_of_its_cases():
     assert wider and 1.38 < lstm.low < 1.44 and 1.72 < lstm.high < 1.80
     # one earlier run is no scatter yet
     assert with_earlier_runs(now, [run(0.60, 0.04)]) == (now, False)
+
+
+def test_a_pi_narrow_by_chance_is_no_narrower_than_the_machines_pair_scatter_gives():
+    """Four quick runs on a 2-vCPU EPYC at 1b5f5cc: the CNN's second gave 0.965x (0.939-0.993)
+    from 9 pairs that lay close, and the third's 0.933x fell outside. At the pair scatter of the
+    runs before it on that machine (0.944x ±6.7 % at 12 pairs, and a stop earlier at another
+    code 0.910x ±2.7 % at 9) its 9 pairs give about ±5.8 %, which holds the third."""
+    from harness.measure.stats import Estimate, pairs_within, with_machine_scale
+
+    earlier = [Estimate(0.944, 0.884, 1.007, 12), Estimate(0.910, 0.887, 0.934, 9)]
+    second = Estimate(0.965, 0.939, 0.993, 9)
+    widened, wider = with_machine_scale(second, earlier)
+    assert wider and widened.value == 0.965 and widened.n == 9
+    assert widened.high / 0.965 == pytest.approx(1.058, abs=0.002)
+    assert widened.low < 0.933 < widened.high
+    assert with_machine_scale(Estimate(0.944, 0.85, 1.05, 9), earlier) == (
+        Estimate(0.944, 0.85, 1.05, 9), False)  # as wide already
+    assert with_machine_scale(second, earlier[:1]) == (second, False)  # one run: no scatter
+    assert pairs_within(0.05, earlier) == 12 and pairs_within(0.05, earlier[:1]) == 0

@@ -1397,6 +1397,37 @@ def test_a_run_records_its_verdicts_and_a_later_one_is_judged_against_them(
                                   elsewhere)["ratio_runs"].eq(0).all()
 
 
+def test_a_verdict_narrower_than_its_machines_pair_scatter_allows_gets_that_scatters_pi(
+        tmp_path: Path) -> None:
+    """Earlier runs of the same cases on this machine, at another code: a pair's ratio scattered
+    there as much as gives ±20 % at their 6 pairs, so this run's 6 pairs, which agree closely,
+    get a PI of about ±20 % too, and a line says why; another machine's runs are no such
+    history."""
+    from harness.api import _record_verdicts
+
+    with ResultsStore(tmp_path / "adh.sqlite") as store:
+        for framework, step_s in (("engine-static", 0.005), ("torch", 0.010)):
+            store.save(make_result("again", "rnn", framework, 0, step_s=step_s, rounds=6))
+        cases = store.cases("again")
+        _record_verdicts(store, "again", set(cases["key"]))
+        (first,) = store.verdicts().itertuples()
+        store.add_verdicts([{**first._asdict(), "cases_stored_at": f"earlier {i}",
+                             "code_version": "an older commit", "ratio": r, "low": r / 1.2,
+                             "high": r * 1.2, "pairs": 6} for i, r in enumerate((0.5, 0.52))])
+        history = store.verdicts()
+        summary = estimates.model_summary(cases, store.epochs("again"), store.runs("again"))
+    judged = estimates.with_history(summary, cases, history)
+    row = judged.set_index("framework").loc["engine-static"]
+    assert row["ratio_scale_runs"] == 2 and row["ratio_runs"] == 0
+    assert row["ratio"].high / row["ratio"].value == pytest.approx(1.2, rel=0.01)
+    assert row["ratio_own_reach"] < 0.05
+    assert ("engine-static on rnn: its PI is the one its 6 pairs give where a pair's ratio "
+            "scatters as in the 2 earlier runs of these cases on this machine (its own pairs' "
+            "PI: ±") in tables.format_model_tables(judged)
+    elsewhere = estimates.with_history(summary, cases, history.assign(machine="another CPU"))
+    assert elsewhere["ratio_scale_runs"].eq(0).all()
+
+
 def test_the_setup_table_states_where_a_model_clips_its_gradients() -> None:
     from harness.report.setup import setup_table
 

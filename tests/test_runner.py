@@ -628,7 +628,9 @@ def test_the_headline_ratios_take_the_rounds_first(monkeypatch):
           "ratio": Estimate(1.0, 1 / (1 + w), 1 + w, done["pairs"])}
          for (m, fw), w in reach.items()]))
     store = type("Store", (), {"runs": lambda self, suite: pd.DataFrame(
-        {"key": [r.key for unit in units for r in unit]})})()
+        {"key": [r.key for unit in units for r in unit]}),
+        "cases": lambda self, suite: pd.DataFrame({"key": []}),
+        "verdicts": lambda self: pd.DataFrame()})()  # no earlier runs
     pace = {rounds.settings_key(unit[0]): 10.0 for unit in units}  # 10 s a case
 
     def going(seconds_left: float) -> tuple[list[list[str]], list[str]]:
@@ -678,6 +680,40 @@ def test_the_headline_ratios_take_the_rounds_first(monkeypatch):
     together, notes = going(60)
     assert together == [["lstm engine-static", "lstm torch"]]
     assert "cnn engine-static: 3 more, past 1 minutes" in notes[-1]
+
+
+def test_a_ratio_narrow_by_chance_takes_the_rounds_its_machines_pair_scatter_needs(
+        monkeypatch):
+    """A ratio whose own 9 pairs give ±8 % is wide where a pair's ratio scattered, in the
+    earlier runs of its cases on this machine, as much as gives ±15 % at 9 pairs: it takes
+    rounds until the pairs that reach ±10 % at that scatter (20), as the tables will print it."""
+    import pandas as pd
+
+    from harness.measure.stats import Estimate, pairs_within
+    from harness.run import rounds
+    from harness.run.suites import MoreRounds
+
+    units = [[CaseResult(Case(suite="s", model="cnn", framework=fw, dataset="mnist-10k"),
+                         key=f"cnn-{fw}", status="ok") for fw in ("engine-static", "torch")]]
+    monkeypatch.setattr(rounds, "step_ratios", lambda runs, reference="torch": pd.DataFrame(
+        [{"model": "cnn", "framework": "engine-static", "pairs": 9, "flagged_pairs": 0,
+          "ratio": Estimate(1.0, 1 / 1.08, 1.08, 9)}]))
+    earlier = [Estimate(1.0, 1 / 1.15, 1.15, 9), Estimate(0.95, 0.95 / 1.15, 0.95 * 1.15, 9)]
+    history = {"runs": earlier}
+    monkeypatch.setattr(rounds, "earlier_verdicts", lambda *args, **kwargs: history["runs"])
+    store = type("Store", (), {"runs": lambda self, suite: pd.DataFrame({"key": ["cnn-torch"]}),
+                               "cases": lambda self, suite: pd.DataFrame({"key": []}),
+                               "verdicts": lambda self: pd.DataFrame()})()
+    options = RunOptions(more_rounds=MoreRounds(within=0.10, most=30, minutes=0))
+    notes: list[str] = []
+    going = rounds.wide_units(store, "s", units, options, 9, 0.0, {}, notes.append)
+    assert [[r.case.framework for r in unit] for unit in going] == [["engine-static", "torch"]]
+    assert pairs_within(0.10, earlier) == 20  # 9 x (ln 1.15 / ln 1.1)^2 = 19.4
+    options = RunOptions(more_rounds=MoreRounds(within=0.10, most=19, minutes=0))
+    assert rounds.wide_units(store, "s", units, options, 9, 0.0, {}, notes.append) == []
+    assert "cnn engine-static: 11 more, past 19 rounds" in notes[-1]
+    history["runs"] = []  # no earlier runs: its own ±8 % is narrow
+    assert rounds.wide_units(store, "s", units, options, 9, 0.0, {}, notes.append) == []
 
 
 def test_a_drifted_pass_is_retried_then_flagged(monkeypatch):
@@ -982,8 +1018,10 @@ def test_each_run_attributes_its_step_from_its_last_turn_of_training(toys, tmp_p
 @pytest.mark.parametrize(("total", "per_epoch", "steps", "start"), [
     (80, 80, 10, 70),  # quick: the last of 8 turns
     (160, 80, 10, 150),
-    (160, 80, 100, 80),  # within the last epoch
-    (10, 10, 8, 5),  # never more than half of training
+    (160, 80, 100, 120),  # a quarter of training at most
+    (800, 80, 100, 720),  # within the last epoch
+    (10, 10, 8, 8),  # never more than a quarter of training
+    (3, 3, 10, None),  # too few steps for one
     (80, 80, 0, None),  # attribution off
 ])
 def test_the_attribution_profiles_the_last_steps_of_training(total, per_epoch, steps, start):
@@ -1003,9 +1041,9 @@ def test_only_the_first_attribution_rounds_attribute(toys, tmp_path):
         stored = store.runs()
     for result in outcome.results:
         first, second = result.runs
-        # 5 steps: the last 2, in a turn of their own (never more than half)
-        assert Attribution.from_dict(first.attribution).steps == 2
-        assert len(first.step_times_s) + first.warmup_steps == 3
+        # 5 steps: the last, in a turn of its own (never more than a quarter)
+        assert Attribution.from_dict(first.attribution).steps == 1
+        assert len(first.step_times_s) + first.warmup_steps == 4
         assert second.attribution is None
         assert len(second.step_times_s) + second.warmup_steps == 5
     assert stored.groupby("run")["attribution"].count().to_dict() == {0: 2, 1: 0}

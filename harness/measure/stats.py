@@ -151,6 +151,45 @@ def with_earlier_runs(e: Estimate, earlier: Sequence[Estimate],
     return Estimate(e.value, e.value * math.exp(-reach), e.value * math.exp(reach), e.n), True
 
 
+def _pair_variance(earlier: Sequence[Estimate], confidence: float) -> float | None:
+    """The variance in logarithms of one pair's ratio, as the PIs of `earlier` runs give it:
+    each PI's half-width over z √2 is its run's standard error, times the square root of its
+    pairs one pair's; their mean square. None with fewer than two runs with PIs."""
+    runs = [r for r in earlier if r.has_interval and r.low > 0 and r.n > 0]
+    if len(runs) < 2:
+        return None
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    return float(np.mean([(math.log(r.high / r.low) / 2 / (z * RERUN)) ** 2 * r.n
+                          for r in runs]))
+
+
+def with_machine_scale(e: Estimate, earlier: Sequence[Estimate],
+                       confidence: float = CONFIDENCE) -> tuple[Estimate, bool]:
+    """`e`, a ratio's estimate with its PI over `e.n` pairs, no narrower than the PI that many
+    pairs give where one pair's ratio scatters as in the `earlier` runs of the same case on the
+    same machine, at any code (`_pair_variance`): the median of few pairs can be narrow by
+    chance (9 whose second smallest and second largest happen to lie close), and a rerun then
+    falls outside it. Where that PI is wider than `e`'s, it and True; else `e` as it is."""
+    variance = _pair_variance(earlier, confidence)
+    if variance is None or not e.has_interval or e.n <= 0:
+        return e, False
+    reach = float(stats.norm.ppf(0.5 + confidence / 2)) * RERUN * math.sqrt(variance / e.n)
+    if reach <= math.log(e.high / e.low) / 2 + 1e-12:
+        return e, False
+    return Estimate(e.value, e.value * math.exp(-reach), e.value * math.exp(reach), e.n), True
+
+
+def pairs_within(within: float, earlier: Sequence[Estimate],
+                 confidence: float = CONFIDENCE) -> int:
+    """The fewest pairs whose PI `with_machine_scale` leaves within ±`within` at the pair
+    scatter of `earlier` runs; 0 without two of them."""
+    variance = _pair_variance(earlier, confidence)
+    if variance is None:
+        return 0
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    return math.ceil(variance * (z * RERUN / math.log(1 + within)) ** 2)
+
+
 def paired_ratio(numerators: Sequence[float], denominators: Sequence[float],
                  confidence: float = CONFIDENCE) -> Estimate:
     """The ratio of two sides measured in pairs (round by round): one ratio per pair, then

@@ -15,12 +15,14 @@ from harness.measure.drift import probe_spread
 from harness.measure.stats import (
     Estimate,
     estimate,
+    half_width,
     mean_difference,
     paired_ratio,
     ratio_estimate,
     round_ratio,
     turn_ratios,
     with_earlier_runs,
+    with_machine_scale,
 )
 from harness.results.machines import case_machines
 from harness.results.records import NOT_RUN, Status
@@ -162,30 +164,51 @@ def verdict_rows(summary: pd.DataFrame, cases: pd.DataFrame,
     return rows
 
 
+def earlier_verdicts(history: pd.DataFrame | None, cases: pd.DataFrame, model: str,
+                     framework: str, reference: str = "torch", same_code: bool = True
+                     ) -> list[Estimate]:
+    """The verdicts `history` (the store's) holds of earlier runs of `model` and `framework`
+    against `reference` with the settings of `cases` (this run's), on the same machine, at the
+    same code or (`same_code` False) at any."""
+    if history is None or history.empty:
+        return []
+    key = _history_key(cases, model, framework)
+    same = ((history["model"] == model) & (history["framework"] == framework)
+            & (history["reference"] == reference)
+            & (history["cases_stored_at"] != key["cases_stored_at"]))
+    for column in ("settings", "machine", *(("code_version",) if same_code else ())):
+        same &= history[column] == key[column]
+    return [Estimate(r.ratio, r.low, r.high, r.pairs) for r in history[same].itertuples()]
+
+
 def with_history(summary: pd.DataFrame, cases: pd.DataFrame, history: pd.DataFrame,
                  reference: str = "torch") -> pd.DataFrame:
     """`summary` with each verdict judged against the earlier runs of the same cases on the
-    same machine and code that `history` (the store's verdicts) holds: where their estimates
-    scatter more than this run's PI allows, the PI their scatter gives
-    (`stats.with_earlier_runs`). `ratio_runs`: the runs whose scatter set a row's PI (0: its
-    own processes')."""
+    same machine that `history` (the store's verdicts) holds: first no narrower than its pairs
+    give at the scatter of one pair in the earlier runs at any code
+    (`stats.with_machine_scale`; `ratio_scale_runs`: how many, 0 where its own pairs' PI is
+    as wide), then, where the estimates of the runs at this code scatter more than that PI
+    allows, the PI their scatter gives (`stats.with_earlier_runs`; `ratio_runs`: the runs
+    whose scatter set it, 0: none)."""
     summary = summary.copy()
     summary["ratio_runs"] = 0
+    summary["ratio_scale_runs"] = 0
+    summary["ratio_own_reach"] = math.nan  # its own processes' PI's half_width, where widened
     summary["ratio_earlier"] = [[] for _ in range(len(summary))]
     if history is None or history.empty or "ratio" not in summary:
         return summary
     for i, row in summary.iterrows():
         if not isinstance(row["ratio"], Estimate) or row["framework"] == reference:
             continue
-        key = _history_key(cases, row["model"], row["framework"])
-        same = ((history["model"] == row["model"]) & (history["framework"] == row["framework"])
-                & (history["reference"] == reference)
-                & (history["cases_stored_at"] != key["cases_stored_at"]))
-        for column in ("settings", "machine", "code_version"):
-            same &= history[column] == key[column]
-        earlier = [Estimate(r.ratio, r.low, r.high, r.pairs)
-                   for r in history[same].itertuples()]
-        widened, wider = with_earlier_runs(row["ratio"], earlier)
+        machine = earlier_verdicts(history, cases, row["model"], row["framework"], reference,
+                                   same_code=False)
+        ratio, scaled = with_machine_scale(row["ratio"], machine)
+        if scaled:
+            summary.at[i, "ratio"] = ratio
+            summary.at[i, "ratio_scale_runs"] = len(machine)
+            summary.at[i, "ratio_own_reach"] = half_width(row["ratio"])
+        earlier = earlier_verdicts(history, cases, row["model"], row["framework"], reference)
+        widened, wider = with_earlier_runs(ratio, earlier)
         if wider:
             summary.at[i, "ratio"] = widened
             summary.at[i, "ratio_runs"] = len(earlier) + 1

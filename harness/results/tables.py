@@ -56,9 +56,10 @@ HEADLINE_NOTE = ("Step vs {reference} is the verdict: each framework's step over
                  "ratio, which holds a rerun's about 83 times in 100). Training (s) and Step (ms) "
                  "are each framework's own medians over its processes, with theirs: their "
                  "quotient need not equal the verdict. The PI holds how this run's processes "
-                 "scattered; where the store holds two or more earlier runs of the same cases on "
-                 "this machine at this code whose verdicts scatter more, it is the PI their "
-                 "scatter gives")
+                 "scattered, no narrower than its pairs give where a pair's ratio scatters as in "
+                 "the store's earlier runs of the same cases on this machine (two or more, at "
+                 "any code); where those at this code have verdicts that scatter more, it is "
+                 "the PI their scatter gives")
 
 
 def disagreements(summary: pd.DataFrame, reference: str = "torch") -> list[str]:
@@ -113,6 +114,7 @@ def wide_notes(summary: pd.DataFrame, reference: str = "torch", within: float = 
         ratio = row.get("ratio")
         if (row["framework"] == reference or not isinstance(ratio, Estimate)
                 or not half_width(ratio) > within or row.get("ratio_runs", 0) > 0
+                or row.get("ratio_scale_runs", 0) > 0
                 or not isinstance(row["round_ratios"], list)):
             continue
         pairs = sorted((r, spread, count) for r, spread, count in zip(
@@ -183,16 +185,26 @@ def _ranked(rank: int) -> str:
 
 
 def history_notes(summary: pd.DataFrame) -> list[str]:
-    """A line for each verdict whose PI is that of its earlier runs (estimates.with_history)."""
+    """A line for each verdict whose PI is that of its earlier runs (estimates.with_history):
+    their estimates' scatter, or, where that is not wider, a pair's scatter in them."""
     if "ratio_runs" not in summary:
         return []
     lines = []
-    for row in summary[summary["ratio_runs"] > 0].itertuples():
-        earlier = ", ".join(f"{r:.2f}x" for r in row.ratio_earlier)
-        lines.append(f"{row.framework} on {row.model}: its PI is the one {row.ratio_runs} runs "
-                     f"of these cases on this machine at this code give (earlier {earlier}; "
-                     f"now {row.ratio.value:.2f}x): they scatter more than this run's processes "
-                     "do, so the host differs more between runs than within one")
+    for row in summary.itertuples():
+        if row.ratio_runs > 0:
+            earlier = ", ".join(f"{r:.2f}x" for r in row.ratio_earlier)
+            lines.append(f"{row.framework} on {row.model}: its PI is the one {row.ratio_runs} "
+                         f"runs of these cases on this machine at this code give (earlier "
+                         f"{earlier}; now {row.ratio.value:.2f}x): they scatter more than this "
+                         "run's processes do, so the host differs more between runs than "
+                         "within one")
+        elif getattr(row, "ratio_scale_runs", 0) > 0:
+            lines.append(f"{row.framework} on {row.model}: its PI is the one its {row.ratio.n} "
+                         "pairs give where a pair's ratio scatters as in the "
+                         f"{row.ratio_scale_runs} earlier runs of these cases on this machine "
+                         f"(its own pairs' PI: ±{row.ratio_own_reach:.1%}): a few pairs "
+                         "can lie close together by chance, and a rerun's estimate then falls "
+                         "outside them")
     return lines
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from harness.measure.stats import half_width, values_to_narrow
-from harness.results.estimates import REFERENCE, step_ratios
+from harness.measure.stats import half_width, pairs_within, values_to_narrow, with_machine_scale
+from harness.results.estimates import REFERENCE, earlier_verdicts, step_ratios
 from harness.results.records import CaseResult, Status
 from harness.results.store import ResultsStore
 from harness.run.options import RunOptions
@@ -50,8 +50,18 @@ def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
     runs = store.runs(suite)
     ratios = step_ratios(runs[runs["key"].isin(keys)])
     ratios = ratios[(ratios["framework"] != REFERENCE) & (ratios["pairs"] > 0)]
-    wide = {(row.model, row.framework): half_width(row.ratio) for row in ratios.itertuples()
-            if not half_width(row.ratio) <= rule.within}  # NaN (no interval): wide
+    # each ratio's PI as the tables will print it: no narrower than its pairs give at a pair's
+    # scatter in the earlier runs of its cases on this machine (estimates.with_history)
+    cases, history = store.cases(suite), store.verdicts()
+    cases = cases[cases["key"].isin(keys)]
+    earlier = {(row.model, row.framework): earlier_verdicts(history, cases, row.model,
+                                                            row.framework, same_code=False)
+               for row in ratios.itertuples()}
+    widths = {(row.model, row.framework): half_width(
+        with_machine_scale(row.ratio, earlier[row.model, row.framework])[0])
+        for row in ratios.itertuples()}
+    wide = {ratio: width for ratio, width in widths.items()
+            if not width <= rule.within}  # NaN (no interval): wide
     if not wide:
         return []
     pairs = {(row.model, row.framework): row.pairs for row in ratios.itertuples()}
@@ -72,10 +82,12 @@ def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
 
     def rounds_needed(ratio: tuple[str, str]) -> int:
         """Rounds until its interval can narrow at all (order statistics: 6 to 8 pairs give the
-        smallest to the largest, which more pairs only widen; 9 leave one out each side)."""
+        smallest to the largest, which more pairs only widen; 9 leave one out each side), and
+        until it has the pairs that reach ±within at a pair's scatter in the earlier runs."""
         per_round = sum(any((r.case.model, r.case.framework) == ratio for r in unit)
                         for unit in units) or 1
-        return math.ceil((values_to_narrow(pairs[ratio]) - pairs[ratio]) / per_round)
+        target = max(values_to_narrow(pairs[ratio]), pairs_within(rule.within, earlier[ratio]))
+        return math.ceil((target - pairs[ratio]) / per_round)
 
     def priority(ratio: tuple[str, str]) -> tuple[int, float]:
         return order.index(ratio[1]), -(math.inf if math.isnan(wide[ratio]) else wide[ratio])
