@@ -13,6 +13,7 @@ import sys
 import zlib
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -1363,18 +1364,25 @@ def test_a_swept_point_whose_runs_are_all_flagged_stays_in_the_sweep(tmp_path: P
     assert list(points["batch_size"]) == [16, 64] and list(points["processes"]) == [2, 1]
 
 
+def _a_run_with_its_verdict(store: ResultsStore) -> tuple[pd.DataFrame, Any]:
+    """One run of suite "again" (engine-static at half torch's RNN step, 6 rounds) in `store`,
+    its verdicts recorded: its cases, and its one verdict (a row of `store.verdicts()`)."""
+    from harness.api import _record_verdicts
+
+    for framework, step_s in (("engine-static", 0.005), ("torch", 0.010)):
+        store.save(make_result("again", "rnn", framework, 0, step_s=step_s, rounds=6))
+    cases = store.cases("again")
+    _record_verdicts(store, "again", set(cases["key"]))
+    (first,) = store.verdicts().itertuples()
+    return cases, first
+
+
 def test_a_run_records_its_verdicts_and_a_later_one_is_judged_against_them(
         tmp_path: Path) -> None:
     """Each run appends its verdicts to the store; a verdict whose earlier runs (same cases,
     machine and code) scatter more than its own PI allows gets their PI, and a line says so."""
-    from harness.api import _record_verdicts
-
     with ResultsStore(tmp_path / "adh.sqlite") as store:
-        for framework, step_s in (("engine-static", 0.005), ("torch", 0.010)):
-            store.save(make_result("again", "rnn", framework, 0, step_s=step_s, rounds=6))
-        cases = store.cases("again")
-        _record_verdicts(store, "again", set(cases["key"]))
-        (first,) = store.verdicts().itertuples()
+        cases, first = _a_run_with_its_verdict(store)
         assert (first.model, first.framework, first.reference) == ("rnn", "engine-static",
                                                                     "torch")
         assert first.ratio == pytest.approx(0.5, rel=0.1)
@@ -1403,14 +1411,8 @@ def test_a_verdict_narrower_than_its_machines_pair_scatter_allows_gets_that_scat
     there as much as gives ±20 % at their 6 pairs, so this run's 6 pairs, which agree closely,
     get a PI of about ±20 % too, and a line says why; another machine's runs are no such
     history."""
-    from harness.api import _record_verdicts
-
     with ResultsStore(tmp_path / "adh.sqlite") as store:
-        for framework, step_s in (("engine-static", 0.005), ("torch", 0.010)):
-            store.save(make_result("again", "rnn", framework, 0, step_s=step_s, rounds=6))
-        cases = store.cases("again")
-        _record_verdicts(store, "again", set(cases["key"]))
-        (first,) = store.verdicts().itertuples()
+        cases, first = _a_run_with_its_verdict(store)
         store.add_verdicts([{**first._asdict(), "cases_stored_at": f"earlier {i}",
                              "code_version": "an older commit", "ratio": r, "low": r / 1.2,
                              "high": r * 1.2, "pairs": 6} for i, r in enumerate((0.5, 0.52))])
