@@ -554,3 +554,26 @@ def test_a_pi_narrow_by_chance_is_no_narrower_than_the_machines_pair_scatter_giv
         Estimate(0.944, 0.85, 1.05, 9), False)  # as wide already
     assert with_machine_scale(second, earlier[:1]) == (second, False)  # one run: no scatter
     assert pairs_within(0.05, earlier) == 12 and pairs_within(0.05, earlier[:1]) == 0
+
+
+def test_a_pairs_scatter_is_read_from_each_run_as_its_interval_was_made():
+    """Runs of 2, 5 and 15 pairs whose PIs are what a pair scatter of 8 % gives at their
+    counts (Student's t below 6 pairs, order statistics from 6: `ratio_half_width`) give that
+    scatter back, whatever their counts, and a floor for 9 pairs of the same width."""
+    from harness.measure.stats import (
+        Estimate,
+        _pair_variance,
+        ratio_half_width,
+        with_machine_scale,
+    )
+
+    spread = 0.08 / math.sqrt(2)  # each process's: a pair's ratio scatters by 8 %
+
+    def run(n: int) -> Estimate:
+        reach = math.log1p(ratio_half_width(n, spread))
+        return Estimate(1.0, math.exp(-reach), math.exp(reach), n)
+
+    variance, runs = _pair_variance([run(2), run(5), run(15)], 0.95)
+    assert runs == 3 and math.sqrt(variance) == pytest.approx(0.08)
+    floored, _ = with_machine_scale(Estimate(1.0, 0.99, 1.01, 9), [run(5), run(15)])
+    assert floored.high == pytest.approx(run(9).high)

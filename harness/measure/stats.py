@@ -151,43 +151,47 @@ def with_earlier_runs(e: Estimate, earlier: Sequence[Estimate],
     return Estimate(e.value, e.value * math.exp(-reach), e.value * math.exp(reach), e.n), True
 
 
-def _pair_variance(earlier: Sequence[Estimate], confidence: float) -> float | None:
-    """The variance in logarithms of one pair's ratio, as the PIs of `earlier` runs give it:
-    each PI's half-width over z √2 is its run's standard error, times the square root of its
-    pairs one pair's; their mean square. None with fewer than two runs with PIs."""
-    runs = [r for r in earlier if r.has_interval and r.low > 0 and r.n > 0]
+def _pair_variance(earlier: Sequence[Estimate], confidence: float) -> tuple[float, int] | None:
+    """The variance in logarithms of one pair's ratio, as the PIs of `earlier` runs give it,
+    and how many runs gave it: each PI's reach in logarithms over √2 (a rerun's) and over how
+    far its pairs' median interval reaches in their standard deviations (`_half_in_sds`: t
+    below 6 pairs, order statistics from 6) is one pair's standard deviation in that run; their
+    mean square. None with fewer than two runs of two or more pairs with PIs."""
+    runs = [r for r in earlier if r.has_interval and r.low > 0 and r.n >= 2]
     if len(runs) < 2:
         return None
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
-    return float(np.mean([(math.log(r.high / r.low) / 2 / (z * RERUN)) ** 2 * r.n
-                          for r in runs]))
+    sds = [math.log(r.high / r.low) / 2 / (RERUN * _half_in_sds(r.n, confidence)) for r in runs]
+    return float(np.mean(np.square(sds))), len(runs)
 
 
 def with_machine_scale(e: Estimate, earlier: Sequence[Estimate],
-                       confidence: float = CONFIDENCE) -> tuple[Estimate, bool]:
+                       confidence: float = CONFIDENCE) -> tuple[Estimate, int]:
     """`e`, a ratio's estimate with its PI over `e.n` pairs, no narrower than the PI that many
     pairs give where one pair's ratio scatters as in the `earlier` runs of the same case on the
     same machine, at any code (`_pair_variance`): the median of few pairs can be narrow by
     chance (9 whose second smallest and second largest happen to lie close), and a rerun then
-    falls outside it. Where that PI is wider than `e`'s, it and True; else `e` as it is."""
-    variance = _pair_variance(earlier, confidence)
-    if variance is None or not e.has_interval or e.n <= 0:
-        return e, False
-    reach = float(stats.norm.ppf(0.5 + confidence / 2)) * RERUN * math.sqrt(variance / e.n)
+    falls outside it. Where that PI is wider than `e`'s, it and the number of earlier runs that
+    gave the scatter; else `e` as it is and 0."""
+    found = _pair_variance(earlier, confidence)
+    if found is None or not e.has_interval or e.n < 2:
+        return e, 0
+    reach = RERUN * _half_in_sds(e.n, confidence) * math.sqrt(found[0])
     if reach <= math.log(e.high / e.low) / 2 + 1e-12:
-        return e, False
-    return Estimate(e.value, e.value * math.exp(-reach), e.value * math.exp(reach), e.n), True
+        return e, 0
+    return (Estimate(e.value, e.value * math.exp(-reach), e.value * math.exp(reach), e.n),
+            found[1])
 
 
 def pairs_within(within: float, earlier: Sequence[Estimate],
-                 confidence: float = CONFIDENCE) -> int:
+                 confidence: float = CONFIDENCE, most: int = 1000) -> int:
     """The fewest pairs whose PI `with_machine_scale` leaves within ±`within` at the pair
-    scatter of `earlier` runs; 0 without two of them."""
-    variance = _pair_variance(earlier, confidence)
-    if variance is None:
+    scatter of `earlier` runs (at most `most`); 0 without two of them."""
+    found = _pair_variance(earlier, confidence)
+    if found is None:
         return 0
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
-    return math.ceil(variance * (z * RERUN / math.log(1 + within)) ** 2)
+    sd = math.sqrt(found[0])
+    return next((n for n in range(2, most) if RERUN * _half_in_sds(n, confidence) * sd
+                 <= math.log(1 + within)), most)
 
 
 def paired_ratio(numerators: Sequence[float], denominators: Sequence[float],
@@ -310,16 +314,20 @@ def ratio_half_width(n: int, spread: float, confidence: float = CONFIDENCE) -> f
     (taken at their expected normal scores, Blom's approximation), and a rerun's interval √2
     times that. A rough guide: pairing cancels noise that both processes of a pair share, and
     processes may differ by more than the host."""
-    scatter = math.sqrt(2) * spread
+    return math.expm1(RERUN * _half_in_sds(n, confidence) * math.sqrt(2) * spread)
+
+
+def _half_in_sds(n: int, confidence: float = CONFIDENCE) -> float:
+    """How far the median's interval of `n` normal values (`estimate`'s) typically reaches either
+    side, in their standard deviations: Student's t below 6 values, order statistics from 6
+    (taken at their expected normal scores, Blom's approximation)."""
     if n < ORDER_STATISTICS_FROM:
-        half = stats.t.ppf(0.5 + confidence / 2, n - 1) / math.sqrt(n)
-    else:
-        ranks = stats.quantile_test(np.arange(n, dtype=float), p=0.5).confidence_interval(
-            confidence)  # the interval's order statistics, as 0-based ranks
-        low, high = (stats.norm.ppf((rank + 1 - 0.375) / (n + 0.25))
-                     for rank in (ranks.low, ranks.high))
-        half = (high - low) / 2
-    return math.expm1(RERUN * half * scatter)
+        return float(stats.t.ppf(0.5 + confidence / 2, n - 1) / math.sqrt(n))
+    ranks = stats.quantile_test(np.arange(n, dtype=float), p=0.5).confidence_interval(
+        confidence)  # the interval's order statistics, as 0-based ranks
+    low, high = (stats.norm.ppf((rank + 1 - 0.375) / (n + 0.25))
+                 for rank in (ranks.low, ranks.high))
+    return float((high - low) / 2)
 
 
 def rounds_for(spread: float, half_width: float = 0.05, confidence: float = CONFIDENCE,

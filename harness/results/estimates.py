@@ -184,12 +184,12 @@ def earlier_verdicts(history: pd.DataFrame | None, cases: pd.DataFrame, model: s
 def with_history(summary: pd.DataFrame, cases: pd.DataFrame, history: pd.DataFrame,
                  reference: str = "torch") -> pd.DataFrame:
     """`summary` with each verdict judged against the earlier runs of the same cases on the
-    same machine that `history` (the store's verdicts) holds: first no narrower than its pairs
-    give at the scatter of one pair in the earlier runs at any code
-    (`stats.with_machine_scale`; `ratio_scale_runs`: how many, 0 where its own pairs' PI is
-    as wide), then, where the estimates of the runs at this code scatter more than that PI
-    allows, the PI their scatter gives (`stats.with_earlier_runs`; `ratio_runs`: the runs
-    whose scatter set it, 0: none)."""
+    same machine that `history` (the store's verdicts) holds, each from its own PI: no narrower
+    than its pairs give at the scatter of one pair in the earlier runs at any code
+    (`stats.with_machine_scale`; `ratio_scale_runs`: how many runs gave it), and, where the
+    estimates of the runs at this code scatter more than its own PI allows, the PI their
+    scatter gives (`stats.with_earlier_runs`; `ratio_runs`: the runs whose scatter set it);
+    the wider of the two, the other's count 0."""
     summary = summary.copy()
     summary["ratio_runs"] = 0
     summary["ratio_scale_runs"] = 0
@@ -202,17 +202,17 @@ def with_history(summary: pd.DataFrame, cases: pd.DataFrame, history: pd.DataFra
             continue
         machine = earlier_verdicts(history, cases, row["model"], row["framework"], reference,
                                    same_code=False)
-        ratio, scaled = with_machine_scale(row["ratio"], machine)
-        if scaled:
-            summary.at[i, "ratio"] = ratio
-            summary.at[i, "ratio_scale_runs"] = len(machine)
-            summary.at[i, "ratio_own_reach"] = half_width(row["ratio"])
+        scaled, scale_runs = with_machine_scale(row["ratio"], machine)
         earlier = earlier_verdicts(history, cases, row["model"], row["framework"], reference)
-        widened, wider = with_earlier_runs(ratio, earlier)
-        if wider:
+        widened, wider = with_earlier_runs(row["ratio"], earlier)
+        if wider and not (scale_runs and half_width(scaled) > half_width(widened)):
             summary.at[i, "ratio"] = widened
             summary.at[i, "ratio_runs"] = len(earlier) + 1
             summary.at[i, "ratio_earlier"] = [e.value for e in earlier]
+        elif scale_runs:
+            summary.at[i, "ratio"] = scaled
+            summary.at[i, "ratio_scale_runs"] = scale_runs
+            summary.at[i, "ratio_own_reach"] = half_width(row["ratio"])
     return summary
 
 

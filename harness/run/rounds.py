@@ -50,8 +50,9 @@ def wide_units(store: ResultsStore, suite: str, units: list[list[CaseResult]],
     runs = store.runs(suite)
     ratios = step_ratios(runs[runs["key"].isin(keys)])
     ratios = ratios[(ratios["framework"] != REFERENCE) & (ratios["pairs"] > 0)]
-    # each ratio's PI as the tables will print it: no narrower than its pairs give at a pair's
-    # scatter in the earlier runs of its cases on this machine (estimates.with_history)
+    # each ratio's PI no narrower than its pairs give at a pair's scatter in the earlier runs of
+    # its cases on this machine (estimates.with_history; the between-run part the tables may
+    # add on top, more pairs do not narrow: no rounds are planned for it)
     cases, history = store.cases(suite), store.verdicts()
     cases = cases[cases["key"].isin(keys)]
     earlier = {(row.model, row.framework): earlier_verdicts(history, cases, row.model,

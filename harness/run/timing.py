@@ -226,9 +226,9 @@ def time_pass(case, data_dir, turn_steps: int = 0, attribution_steps: int = 0) -
 
 def profile_start(total: int, per_epoch: int, attribution_steps: int) -> int | None:
     """The first of the `total` steps that the attribution profiles: the last
-    `attribution_steps`, within the last epoch and never more than a quarter of training, so
-    that the timed steps stay three quarters at least (and in a turn of their own where
-    frameworks take turns: `Turns.gate`). None: no attribution (too few steps for one)."""
+    `attribution_steps`, within the last epoch and never more than a quarter of training (the
+    rest timed, its warm-up steps left out after), and in a turn of their own where frameworks
+    take turns (`Turns.gate`). None: no attribution (too few steps for one)."""
     start = max(total - attribution_steps, total - per_epoch, total - total // 4)
     return start if attribution_steps and start < total else None
 
