@@ -71,13 +71,7 @@ import optax
 
 from harness.contract.flops import train_step_flops
 from harness.contract.frameworks.base import COMPILED, Framework
-from harness.contract.profiling import (
-    XLA_STEP_EVENT,
-    OpCall,
-    ProfiledStep,
-    xla_ops,
-    xla_profiled_steps,
-)
+from harness.contract.profiling import XLA_STEP_EVENT, whole_step, xla_ops, xla_profiled_steps
 from harness.contract.specs import Layer, ModelSpec
 
 ACTIVATIONS: dict[str | None, Callable[[jax.Array], jax.Array] | None] = {
@@ -336,9 +330,8 @@ class JaxFramework(Framework):
         if len(steps) == len(batches) and all(step.calls for step in steps):
             return [dataclasses.replace(step, loss=loss, outputs=outputs)
                     for step, (loss, outputs, _, _) in zip(steps, returned, strict=True)]
-        flops, nbytes = self.step_cost()
-        return [ProfiledStep(start, seconds, [OpCall("train_step (one XLA computation)", "step",
-                                                     start, seconds, flops, nbytes)], loss, outputs)
+        return [whole_step(start, seconds, loss, outputs, "train_step (one XLA computation)",
+                           *self.step_cost())
                 for loss, outputs, start, seconds in returned]
 
     def gradients(self, x, y):

@@ -433,3 +433,21 @@ def test_a_profiler_that_returns_another_count_of_steps_is_named():
     framework = Short(spec, initial_weights(spec, 0), "float32", 1)
     with pytest.raises(RuntimeError, match="Short.profile_steps returned 1 steps for 2 batches"):
         profiled_steps(framework, [_batch(spec)] * 2)
+
+
+def test_a_jax_trace_without_its_ops_gives_whole_steps_that_trained_once(monkeypatch):
+    """Where the trace holds no instruction, each step is one call, built from the steps that
+    ran (not run again): the weights are those of two plain steps."""
+    import references.jax as jax_reference
+
+    monkeypatch.setattr(jax_reference, "xla_profiled_steps", lambda events, ops: [])
+    spec = get_model("mlp")
+    plain, profiled = (get_framework("jax")(spec, initial_weights(spec, 0), "float32", 1)
+                       for _ in range(2))
+    batches = [_batch(spec)] * 2
+    expected = [plain.train_step(x, y)[0] for x, y in batches]
+    steps = profiled.profile_steps(batches)
+    assert [[c.name for c in s.calls] for s in steps] == [["train_step (one XLA computation)"]] * 2
+    assert [s.loss for s in steps] == pytest.approx(expected, rel=1e-5)
+    for key, value in plain.weights().items():
+        np.testing.assert_allclose(profiled.weights()[key], value, rtol=1e-5, atol=1e-7)

@@ -249,7 +249,16 @@ def whole_steps(framework: Any, batches: list[tuple[Any, Any]], name: str = WHOL
     for x, y in batches:
         start = time.perf_counter()
         loss, outputs, seconds = framework.timed_train_step(x, y)
-        steps.append(ProfiledStep(start, seconds,
-                                  [OpCall(name, "step", start, seconds, flops, nbytes)],
-                                  loss, np.copy(outputs)))  # a later step may reuse its array
+        # a copy: a later step may reuse the outputs' array
+        steps.append(whole_step(start, seconds, loss, np.copy(outputs), name, flops, nbytes))
     return steps
+
+
+def whole_step(start_s: float, seconds: float, loss: float | None, outputs: Any,
+               name: str = WHOLE_STEP_CALL, flops: float | None = None,
+               nbytes: float | None = None) -> ProfiledStep:
+    """A step of `seconds` as one call `name` (phase "step"), with what it returned and its
+    FLOPs and bytes where known: `whole_steps`' and that of a profiler whose trace holds no
+    op."""
+    return ProfiledStep(start_s, seconds, [OpCall(name, "step", start_s, seconds, flops, nbytes)],
+                        loss, outputs)

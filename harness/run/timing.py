@@ -132,7 +132,7 @@ def time_pass(case, data_dir, turn_steps: int = 0, attribution_steps: int = 0) -
     """The timing pass; a case the framework does not support ends before it is built, with
     status unsupported and the framework's reason. With `turn_steps`, it trains in turns of that
     many steps with other processes (`Turns`). With `attribution_steps`, the last that many
-    steps of training (from the start of their turn, with turns) run under the framework's
+    steps of training (in a turn of their own, with turns) run under the framework's
     profiler: where the step's time goes, by op group (harness.results.attribution), scaled to
     the median of the process's other steps, which alone are timed (`profile_start`)."""
     prepared = prepare(case, data_dir)
