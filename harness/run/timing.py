@@ -190,7 +190,6 @@ def time_pass(case, data_dir, turn_steps: int = 0, attribution_steps: int = 0) -
     differentiated = framework.differentiation()
     if turns:
         turns.end()
-    loop_s = meter.wall_s  # the loop's own time: its turns, not the others'
     door = type(framework).timed_train_step is not Framework.timed_train_step
     step_times = recorder.step_times
     warmup = warmup_steps(step_times)
@@ -217,10 +216,7 @@ def time_pass(case, data_dir, turn_steps: int = 0, attribution_steps: int = 0) -
                   eval_time_s=eval_time,
                   process_facts=facts.value.record() if facts.value else None,
                   turn_steps=turn_steps,
-                  turn_medians_s=turns.medians(step_times, warmup) if turns else [],
-                  # the whole loop (gathering, bookkeeping, progress) without evaluation:
-                  # scripts/bench_overhead.py compares it with the same loop run bare
-                  loop_time_s=loop_s - eval_time)
+                  turn_medians_s=turns.medians(step_times, warmup) if turns else [])
     return result
 
 
