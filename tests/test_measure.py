@@ -537,6 +537,28 @@ def test_a_verdict_is_judged_against_the_earlier_runs_of_its_cases():
     assert with_earlier_runs(now, [run(0.60, 0.04)]) == (now, False)
 
 
+def test_the_between_run_part_is_pooled_over_codes_each_at_its_own_level():
+    """A code's first run is judged by how runs of one code scattered at the other codes on
+    this machine (a commit between runs is the common case): their scatter beyond their PIs,
+    pooled; the codes' levels differ by what the code changed, which is no scatter."""
+    from harness.measure.stats import Estimate, with_earlier_runs
+
+    def run(value: float) -> Estimate:
+        return Estimate(value, value / 1.04, value * 1.04, 12)
+
+    first = run(0.49)
+    scattering = [[run(0.48), run(0.54)], [run(0.70), run(0.62)]]
+    widened, wider = with_earlier_runs(first, [], scattering)
+    assert wider and widened.value == 0.49 and 0.37 < widened.low < 0.40  # about ±26 %
+    # one code's two runs are one degree of freedom: too few to say
+    assert with_earlier_runs(first, [], scattering[:1]) == (first, False)
+    # codes at other levels whose own runs agree: no between-run part
+    levels = [[run(0.40), run(0.40)], [run(0.70), run(0.71)]]
+    assert with_earlier_runs(first, [], levels) == (first, False)
+    # an earlier run at this code counts with its own: (0.49, 0.60) and one other code's pair
+    assert with_earlier_runs(first, [run(0.60)], scattering[:1])[1]
+
+
 def test_a_pi_narrow_by_chance_is_no_narrower_than_the_machines_pair_scatter_gives():
     """Four quick runs on a 2-vCPU EPYC at 1b5f5cc: the CNN's second gave 0.965x (0.939-0.993)
     from 9 pairs that lay close, and the third's 0.933x fell outside. At the pair scatter of the

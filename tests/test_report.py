@@ -1405,6 +1405,27 @@ def test_a_run_records_its_verdicts_and_a_later_one_is_judged_against_them(
                                   elsewhere)["ratio_runs"].eq(0).all()
 
 
+def test_a_codes_first_run_is_judged_by_how_runs_of_one_code_scattered_at_others(
+        tmp_path: Path) -> None:
+    """A commit between runs is the common case: this run is the first at its code, and the
+    store's runs at an older code on this machine scattered beyond their PIs; this run's PI
+    takes that scatter in, and the line under the table says where it came from."""
+    with ResultsStore(tmp_path / "adh.sqlite") as store:
+        cases, first = _a_run_with_its_verdict(store)
+        store.add_verdicts([{**first._asdict(), "cases_stored_at": f"earlier {i}",
+                             "code_version": "an older commit", "ratio": r, "low": r / 1.03,
+                             "high": r * 1.03, "pairs": 12}
+                            for i, r in enumerate((0.42, 0.60, 0.50))])
+        history = store.verdicts()
+        summary = estimates.model_summary(cases, store.epochs("again"), store.runs("again"))
+    judged = estimates.with_history(summary, cases, history)
+    row = judged.set_index("framework").loc["engine-static"]
+    assert (row["ratio_runs"], row["ratio_codes"], row["ratio_earlier"]) == (3, 1, [])
+    assert row["ratio"].high / row["ratio"].value > 1.3
+    assert ("engine-static on rnn: its PI is the one 3 runs of these cases on this machine at "
+            "another version of the code give (now 0.") in tables.format_model_tables(judged)
+
+
 def test_a_verdict_narrower_than_its_machines_pair_scatter_allows_gets_that_scatters_pi(
         tmp_path: Path) -> None:
     """Earlier runs of the same cases on this machine, at another code: a pair's ratio scattered

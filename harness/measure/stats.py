@@ -130,22 +130,35 @@ def ratio_estimate(ratios: Sequence[float], confidence: float = CONFIDENCE) -> E
 
 
 def with_earlier_runs(e: Estimate, earlier: Sequence[Estimate],
+                      other_codes: Sequence[Sequence[Estimate]] = (),
                       confidence: float = CONFIDENCE) -> tuple[Estimate, bool]:
     """`e`, a ratio's estimate with its PI, judged against the estimates (with their own PIs)
-    `earlier` runs of the same cases on the same machine and code gave. Each PI gives its run's
-    standard error in logarithms (half its width over z √2); what the runs' estimates scatter
-    beyond those errors (their variance less the errors' mean square, none if negative) is the
-    host's difference between runs, and a rerun's estimate less this one's has twice the sum of
-    that and this run's own error: where that PI is wider than `e`'s, it and True. Two earlier
-    runs with PIs at least; else `e` as it is."""
-    runs = [r for r in (*earlier, e) if r.has_interval and r.low > 0]
-    if len(runs) < 3 or not e.has_interval:
+    `earlier` runs of the same cases on the same machine and code gave, and the runs of them
+    at each other code (`other_codes`, a group per code). Each PI gives its run's standard
+    error in logarithms (half its width over z √2); what a code's runs' estimates scatter
+    beyond those errors (their variance less the errors' mean square) is the host's difference
+    between runs, pooled over the codes by their degrees of freedom (a code's level is its
+    own: only runs of one code are compared), none if negative; a rerun's estimate less this
+    one's has twice the sum of that and this run's own error: where that PI is wider than
+    `e`'s, it and True. Two degrees of freedom at least (three runs of one code, or two of
+    each of two); else `e` as it is."""
+    if not e.has_interval:
         return e, False
     z = float(stats.norm.ppf(0.5 + confidence / 2))
-    errors = [math.log(r.high / r.low) / 2 / (z * RERUN) for r in runs]
-    between = max(0.0, float(np.var(np.log([r.value for r in runs]), ddof=1))
-                  - float(np.mean(np.square(errors))))
-    reach = z * RERUN * math.sqrt(errors[-1] ** 2 + between)
+
+    def error(r: Estimate) -> float:
+        return math.log(r.high / r.low) / 2 / (z * RERUN)
+
+    excess = freedom = 0.0
+    for group in ((*earlier, e), *other_codes):
+        runs = [r for r in group if r.has_interval and r.low > 0]
+        if len(runs) >= 2:
+            variance = float(np.var(np.log([r.value for r in runs]), ddof=1))
+            excess += (len(runs) - 1) * (variance - float(np.mean([error(r) ** 2 for r in runs])))
+            freedom += len(runs) - 1
+    if freedom < 2:
+        return e, False
+    reach = z * RERUN * math.sqrt(error(e) ** 2 + max(0.0, excess / freedom))
     if reach <= math.log(e.high / e.low) / 2 + 1e-12:
         return e, False
     return Estimate(e.value, e.value * math.exp(-reach), e.value * math.exp(reach), e.n), True

@@ -170,15 +170,29 @@ def earlier_verdicts(history: pd.DataFrame | None, cases: pd.DataFrame, model: s
     """The verdicts `history` (the store's) holds of earlier runs of `model` and `framework`
     against `reference` with the settings of `cases` (this run's), on the same machine, at the
     same code or (`same_code` False) at any."""
+    this_code, other_codes = earlier_verdicts_by_code(history, cases, model, framework,
+                                                      reference)
+    return this_code + ([] if same_code else [e for group in other_codes for e in group])
+
+
+def earlier_verdicts_by_code(history: pd.DataFrame | None, cases: pd.DataFrame, model: str,
+                             framework: str, reference: str = "torch"
+                             ) -> tuple[list[Estimate], list[list[Estimate]]]:
+    """As `earlier_verdicts` at any code: those at this run's code, and the others a list per
+    code, in the order of their first run."""
     if history is None or history.empty:
-        return []
+        return [], []
     key = _history_key(cases, model, framework)
     same = ((history["model"] == model) & (history["framework"] == framework)
             & (history["reference"] == reference)
             & (history["cases_stored_at"] != key["cases_stored_at"]))
-    for column in ("settings", "machine", *(("code_version",) if same_code else ())):
+    for column in ("settings", "machine"):
         same &= history[column] == key[column]
-    return [Estimate(r.ratio, r.low, r.high, r.pairs) for r in history[same].itertuples()]
+    groups: dict[str, list[Estimate]] = {}
+    for r in history[same].itertuples():
+        groups.setdefault(r.code_version, []).append(Estimate(r.ratio, r.low, r.high, r.pairs))
+    this_code = groups.pop(key["code_version"], [])
+    return this_code, list(groups.values())
 
 
 def with_history(summary: pd.DataFrame, cases: pd.DataFrame, history: pd.DataFrame,
@@ -187,11 +201,14 @@ def with_history(summary: pd.DataFrame, cases: pd.DataFrame, history: pd.DataFra
     same machine that `history` (the store's verdicts) holds, each from its own PI: no narrower
     than its pairs give at the scatter of one pair in the earlier runs at any code
     (`stats.with_machine_scale`; `ratio_scale_runs`: how many runs gave it), and, where the
-    estimates of the runs at this code scatter more than its own PI allows, the PI their
-    scatter gives (`stats.with_earlier_runs`; `ratio_runs`: the runs whose scatter set it);
-    the wider of the two, the other's count 0."""
+    estimates of the runs of one code scatter more than their PIs allow (pooled over the
+    codes), the PI that scatter gives (`stats.with_earlier_runs`; `ratio_runs`: the runs of
+    codes with two or more, this one's included, `ratio_codes`: their codes, `ratio_earlier`:
+    the estimates of the earlier runs at this code); the wider of the two, the other's count
+    0."""
     summary = summary.copy()
     summary["ratio_runs"] = 0
+    summary["ratio_codes"] = 0
     summary["ratio_scale_runs"] = 0
     summary["ratio_own_reach"] = math.nan  # its own processes' PI's half_width, where widened
     summary["ratio_earlier"] = [[] for _ in range(len(summary))]
@@ -200,14 +217,17 @@ def with_history(summary: pd.DataFrame, cases: pd.DataFrame, history: pd.DataFra
     for i, row in summary.iterrows():
         if not isinstance(row["ratio"], Estimate) or row["framework"] == reference:
             continue
-        machine = earlier_verdicts(history, cases, row["model"], row["framework"], reference,
-                                   same_code=False)
-        scaled, scale_runs = with_machine_scale(row["ratio"], machine)
-        earlier = earlier_verdicts(history, cases, row["model"], row["framework"], reference)
-        widened, wider = with_earlier_runs(row["ratio"], earlier)
+        earlier, other_codes = earlier_verdicts_by_code(history, cases, row["model"],
+                                                        row["framework"], reference)
+        scaled, scale_runs = with_machine_scale(
+            row["ratio"], earlier + [e for group in other_codes for e in group])
+        widened, wider = with_earlier_runs(row["ratio"], earlier, other_codes)
         if wider and not (scale_runs and half_width(scaled) > half_width(widened)):
+            compared = [g for g in ([*earlier, row["ratio"]], *other_codes)
+                        if sum(e.has_interval for e in g) >= 2]
             summary.at[i, "ratio"] = widened
-            summary.at[i, "ratio_runs"] = len(earlier) + 1
+            summary.at[i, "ratio_runs"] = sum(len(g) for g in compared)
+            summary.at[i, "ratio_codes"] = len(compared)
             summary.at[i, "ratio_earlier"] = [e.value for e in earlier]
         elif scale_runs:
             summary.at[i, "ratio"] = scaled
