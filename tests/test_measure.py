@@ -522,19 +522,19 @@ def test_a_verdict_is_judged_against_the_earlier_runs_of_its_cases():
         return Estimate(value, value / (1 + reach), value * (1 + reach), 12)
 
     now = run(0.49, 0.04)
-    widened, wider = with_earlier_runs(now, [run(0.48, 0.04), run(0.54, 0.04)])
-    assert wider and widened.value == 0.49 and widened.n == 12
+    widened, compared = with_earlier_runs(now, [run(0.48, 0.04), run(0.54, 0.04)])
+    assert compared == (3,) and widened.value == 0.49 and widened.n == 12
     assert 0.40 < widened.low < 0.43 and 0.56 < widened.high < 0.60  # about ±18 %
     assert math.log(widened.high / 0.49) == pytest.approx(math.log(0.49 / widened.low))
     # this stop's RNN (0.49x, 0.49x, 0.48x): within their PIs, no between-run part
     agreeing = [Estimate(0.49, 0.43, 0.57, 14), Estimate(0.49, 0.46, 0.51, 14)]
-    assert with_earlier_runs(Estimate(0.48, 0.45, 0.52, 15), agreeing)[1] is False
+    assert with_earlier_runs(Estimate(0.48, 0.45, 0.52, 15), agreeing)[1] == ()
     # this stop's LSTM (1.47x, 1.47x, then 1.58x): a between-run part, about ±12 %
-    lstm, wider = with_earlier_runs(Estimate(1.58, 1.50, 1.66, 9),
+    lstm, compared = with_earlier_runs(Estimate(1.58, 1.50, 1.66, 9),
                                     [Estimate(1.47, 1.39, 1.56, 9), Estimate(1.47, 1.40, 1.55, 9)])
-    assert wider and 1.38 < lstm.low < 1.44 and 1.72 < lstm.high < 1.80
+    assert compared == (3,) and 1.38 < lstm.low < 1.44 and 1.72 < lstm.high < 1.80
     # one earlier run is no scatter yet
-    assert with_earlier_runs(now, [run(0.60, 0.04)]) == (now, False)
+    assert with_earlier_runs(now, [run(0.60, 0.04)]) == (now, ())
 
 
 def test_the_between_run_part_is_pooled_over_codes_each_at_its_own_level():
@@ -548,15 +548,21 @@ def test_the_between_run_part_is_pooled_over_codes_each_at_its_own_level():
 
     first = run(0.49)
     scattering = [[run(0.48), run(0.54)], [run(0.70), run(0.62)]]
-    widened, wider = with_earlier_runs(first, [], scattering)
-    assert wider and widened.value == 0.49 and 0.37 < widened.low < 0.40  # about ±26 %
+    widened, compared = with_earlier_runs(first, [], scattering)
+    assert compared == (0, 2, 2) and widened.value == 0.49
+    assert 0.37 < widened.low < 0.40  # about ±26 %
     # one code's two runs are one degree of freedom: too few to say
-    assert with_earlier_runs(first, [], scattering[:1]) == (first, False)
+    assert with_earlier_runs(first, [], scattering[:1]) == (first, ())
     # codes at other levels whose own runs agree: no between-run part
     levels = [[run(0.40), run(0.40)], [run(0.70), run(0.71)]]
-    assert with_earlier_runs(first, [], levels) == (first, False)
-    # an earlier run at this code counts with its own: (0.49, 0.60) and one other code's pair
-    assert with_earlier_runs(first, [run(0.60)], scattering[:1])[1]
+    assert with_earlier_runs(first, [], levels) == (first, ())
+    # a code whose runs agree better than their PIs say pulls the pooled part down
+    calmer = with_earlier_runs(first, [], [*scattering, [run(0.50), run(0.50), run(0.50)]])[0]
+    assert widened.low < calmer.low < first.low
+    # an earlier run at this code counts with this one; a run without a PI counts nowhere
+    assert with_earlier_runs(first, [run(0.60)], scattering[:1])[1] == (2, 2)
+    no_interval = Estimate(0.55, math.nan, math.nan, 1)
+    assert with_earlier_runs(first, [no_interval], scattering)[1] == (0, 2, 2)
 
 
 def test_a_pi_narrow_by_chance_is_no_narrower_than_the_machines_pair_scatter_gives():

@@ -1380,7 +1380,8 @@ def _a_run_with_its_verdict(store: ResultsStore) -> tuple[pd.DataFrame, Any]:
 def test_a_run_records_its_verdicts_and_a_later_one_is_judged_against_them(
         tmp_path: Path) -> None:
     """Each run appends its verdicts to the store; a verdict whose earlier runs (same cases,
-    machine and code) scatter more than its own PI allows gets their PI, and a line says so."""
+    machine and code) scatter more than their PIs allow gets the PI that gives, and a line says
+    so."""
     with ResultsStore(tmp_path / "adh.sqlite") as store:
         cases, first = _a_run_with_its_verdict(store)
         assert (first.model, first.framework, first.reference) == ("rnn", "engine-static",
@@ -1399,7 +1400,7 @@ def test_a_run_records_its_verdicts_and_a_later_one_is_judged_against_them(
     text = tables.format_model_tables(summary)
     assert ("engine-static on rnn: its PI is the one 3 runs of these cases on this machine at "
             "this code give (earlier 0.42x, 0.60x; now 0.") in text
-    # another machine's or another commit's verdicts are no history of these cases
+    # another machine's verdicts are no history of these cases
     elsewhere = history.assign(machine="another CPU")
     assert estimates.with_history(summary.drop(columns=["ratio_runs", "ratio_earlier"]), cases,
                                   elsewhere)["ratio_runs"].eq(0).all()
@@ -1424,6 +1425,17 @@ def test_a_codes_first_run_is_judged_by_how_runs_of_one_code_scattered_at_others
     assert row["ratio"].high / row["ratio"].value > 1.3
     assert ("engine-static on rnn: its PI is the one 3 runs of these cases on this machine at "
             "another version of the code give (now 0.") in tables.format_model_tables(judged)
+    # with an earlier run at this code too, the line names both
+    with ResultsStore(tmp_path / "adh.sqlite") as store:
+        store.add_verdicts([{**first._asdict(), "cases_stored_at": "earlier here",
+                             "ratio": 0.58, "low": 0.58 / 1.03, "high": 0.58 * 1.03,
+                             "pairs": 12}])
+        both = estimates.with_history(summary, cases, store.verdicts())
+    row = both.set_index("framework").loc["engine-static"]
+    assert (row["ratio_runs"], row["ratio_codes"], row["ratio_earlier"]) == (5, 2, [0.58])
+    assert ("engine-static on rnn: its PI is the one 5 runs of these cases on this machine at 2 "
+            "versions of the code, this one among them, give (earlier at this code 0.58x; now "
+            "0.") in tables.format_model_tables(both)
 
 
 def test_a_verdict_narrower_than_its_machines_pair_scatter_allows_gets_that_scatters_pi(

@@ -131,7 +131,7 @@ def ratio_estimate(ratios: Sequence[float], confidence: float = CONFIDENCE) -> E
 
 def with_earlier_runs(e: Estimate, earlier: Sequence[Estimate],
                       other_codes: Sequence[Sequence[Estimate]] = (),
-                      confidence: float = CONFIDENCE) -> tuple[Estimate, bool]:
+                      confidence: float = CONFIDENCE) -> tuple[Estimate, tuple[int, ...]]:
     """`e`, a ratio's estimate with its PI, judged against the estimates (with their own PIs)
     `earlier` runs of the same cases on the same machine and code gave, and the runs of them
     at each other code (`other_codes`, a group per code). Each PI gives its run's standard
@@ -139,29 +139,33 @@ def with_earlier_runs(e: Estimate, earlier: Sequence[Estimate],
     beyond those errors (their variance less the errors' mean square) is the host's difference
     between runs, pooled over the codes by their degrees of freedom (a code's level is its
     own: only runs of one code are compared), none if negative; a rerun's estimate less this
-    one's has twice the sum of that and this run's own error: where that PI is wider than
-    `e`'s, it and True. Two degrees of freedom at least (three runs of one code, or two of
-    each of two); else `e` as it is."""
-    if not e.has_interval:
-        return e, False
+    one's has twice the sum of that and this run's own error. Two degrees of freedom at least
+    (three runs of one code, or two of each of two). Where that PI is wider than `e`'s: it,
+    and how many runs of each group it compared (this code's first, `e` among them; 0 for a
+    group of fewer than two runs with PIs); else `e` as it is and ()."""
+    if not e.has_interval or e.low <= 0:
+        return e, ()
     z = float(stats.norm.ppf(0.5 + confidence / 2))
 
     def error(r: Estimate) -> float:
         return math.log(r.high / r.low) / 2 / (z * RERUN)
 
-    excess = freedom = 0.0
+    compared = []
+    excess = 0.0
     for group in ((*earlier, e), *other_codes):
         runs = [r for r in group if r.has_interval and r.low > 0]
+        compared.append(len(runs) if len(runs) >= 2 else 0)
         if len(runs) >= 2:
             variance = float(np.var(np.log([r.value for r in runs]), ddof=1))
             excess += (len(runs) - 1) * (variance - float(np.mean([error(r) ** 2 for r in runs])))
-            freedom += len(runs) - 1
+    freedom = sum(max(0, n - 1) for n in compared)
     if freedom < 2:
-        return e, False
+        return e, ()
     reach = z * RERUN * math.sqrt(error(e) ** 2 + max(0.0, excess / freedom))
     if reach <= math.log(e.high / e.low) / 2 + 1e-12:
-        return e, False
-    return Estimate(e.value, e.value * math.exp(-reach), e.value * math.exp(reach), e.n), True
+        return e, ()
+    return (Estimate(e.value, e.value * math.exp(-reach), e.value * math.exp(reach), e.n),
+            tuple(compared))
 
 
 def _pair_variance(earlier: Sequence[Estimate], confidence: float) -> tuple[float, int] | None:

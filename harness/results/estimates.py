@@ -202,10 +202,10 @@ def with_history(summary: pd.DataFrame, cases: pd.DataFrame, history: pd.DataFra
     than its pairs give at the scatter of one pair in the earlier runs at any code
     (`stats.with_machine_scale`; `ratio_scale_runs`: how many runs gave it), and, where the
     estimates of the runs of one code scatter more than their PIs allow (pooled over the
-    codes), the PI that scatter gives (`stats.with_earlier_runs`; `ratio_runs`: the runs of
-    codes with two or more, this one's included, `ratio_codes`: their codes, `ratio_earlier`:
-    the estimates of the earlier runs at this code); the wider of the two, the other's count
-    0."""
+    codes), the PI that scatter gives (`stats.with_earlier_runs`; `ratio_runs`: the runs it
+    compared, this one's included where its code's were, `ratio_codes`: their codes,
+    `ratio_earlier`: the estimates of the earlier runs at this code it compared); the wider of
+    the two, the other's count 0."""
     summary = summary.copy()
     summary["ratio_runs"] = 0
     summary["ratio_codes"] = 0
@@ -221,14 +221,13 @@ def with_history(summary: pd.DataFrame, cases: pd.DataFrame, history: pd.DataFra
                                                         row["framework"], reference)
         scaled, scale_runs = with_machine_scale(
             row["ratio"], earlier + [e for group in other_codes for e in group])
-        widened, wider = with_earlier_runs(row["ratio"], earlier, other_codes)
-        if wider and not (scale_runs and half_width(scaled) > half_width(widened)):
-            compared = [g for g in ([*earlier, row["ratio"]], *other_codes)
-                        if sum(e.has_interval for e in g) >= 2]
+        widened, compared = with_earlier_runs(row["ratio"], earlier, other_codes)
+        if compared and not (scale_runs and half_width(scaled) > half_width(widened)):
             summary.at[i, "ratio"] = widened
-            summary.at[i, "ratio_runs"] = sum(len(g) for g in compared)
-            summary.at[i, "ratio_codes"] = len(compared)
-            summary.at[i, "ratio_earlier"] = [e.value for e in earlier]
+            summary.at[i, "ratio_runs"] = sum(compared)
+            summary.at[i, "ratio_codes"] = sum(n > 0 for n in compared)
+            summary.at[i, "ratio_earlier"] = [e.value for e in earlier if compared[0]
+                                              and e.has_interval and e.low > 0]
         elif scale_runs:
             summary.at[i, "ratio"] = scaled
             summary.at[i, "ratio_scale_runs"] = scale_runs

@@ -58,9 +58,9 @@ HEADLINE_NOTE = ("Step vs {reference} is the verdict: each framework's step over
                  "quotient need not equal the verdict. The PI holds how this run's processes "
                  "scattered, no narrower than its pairs give where a pair's ratio scatters as in "
                  "the store's earlier runs of the same cases on this machine (two or more, at "
-                 "any code); where the runs of one code have verdicts that scatter more "
-                 "(pooled over the codes, each at its own level), it is the PI that scatter "
-                 "gives")
+                 "any code); where the runs of one code have verdicts that scatter more than "
+                 "their PIs allow (pooled over the codes, each at its own level), it is the PI "
+                 "that scatter gives")
 
 
 def disagreements(summary: pd.DataFrame, reference: str = "torch") -> list[str]:
@@ -193,19 +193,20 @@ def history_notes(summary: pd.DataFrame) -> list[str]:
     lines = []
     for row in summary.itertuples():
         if row.ratio_runs > 0:
-            codes = getattr(row, "ratio_codes", 1)
-            earlier = ", ".join(f"{r:.2f}x" for r in row.ratio_earlier)
-            if codes == 1 and earlier:
+            codes, earlier = row.ratio_codes, ", ".join(f"{r:.2f}x" for r in row.ratio_earlier)
+            if earlier and codes == 1:
                 at, before = "at this code", f"earlier {earlier}; "
+            elif earlier:
+                at, before = (f"at {codes} versions of the code, this one among them",
+                              f"earlier at this code {earlier}; ")
             else:
                 at = ("at another version of the code" if codes == 1
-                      else f"at {codes} versions of the code")
-                before = f"earlier at this code {earlier}; " if earlier else ""
+                      else f"at {codes} other versions of the code")
+                before = ""
             lines.append(f"{row.framework} on {row.model}: its PI is the one {row.ratio_runs} "
                          f"runs of these cases on this machine {at} give ({before}now "
-                         f"{row.ratio.value:.2f}x): the runs of one code scatter more than this "
-                         "run's processes do, so the host differs more between runs than within "
-                         "one")
+                         f"{row.ratio.value:.2f}x): the runs of one code scatter more than their "
+                         "PIs allow, so the host differs more between runs than within one")
         elif getattr(row, "ratio_scale_runs", 0) > 0:
             lines.append(f"{row.framework} on {row.model}: its PI is the one its {row.ratio.n} "
                          "pairs give where a pair's ratio scatters as in the "
