@@ -197,7 +197,7 @@ def history_notes(summary: pd.DataFrame) -> list[str]:
             if earlier and codes == 1:
                 at, before = "at this code", f"earlier {earlier}; "
             elif earlier:
-                at, before = (f"at {codes} versions of the code, this one among them",
+                at, before = (f"at {codes} versions of the code, this one among them,",
                               f"earlier at this code {earlier}; ")
             else:
                 at = ("at another version of the code" if codes == 1
