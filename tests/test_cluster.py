@@ -316,6 +316,13 @@ def test_a_failed_task_is_stored_with_slurms_reason() -> None:
         "srun: forcing job termination\nslurmstepd-n1: error: *** JOB 9 ON n1 CANCELLED AT "
         "2026-11-28T00:10:00 DUE TO TIME LIMIT ***\nsrun: error: n1: task 0: Killed"))
     assert killed.status == Status.TIMEOUT and killed.reason.endswith("DUE TO TIME LIMIT ***")
+    # under a limit shorter than the warning's 90 s, the signal can come before submitit's
+    # handler is up and kill the task itself
+    warned = cluster.failed_task(result, RuntimeError(
+        "srun: error: n1: task 0: User defined signal 2"))
+    assert warned.status == Status.TIMEOUT
+    assert warned.reason == ("cluster task reached its time limit: srun: error: n1: task 0: User "
+                             "defined signal 2")
     cancelled = cluster.failed_task(result, RuntimeError(
         "SIGCONT\nslurmstepd-n1: error: *** JOB 2 ON n1 CANCELLED AT 2026-11-27T23:58:24 ***\n"
         "srun: Job step aborted"))

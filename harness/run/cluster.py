@@ -48,6 +48,9 @@ MIN_TIME_MIN = 10  # a task's time limit is never below this (start-up, a slow n
 TIME_MARGIN = 3.0  # times the plan's estimate of the longest task
 COMPARE_TIME_MIN = 60  # a task of adh compare --against, unless --time says otherwise
 POLL_S = 10.0  # how often the coordinator asks Slurm about its tasks
+# srun's words for a task killed by SIGUSR2, which only Slurm's warning of the time limit sends
+# (submitit's --signal=USR2@90)
+WARNING_SIGNAL_DEATH = "User defined signal 2"
 
 
 @dataclass
@@ -159,9 +162,10 @@ def dry_run_plan(plan: Plan, cluster: ClusterOptions) -> tuple[int, Path] | None
 def failed_task(result: CaseResult, error: Exception, job: Any = None) -> CaseResult:
     """`result` recorded as ended by its task's failure, with Slurm's reason: TIMEOUT where the
     task reached its time limit (submitit ends it at Slurm's warning signal, 90 s before the
-    limit, or Slurm kills it at the limit), else CRASHED (cancelled with scancel, a node lost, a
-    Python error), with the task's id, Slurm's state of it and its last words. --resume runs
-    either again."""
+    limit; the signal kills it when it comes before submitit's handler is up, as under a limit
+    shorter than the warning; or Slurm kills it at the limit), else CRASHED (cancelled with
+    scancel, a node lost, a Python error), with the task's id, Slurm's state of it and its last
+    words. --resume runs either again."""
     text = str(error)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     # Slurm's own line ("*** JOB 7 ON node CANCELLED AT ... DUE TO TIME LIMIT ***") or submitit's
@@ -169,7 +173,8 @@ def failed_task(result: CaseResult, error: Exception, job: Any = None) -> CaseRe
     said = next((line for line in lines if "*** JOB" in line or "not requeued because" in line),
                 " ".join(lines[-3:]) or repr(error))
     state = slurm_state(job)
-    timed_out = "timed-out" in text or "TIME LIMIT" in text or state == "TIMEOUT"
+    timed_out = ("timed-out" in text or "TIME LIMIT" in text or state == "TIMEOUT"
+                 or WARNING_SIGNAL_DEATH in text)
     task = f"cluster task {job.job_id}" if job is not None else "cluster task"
     what = "reached its time limit" if timed_out else "failed"
     return replace(result, status=Status.TIMEOUT if timed_out else Status.CRASHED,
