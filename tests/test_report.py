@@ -686,7 +686,9 @@ def test_plain_report(store: ResultsStore, tmp_path: Path) -> None:
             assert f"(figures/{fig})" in text
     assert "| engine-static" in text and "2.00× less" in text
     assert "Test CPU" in text and "abc1234" in text
-    assert "2026-01-01 10:00 to 2026-01-08 10:00" in text
+    # from the first case's start to the last one's end (the fixture stores them now)
+    assert (f"from 2026-01-01 10:00 to {pd.Timestamp.now(tz='UTC'):%Y-%m-%d} " in text
+            and "UTC (the first case's start to the last one's end)" in text)
     assert "1 of 24 timing passes were flagged**." in text
     assert "| mlp   | torch     | 1    | 1     | contended |" in text
     assert "as the runs recorded them: contended above 10% of the machine and 0.05 s" in text
@@ -736,6 +738,15 @@ def test_a_report_shows_where_each_step_goes(tmp_path: Path) -> None:
         assert {6.0, 3.0} <= widths  # the conv segments, in ms
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert legend == ["conv", "outside ops"]
+    assert "runs of 2 models × 2 frameworks (engine-static, torch)" in text
+
+
+def test_a_report_of_one_model_and_one_framework_counts_them_in_the_singular(
+        tmp_path: Path) -> None:
+    with ResultsStore(tmp_path / "adh.sqlite") as store:
+        store.save(make_result("one", "mlp", "torch", 0))
+        text = build_report(store, "one", tmp_path / "out").read_text()
+    assert "runs of 1 model × 1 framework (torch) on" in text
 
 
 @pytest.mark.slow

@@ -461,8 +461,10 @@ def build_report(store: ResultsStore, suite: str, out_dir: Path | None = None,
         folder.mkdir(parents=True, exist_ok=True)
     frameworks = framework_order(data.ok["framework"])
     lines = [f"# Report: suite `{suite}`", "",
-             f"{len(data.ok)} finished runs of {len(data.models)} models × {len(frameworks)} "
-             f"frameworks ({', '.join(frameworks)}) on {distinct(data.ok['dataset'])}.", "",
+             f"{len(data.ok)} finished runs of {len(data.models)} "
+             f"model{'s' * (len(data.models) > 1)} × {len(frameworks)} "
+             f"framework{'s' * (len(frameworks) > 1)} ({', '.join(frameworks)}) on "
+             f"{distinct(data.ok['dataset'])}.", "",
              *regenerate_note(data.ok, suite, store.path, command, rendered_at),
              *_smoke_test_note(data),
              *setup_section(data.ok, data.models),

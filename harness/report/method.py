@@ -77,8 +77,11 @@ def provenance_section(every: pd.DataFrame, rendered_at: str | None = None) -> s
     dataset = column(cases, "prov_dataset").fillna(cases["dataset"]).astype(str)
     checksum = column(cases, "prov_dataset_checksum").fillna("unknown").astype(str)
     started = pd.to_datetime(cases["started_at"], utc=True, errors="coerce").dropna()
-    when = ("unknown" if started.empty else
-            f"{started.min():%Y-%m-%d %H:%M} to {started.max():%Y-%m-%d %H:%M} UTC")
+    stored = pd.to_datetime(column(cases, "stored_at"), utc=True, errors="coerce").dropna()
+    ended = max([*stored, *started], default=None)  # a case is stored when its last pass ends
+    when = ("their start not recorded" if started.empty else
+            f"from {started.min():%Y-%m-%d %H:%M} to {ended:%Y-%m-%d %H:%M} UTC (the first "
+            f"case's start to the last one's end)")
     versions = ", ".join(
         [f"{name} {distinct(column(cases, f'prov_{name}'))}"
          for name in ("python", "numpy", "torch", "memray")]
@@ -95,7 +98,7 @@ def provenance_section(every: pd.DataFrame, rendered_at: str | None = None) -> s
         f"{rendered_at or code_version()}",
         f"- Frameworks: {framework_packages(every)}",
         f"- Dataset: {distinct(dataset + ' (sha256 ' + checksum.str[:16] + '…)')}",
-        f"- Runs: {len(cases)}, started {when}",
+        f"- Runs: {len(cases)}, {when}",
     ]
     return "\n".join(lines)
 
