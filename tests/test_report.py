@@ -686,9 +686,10 @@ def test_plain_report(store: ResultsStore, tmp_path: Path) -> None:
             assert f"(figures/{fig})" in text
     assert "| engine-static" in text and "2.00× less" in text
     assert "Test CPU" in text and "abc1234" in text
-    # from the first case's start to the last one's end (the fixture stores them now)
-    assert (f"from 2026-01-01 10:00 to {pd.Timestamp.now(tz='UTC'):%Y-%m-%d} " in text
-            and "UTC (the first case's start to the last one's end)" in text)
+    # from the first case's start to the last one's end (when the fixture stored it)
+    ended = pd.to_datetime(store.cases()["stored_at"], utc=True).max()
+    assert (f"from 2026-01-01 10:00 to {ended:%Y-%m-%d %H:%M} UTC (the first case's start to "
+            "the last one's end)") in text
     assert "1 of 24 timing passes were flagged**." in text
     assert "| mlp   | torch     | 1    | 1     | contended |" in text
     assert "as the runs recorded them: contended above 10% of the machine and 0.05 s" in text
