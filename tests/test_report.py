@@ -1247,6 +1247,34 @@ def tex_engine() -> str:
     return found
 
 
+def test_a_median_quotient_outside_its_verdict_is_worded_as_the_verdict() -> None:
+    """Where a framework's median step over torch's lies outside its verdict's PI, the note
+    words both as the verdict column does (below 1: "N.Nx faster", never "0.51x"), with the
+    digits that show it outside ("1.95x" beside "1.95-2.06" would not)."""
+    from harness.measure.stats import Estimate
+
+    def note(step: float, ratio: Estimate) -> str:
+        summary = pd.DataFrame([
+            {"model": "rnn", "framework": "torch", "step": Estimate(1.0, 0.9, 1.1, 6),
+             "ratio": math.nan},
+            {"model": "rnn", "framework": "engine-static", "step": Estimate(step, step, step, 6),
+             "ratio": ratio}])
+        (line,) = tables.disagreements(summary)
+        return line
+
+    faster = note(0.514, Estimate(0.500, 0.485, 0.513, 6))
+    assert faster.startswith("engine-static on rnn: its median step is 1.946x faster than "
+                             "torch's, outside the verdict's 1.949-2.062x faster: ")
+    assert "0.5" not in faster
+    slower = note(1.19, Estimate(1.28, 1.21, 1.36, 6))
+    assert slower.startswith("engine-static on rnn: its median step over torch's is 1.19x, "
+                             "outside the verdict's 1.21-1.36: ")
+    assert tables.disagreements(pd.DataFrame([
+        {"model": "rnn", "framework": "torch", "step": Estimate(1.0, 0.9, 1.1, 6), "ratio": 1.0},
+        {"model": "rnn", "framework": "jax", "step": Estimate(0.5, 0.4, 0.6, 6),
+         "ratio": Estimate(0.5, 0.45, 0.55, 6)}])) == []
+
+
 def test_every_character_outside_ascii_the_harness_writes_has_a_latex_escape() -> None:
     """A symbol new to the harness's text (a ≈, a µ) needs its LaTeX form, or a table holding
     it stops pdflatex: every one in harness/'s source is in tables.LATEX_ESCAPES."""

@@ -18,6 +18,7 @@ from harness.measure.stats import (
     format_value,
     half_width,
     median_interval,
+    ratio_verdict,
     values_to_narrow,
 )
 from harness.results.estimates import (
@@ -78,11 +79,28 @@ def disagreements(summary: pd.DataFrame, reference: str = "torch") -> list[str]:
         quotient = step.value / ref_step.value
         if ratio.low <= quotient <= ratio.high:
             continue
-        lines.append(f"{row.framework} on {row.model}: its median step over {reference}'s is "
-                     f"{quotient:.2f}x, outside the verdict's {ratio.low:.2f}-{ratio.high:.2f}: "
-                     "the medians pool processes that ran at different speeds of the host, the "
-                     "verdict compares the two within the same round")
+        outside = _quotient_outside(quotient, ratio, reference)
+        lines.append(f"{row.framework} on {row.model}: {outside}: the medians pool processes "
+                     "that ran at different speeds of the host, the verdict compares the two "
+                     "within the same round")
     return lines
+
+
+def _quotient_outside(quotient: float, ratio: Estimate, reference: str) -> str:
+    """A median's quotient beside the verdict's interval it lies outside, worded as the verdict
+    is (`format_ratio`: below 1 as "N.NNx faster"), at the fewest digits (2 to 4) that show it
+    outside: 0.514 against 0.485-0.513 reads "1.946x faster ..., outside the verdict's
+    1.949-2.062x faster", not "1.95x" beside "1.95-2.06"."""
+    faster = ratio_verdict(ratio) == "faster"
+    value, low, high = ((1 / quotient, 1 / ratio.high, 1 / ratio.low) if faster
+                        else (quotient, ratio.low, ratio.high))
+    digits = next((d for d in (2, 3) if not round(low, d) <= round(value, d) <= round(high, d)),
+                  4)
+    if faster:
+        return (f"its median step is {value:.{digits}f}x faster than {reference}'s, outside the "
+                f"verdict's {low:.{digits}f}-{high:.{digits}f}x faster")
+    return (f"its median step over {reference}'s is {value:.{digits}f}x, outside the verdict's "
+            f"{low:.{digits}f}-{high:.{digits}f}")
 
 
 def verdict_notes(summary: pd.DataFrame, reference: str = "torch") -> list[str]:
