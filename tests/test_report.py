@@ -25,7 +25,7 @@ from harness.contract.specs import get_model
 from harness.errors import UsageError
 from harness.measure.policy import FlagPolicy
 from harness.measure.provenance import CpuDetails, code_version
-from harness.measure.stats import ratio_verdict
+from harness.measure.stats import Estimate, ratio_verdict
 from harness.report import build_report, figures, frames, rates
 from harness.report.attribution import attribution_figure
 from harness.report.build import load_suite_data, plan_figures, regenerate_note
@@ -248,6 +248,7 @@ def test_relative_words() -> None:
     assert tables.relative_words(2.0, ("slower", "faster")) == "2.00× slower"
     assert tables.relative_words(0.25, ("slower", "faster")) == "4.00× faster"
     assert tables.relative_words(math.nan, ("more", "less")) == "-"
+    assert tables.relative_words(0.9996, ("more", "less")) == "1.00×"  # no "1.00× less"
 
 
 def test_papers_table_leaves_out_memory_not_measured(store: ResultsStore) -> None:
@@ -352,6 +353,11 @@ def test_memory_ratios_get_an_interval_where_the_seeds_differ() -> None:
     assert tables._relative_cell(row, "alloc_gib", ("more", "less"), "torch") == "2.00× more"
     assert tables._relative_cell(row, "peak_mib", ("more", "less"), "torch").startswith(
         "2.00× more (95% PI ")
+    # a PI that holds 1 shows no difference: "≈", no direction, as a step ratio's
+    holds_one = pd.Series({"framework": "engine-static", "peak_mib_ratio": 0.8,
+                           "peak_mib_ratio_pi": Estimate(0.8, 0.77, 2.42, 3)})
+    assert tables._relative_cell(holds_one, "peak_mib", ("more", "less"), "torch") == (
+        "≈ 0.80× (95% PI 0.77-2.42)")
 
 
 def test_the_method_says_how_each_interval_is_made_and_how_often_it_holds() -> None:
@@ -921,6 +927,16 @@ def test_the_method_states_the_thresholds_its_runs_recorded(tmp_path: Path) -> N
     assert "the runs recorded different thresholds: contended above 2%" in mixed
     assert "at most 4 repeats (2 runs); not recorded (1 run)." in mixed
     assert "thresholds in force are unknown" in old and "contended above" not in old
+
+
+def test_the_method_counts_the_processes_the_intervals_rest_on(tmp_path: Path) -> None:
+    """A flagged process is left out of the tables' step times while its model and framework
+    has clean ones: the method says how the interval is made from the processes left."""
+    with ResultsStore(tmp_path / "adh.sqlite") as store:
+        for seed in range(3):  # 2 rounds a seed, the first flagged in seed 0: 5 clean of 6
+            store.save(make_result("flag", "mlp", "torch", seed, contended=seed == 0))
+        text = method_section(load_suite_data(store, "flag"))
+    assert "from 5 processes Student's t" in text and "from 6 processes" not in text
 
 
 def test_the_method_and_the_tables_say_how_steady_the_host_was(tmp_path: Path) -> None:

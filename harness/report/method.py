@@ -170,7 +170,10 @@ def method_section(data: frames.SuiteData) -> str:
                   "its processes of each process's median step, with a 95% confidence interval.")
     else:
         reps = f"{n} runs (seeds × folds)" if data.has_folds else f"{n} seeds"
-        processes = list(runs.groupby(["model", "framework"]).size()) if len(runs) else [0]
+        # the processes each table's interval rests on: flagged ones are left out while a
+        # model and framework has clean ones (estimates.model_summary)
+        processes = ([int((~group["flagged"]).sum()) or len(group)
+                      for _, group in runs.groupby(["model", "framework"])] if len(runs) else [0])
         spread = ((f"Memory and accuracy are the mean ± standard deviation over {reps} per "
                   f"model and framework" if n > 1
                   else "Each model and framework ran with one seed")

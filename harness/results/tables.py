@@ -472,7 +472,7 @@ def _marks(row: pd.Series) -> str:
 
 REPORTED_NOTE = ("[reported]: the framework said something of its own run that bears on the "
                  "comparison (graph breaks, threads it could not use, a setting it did not "
-                 "honour): the line \"reported by the frameworks\" says what")
+                 "honour): the line \"reported by the frameworks\" beside it says what")
 
 
 def _forced(row: pd.Series) -> bool:
@@ -486,9 +486,12 @@ FORCED_NOTE = ("[forced]: run with --force although its settings make the measur
 
 
 def relative_words(ratio: float, words: tuple[str, str]) -> str:
-    """A ratio in words: 2.0 -> '2.00× more', 0.5 -> '2.00× less' (words = (above, below))."""
+    """A ratio in words: 2.0 -> '2.00× more', 0.5 -> '2.00× less' (words = (above, below));
+    one that rounds to 1.00 either way, '1.00×': no direction at the digits shown."""
     if pd.isna(ratio) or ratio <= 0:
         return "-"
+    if round(ratio, 2) == 1 or round(1 / ratio, 2) == 1:
+        return "1.00×"
     return f"{ratio:.2f}× {words[0]}" if ratio >= 1 else f"{1 / ratio:.2f}× {words[1]}"
 
 
@@ -502,6 +505,11 @@ def _relative_cell(row: pd.Series, column: str, words: tuple[str, str] | None,
     if words:
         text = relative_words(row[f"{column}_ratio"], words)
         varies = row.get(f"{column}_ratio_pi")  # paired by seed: no width where seeds agree
+        if (isinstance(varies, Estimate) and varies.has_interval
+                and varies.low <= 1 <= varies.high and varies.low < varies.high):
+            # no difference shown, worded as a step ratio whose PI holds 1 (format_ratio)
+            return (f"≈ {row[f'{column}_ratio']:.2f}× (95% PI {varies.low:.2f}-"
+                    f"{varies.high:.2f})")
         if isinstance(varies, Estimate) and varies.has_interval and varies.low < varies.high:
             low, high = ((varies.low, varies.high) if row[f"{column}_ratio"] >= 1
                          else (1 / varies.high, 1 / varies.low))  # as the words say it
