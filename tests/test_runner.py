@@ -1098,6 +1098,9 @@ def test_reported_facts_and_the_roof_of_the_threads_used(toys, tmp_path, monkeyp
         report = build_report(store, "facts", tmp_path / "report").read_text()
     assert "| toy-ok [reported] |" in report
     assert f"- {REPORTED_NOTE[0].upper()}{REPORTED_NOTE[1:]}." in report
+    # and what it reported, under the table of the model it reported it of
+    table = report.split("| toy-ok [reported] |")[1].split("\n\n")[1]
+    assert "- Reported by the frameworks: toy-ok: ran eagerly all; threads used 1." in table
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ from harness.report import cost, figures, frames, rates
 from harness.report.attribution import attribution_section
 from harness.report.explain import explain_section
 from harness.report.method import column, distinct, method_section, provenance_section
-from harness.report.panels import Caption
+from harness.report.panels import Caption, left_out_note
 from harness.report.parity import ParityCheck, parity_section
 from harness.report.roofline import caption as roofline_caption
 from harness.report.roofline import roofline
@@ -181,6 +181,8 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
                          f"and step time: median over processes, 95% CI{ratio})",
                          f"model_{model}", headers, body, estimates.flat_estimates(rows),
                          notes=[*tables.mark_notes(rows),
+                                *filter(None, [notes.reported_facts(
+                                    data.ok[data.ok["model"] == model])]),
                                 *tables.verdict_notes(rows, REFERENCE)]))
     if data.has_folds:
         accuracy = estimates.accuracy_summary(data.ok, data.epochs)
@@ -212,7 +214,7 @@ NOT_RUN_SECTIONS = {
                          "support them (n/a in the tables, in no figure). This is no failure."),
     Status.LEFT_OUT: ("Left out", "The suite declares these cases and their frameworks support "
                       "them, but it does not run them, for what they cost (its `not_run` table; "
-                      "\"left out\" in the tables, named in the figures they are missing from)."),
+                      "\"left out\" in the tables, named in every figure's caption)."),
 }
 
 
@@ -387,11 +389,12 @@ def _figures_section(data: frames.SuiteData, figure_dir: Path) -> list[str]:
     """Draw and write every figure the suite supports; the report's lines showing them."""
     lines = ["## Figures", ""]
     planned, skipped = plan_figures(data)
+    left_out = left_out_note(data.cases)
     for fig in planned:
         save(fig.draw(), figure_dir / fig.stem)
         lines += [f"### Figure {fig.number}. {fig.title}", "",
                   f"![Figure {fig.number}: {fig.title}](figures/{fig.stem}.png)", "",
-                  f"{fig.caption.render(data)} [PDF](figures/{fig.stem}.pdf)", ""]
+                  f"{fig.caption.render(data)}{left_out} [PDF](figures/{fig.stem}.pdf)", ""]
     if skipped:
         lines += ["Not drawn for this suite:", "",
                   *(f"- {what}: {why}." for what, why in skipped), ""]

@@ -78,8 +78,11 @@ def first_call_memory(cases: pd.DataFrame) -> str:
 
 
 def _plain(value: object) -> str:
-    """A reported value as the tables print it: 1 for 1.0."""
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    """A reported value as the tables print it: 1 for 1.0; words in quotes (a framework's own
+    message: 'ran eagerly "Attempted to wrap RNN, GRU, or LSTM"')."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    return f'"{value}"' if isinstance(value, str) and " " in value else str(value)
 
 
 def machine_verdicts(cases: pd.DataFrame, runs: pd.DataFrame,
