@@ -9,6 +9,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from harness.report import frames
+from harness.report.panels import left_out_note
 from harness.report.style import OKABE_ITO, framework_order, new_figure, save
 from harness.results.attribution import KINDS, combined, kind_of
 from harness.results.attribution_tables import attribution_tables, attributions
@@ -28,7 +29,9 @@ CAPTION = ("Where each framework's training step goes, by op group (what the op 
            "medians over the processes of the runs above, each attributed from its last steps of "
            "training, run under the profiler, scaled to the median of its timed steps. The "
            "tables below give each group's forward and backward apart and the gap to torch "
-           "group by group.")
+           "group by group. \"whole step\": a framework whose profiler cannot split its step "
+           "(one bar); \"other\": ops in no group, such as the kernels torch.compile "
+           "generates; \"outside ops\": the framework's own time between its ops.")
 
 
 def attribution_figure(data: frames.SuiteData) -> Figure:
@@ -69,4 +72,5 @@ def attribution_section(data: frames.SuiteData, figure_dir: Path) -> list[str]:
     save(attribution_figure(data), figure_dir / STEM)
     return ["## Where each step goes", "",
             f"![Where each step goes](figures/{STEM}.png)", "",
-            f"Figure 10. {CAPTION} [PDF](figures/{STEM}.pdf)", "", text, ""]
+            f"Figure 10. {CAPTION}{left_out_note(data.cases)} [PDF](figures/{STEM}.pdf)", "",
+            text, ""]

@@ -54,8 +54,8 @@ SIZE_LABELS = {"extra_width": "Hidden width", "extra_seq_len": "Sequence length"
 
 # --- Figures 1 and 2: accuracy per epoch ------------------------------------------------------
 
-_OVERLAID = (" Frameworks that compute the same numbers overlap: their markers and line styles "
-             "tell them apart.")
+_OVERLAID = (" Frameworks that compute the same numbers coincide, and only the last one drawn "
+             "shows; where they part, their markers and line styles tell them apart.")
 ACCURACY_CAPTIONS = {
     "train_acc": Caption("Mean training accuracy over each epoch's batches, a panel per model, a "
                          "line per framework{over}." + _OVERLAID,

@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -32,6 +33,7 @@ from harness.report.style import (
     legend_above,
     new_figure,
 )
+from harness.results.records import Status
 
 LOG_SPAN = 5.0  # a positive axis whose data spans more than this factor is drawn in log scale
 
@@ -67,6 +69,18 @@ class Caption:
             return f"; the mean over {n} {what}" + (f", {self.spread}" if self.spread else "")
         return (f"; one {'run' if data.has_folds else 'seed'}"
                 + (f", so no {self.absent}" if self.absent else ""))
+
+
+def left_out_note(cases: pd.DataFrame) -> str:
+    """What a figure's caption says of the cases the suite left out for their cost, which no
+    figure draws a line or bar of (' Not run, for their cost (the Left out section):
+    engine-static-unrolled on cnn and mlp.'); '' where there are none."""
+    left = cases[cases["status"] == Status.LEFT_OUT]
+    if left.empty:
+        return ""
+    named = [f"{framework} on {' and '.join(dict.fromkeys(group['model']))}"
+             for framework, group in left.groupby("framework", sort=False)]
+    return f" Not run, for their cost (the Left out section): {'; '.join(named)}."
 
 
 def framework_handles(frameworks: list[str], patches: bool = False) -> list:

@@ -14,7 +14,7 @@ from harness.run.check import CheckResult, check_frameworks, format_table, suite
 
 STEPS = 20  # training steps the report's check compares (adh check's default is 50)
 # What a check computes with: where these are the same at the measured commit and in the checked
-# tree, the check proves the measured code too.
+# tree, the check covers the measured code too.
 COMPUTING_PATHS = ("engine", "references", "plugins", "harness/contract", "harness/run/check.py")
 
 
@@ -76,7 +76,7 @@ def parity_section(check: ParityCheck | None, cases: pd.DataFrame, suite: str) -
     rerun = f"`adh check --suite {suite} --steps {STEPS}`"
     if check is None:
         return lines + [f"Not checked for this report (`adh report --no-check`); {rerun} "
-                        f"proves it.", ""]
+                        f"checks it.", ""]
     if check.problem:
         return lines + [f"Not checked: {check.problem}", ""] + _missing(check)
     versions = _measured_versions(cases)
@@ -86,9 +86,9 @@ def parity_section(check: ParityCheck | None, cases: pd.DataFrame, suite: str) -
         measured = ", ".join(versions) or "an unrecorded version"
         same = len(versions) == 1 and same_computation(versions[0])
         at = (f"at {check.code_version}; the runs measured {measured}, and the code the check "
-              f"computes with ({', '.join(COMPUTING_PATHS)}) is the same in both, so it proves "
+              f"computes with ({', '.join(COMPUTING_PATHS)}) is the same in both, so it checks "
               f"the measured code too" if same else
-              f"at {check.code_version}; the runs measured {measured}: this table proves the "
+              f"at {check.code_version}; the runs measured {measured}: this table checks the "
               f"checked code, not necessarily the measured one (rebuild the report at that "
               f"commit)")
     lines += [f"{rerun}, {at}: from the same initial weights and batches, each framework's "

@@ -168,12 +168,19 @@ def hide_unused(axes: list[list], used: int) -> None:
 
 
 def legend_above(fig: Figure, handles: list, labels: list[str], columns: int | None = None) -> None:
-    """One legend for the whole figure, above the panels, so that it never covers data."""
+    """One legend for the whole figure, above the panels, so that it never covers data: in
+    `columns` (default up to 4), fewer where its rows would be wider than the figure."""
     if not handles:
         return
+    columns = columns or min(len(labels), 4)
     with styled():
-        fig.legend(handles, labels, loc="outside upper center",
-                   ncols=columns or min(len(labels), 4))
+        while True:
+            legend = fig.legend(handles, labels, loc="outside upper center", ncols=columns)
+            width = legend.get_window_extent(fig.canvas.get_renderer()).width  # type: ignore
+            if columns == 1 or width <= fig.bbox.width:
+                return
+            legend.remove()
+            columns -= 1
 
 
 def save(fig: Figure, stem: Path) -> list[Path]:
