@@ -353,11 +353,15 @@ def test_memory_ratios_get_an_interval_where_the_seeds_differ() -> None:
     assert tables._relative_cell(row, "alloc_gib", ("more", "less"), "torch") == "2.00× more"
     assert tables._relative_cell(row, "peak_mib", ("more", "less"), "torch").startswith(
         "2.00× more (95% PI ")
-    # a PI that holds 1 shows no difference: "≈", no direction, as a step ratio's
-    holds_one = pd.Series({"framework": "engine-static", "peak_mib_ratio": 0.8,
-                           "peak_mib_ratio_pi": Estimate(0.8, 0.77, 2.42, 3)})
-    assert tables._relative_cell(holds_one, "peak_mib", ("more", "less"), "torch") == (
-        "≈ 0.80× (95% PI 0.77-2.42)")
+    # a PI that holds 1 shows no difference, no direction, as a step ratio's: "≈" within
+    # ±25 %, "undecided" where it reaches further
+    def cell(low: float, high: float) -> str:
+        row = pd.Series({"framework": "engine-static", "peak_mib_ratio": 0.9,
+                         "peak_mib_ratio_pi": Estimate(0.9, low, high, 3)})
+        return tables._relative_cell(row, "peak_mib", ("more", "less"), "torch")
+
+    assert cell(0.85, 1.05) == "≈ 0.90× (95% PI 0.85-1.05)"
+    assert cell(0.77, 2.42) == "undecided: 0.90× (95% PI 0.77-2.42)"
 
 
 def test_the_method_says_how_each_interval_is_made_and_how_often_it_holds() -> None:
