@@ -1271,8 +1271,6 @@ def test_a_median_quotient_outside_its_verdict_is_worded_as_the_verdict() -> Non
     """Where a framework's median step over torch's lies outside its verdict's PI, the note
     words both as the verdict column does (below 1: "N.Nx faster", never "0.51x"), with the
     digits that show it outside ("1.95x" beside "1.95-2.06" would not)."""
-    from harness.measure.stats import Estimate
-
     def note(step: float, ratio: Estimate) -> str:
         summary = pd.DataFrame([
             {"model": "rnn", "framework": "torch", "step": Estimate(1.0, 0.9, 1.1, 6),

@@ -12,7 +12,7 @@ from harness.measure.provenance import LIBRARIES, CpuDetails, code_version
 from harness.measure.stats import ORDER_STATISTICS_FROM, median_interval
 from harness.report import frames
 from harness.results import notes
-from harness.results.estimates import REFERENCE
+from harness.results.estimates import REFERENCE, used_runs
 from harness.results.machines import case_machines
 from harness.results.markdown import markdown_table
 from harness.results.records import NOT_RUN
@@ -170,10 +170,9 @@ def method_section(data: frames.SuiteData) -> str:
                   "its processes of each process's median step, with a 95% confidence interval.")
     else:
         reps = f"{n} runs (seeds × folds)" if data.has_folds else f"{n} seeds"
-        # the processes each table's interval rests on: flagged ones are left out while a
-        # model and framework has clean ones (estimates.model_summary)
-        processes = ([int((~group["flagged"]).sum()) or len(group)
-                      for _, group in runs.groupby(["model", "framework"])] if len(runs) else [0])
+        # the processes each table's interval rests on (flagged ones left out while clean exist)
+        processes = (list(used_runs(runs).groupby(["model", "framework"]).size()) if len(runs)
+                     else [0])
         spread = ((f"Memory and accuracy are the mean ± standard deviation over {reps} per "
                   f"model and framework" if n > 1
                   else "Each model and framework ran with one seed")

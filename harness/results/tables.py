@@ -505,13 +505,12 @@ def _relative_cell(row: pd.Series, column: str, words: tuple[str, str] | None,
     if words:
         text = relative_words(row[f"{column}_ratio"], words)
         varies = row.get(f"{column}_ratio_pi")  # paired by seed: no width where seeds agree
-        if (isinstance(varies, Estimate) and varies.has_interval
-                and varies.low <= 1 <= varies.high and varies.low < varies.high):
-            # no difference shown, worded as a step ratio whose PI holds 1 (ratio_verdict):
-            # '≈', or 'undecided' where the PI reaches beyond ±25 %
-            return (f"{ratio_verdict(varies).replace('undecided', 'undecided:')} "
-                    f"{row[f'{column}_ratio']:.2f}× (95% PI {varies.low:.2f}-{varies.high:.2f})")
         if isinstance(varies, Estimate) and varies.has_interval and varies.low < varies.high:
+            if varies.low <= 1 <= varies.high:  # no difference shown, as a step ratio says it:
+                verdict = ratio_verdict(varies)  # '≈', or 'undecided' beyond ±25 %
+                return (f"{'undecided:' if verdict == 'undecided' else verdict} "
+                        f"{row[f'{column}_ratio']:.2f}× (95% PI {varies.low:.2f}-"
+                        f"{varies.high:.2f})")
             low, high = ((varies.low, varies.high) if row[f"{column}_ratio"] >= 1
                          else (1 / varies.high, 1 / varies.low))  # as the words say it
             text += f" (95% PI {low:.2f}-{high:.2f})"
