@@ -29,7 +29,7 @@ from harness.measure.stats import Estimate, ratio_verdict
 from harness.report import build_report, figures, frames, rates
 from harness.report.attribution import attribution_figure
 from harness.report.build import load_suite_data, plan_figures, regenerate_note
-from harness.report.method import method_section
+from harness.report.method import host_described, method_section
 from harness.report.style import FRAMEWORKS, framework_look, framework_order, variant_look
 from harness.results import estimates, notes, tables
 from harness.results.attribution import OUTSIDE, Attribution
@@ -827,7 +827,30 @@ def test_a_report_refuses_cases_of_two_commits(tmp_path: Path) -> None:
             "report rendered at commit ") in report.read_text()
     assert ("- CPU: Test CPU (family/model/stepping 25/1/1, microcode 0x1), 2445 MHz, 1 socket, "
             "2 cores, 1 thread per core; caches L2 512K; vector AVX2 (no AVX-512)\n"
-            ) in report.read_text()
+            "- Host: virtual machine ") in report.read_text()
+
+
+def test_provenance_says_whether_the_host_was_a_virtual_machine() -> None:
+    """A reader places the numbers by the host too: a virtual machine (whose guest may hide the
+    CPU's exact part), its clock's controls and the roofs measured on it, as the runs recorded
+    them; runs from before the record say so rather than guess."""
+    recorded = pd.DataFrame({
+        "prov_system_hypervisor": ["yes (a virtual machine)"] * 2,
+        "prov_system_CPU governor": ["not exposed (virtual machine?)"] * 2,
+        "prov_system_turbo boost": ["not exposed (virtual machine?)"] * 2,
+        "prov_memory_bandwidth_gbs": [27.17, 27.17],
+        "prov_gemm_peaks_gflops_1": [74.39, 74.39], "prov_gemm_peaks_gflops_2": [103.1, None]})
+    assert host_described(recorded) == (
+        "virtual machine yes (the CPU's hypervisor flag; its model name is the one the "
+        "hypervisor shows its guest, which may leave out the exact part); CPU governor not "
+        "exposed (virtual machine?); turbo boost not exposed (virtual machine?); measured on it "
+        "before the runs: memory bandwidth (triad) 27.2 GB/s, float32 GEMM peak 74.4 GFLOP/s on "
+        "1 thread, 103.1 GFLOP/s on 2 threads")
+    bare = recorded.assign(prov_system_hypervisor="no")
+    assert host_described(bare).startswith("virtual machine no (no hypervisor flag); ")
+    assert host_described(pd.DataFrame({"seed": [0]})) == (
+        "virtual machine unknown; CPU governor unknown; turbo boost unknown; measured on it "
+        "before the runs: memory bandwidth (triad) unknown, float32 GEMM peak unknown")
 
 
 @pytest.mark.slow

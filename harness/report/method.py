@@ -65,6 +65,28 @@ def cpu_described(cases: pd.DataFrame) -> str:
     return "not recorded" if described.isna().all() else distinct(described)
 
 
+def host_described(cases: pd.DataFrame) -> str:
+    """The host the runs recorded (harness.measure.system's facts, and the roofs measured on it
+    before them): a virtual machine or not, its clock's controls, its memory bandwidth and GEMM
+    peaks; 'unknown' where runs from before the record lack a part."""
+    def formatted(name: str, unit: str) -> str:
+        return distinct(column(cases, name).map(lambda v: f"{v:.1f} {unit}", na_action="ignore"))
+
+    vm = column(cases, "prov_system_hypervisor").map(
+        lambda v: "yes (the CPU's hypervisor flag; its model name is the one the hypervisor "
+                  "shows its guest, which may leave out the exact part)"
+        if str(v).startswith("yes") else "no (no hypervisor flag)", na_action="ignore")
+    threads = sorted(int(c.rsplit("_", 1)[1]) for c in cases.columns
+                     if c.startswith("prov_gemm_peaks_gflops_"))
+    peaks = ", ".join(f"{formatted(f'prov_gemm_peaks_gflops_{n}', 'GFLOP/s')} on {n} "
+                      f"thread{'s' * (n != 1)}" for n in threads) or "unknown"
+    return (f"virtual machine {distinct(vm)}; CPU governor "
+            f"{distinct(column(cases, 'prov_system_CPU governor'))}; turbo boost "
+            f"{distinct(column(cases, 'prov_system_turbo boost'))}; measured on it before the "
+            f"runs: memory bandwidth (triad) {formatted('prov_memory_bandwidth_gbs', 'GB/s')}, "
+            f"float32 GEMM peak {peaks}")
+
+
 def provenance_section(every: pd.DataFrame, rendered_at: str | None = None) -> str:
     """Where and with what the suite's runs ran, as a Markdown list: from the cases the runner
     started (all but the unsupported, which ran nowhere), but for the frameworks' packages,
@@ -94,6 +116,7 @@ def provenance_section(every: pd.DataFrame, rendered_at: str | None = None) -> s
         f"- Threads per run: {distinct(cases['threads'])}; dtype {distinct(cases['dtype'])}",
         f"- Versions: {versions}",
         f"- CPU: {cpu_described(cases)}",
+        f"- Host: {host_described(cases)}",
         f"- Code: measured at commit {distinct(commit)}; this report rendered at commit "
         f"{rendered_at or code_version()}",
         f"- Frameworks: {framework_packages(every)}",
