@@ -894,6 +894,9 @@ def test_a_suite_run_in_shards_regenerates_with_their_merge() -> None:
     assert ("`adh run paper --models mlp --store all.sqlite`, then `adh merge all.sqlite "
             "cnn.sqlite rnn.sqlite`; then the report as above, from the store the runs filled "
             "(all.sqlite).") in line
+    assert ("The numbers will differ: their intervals take in how this run's processes "
+            "scattered, not another machine or another sitting of this one, so a rerun's may "
+            "fall outside them;") in line  # a within-run interval promises nothing of a rerun's
     (_, _, line, _) = regenerate_note(cases[2:], "paper", Path("all.sqlite"))
     assert "adh merge" not in line
 

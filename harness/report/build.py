@@ -329,8 +329,10 @@ def regenerate_note(cases: pd.DataFrame, suite: str, store: Path,
     return [f"**To rebuild this report:** `git checkout {rendered.split('+')[0]}`{dirty}, then "
             f"`{report}`.", "",
             f"**To measure again:** {checkout}, then {run}; then the report as above, from the "
-            f"store the runs filled ({store}). The numbers will differ within their intervals; "
-            "the machine and the host's steadiness beside them say where they came from.", ""]
+            f"store the runs filled ({store}). The numbers will differ: their intervals take in "
+            "how this run's processes scattered, not another machine or another sitting of this "
+            "one, so a rerun's may fall outside them; the machine and the host's steadiness "
+            "below say where these came from.", ""]
 
 
 def _smoke_test_note(data: frames.SuiteData) -> list[str]:
