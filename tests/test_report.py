@@ -922,7 +922,11 @@ def test_an_unsupported_case_is_na_in_the_tables_and_in_no_figure(tmp_path: Path
     csv = pd.read_csv(tables_dir / "model_cnn.csv").set_index("framework")
     assert csv.loc["mine", "status"] == "unsupported"
     assert csv.loc["mine", "reason"] == "no conv | layers"
-    assert csv.loc["torch", "status"] == "ok" and pd.isna(csv.loc["mine", "time_s"])
+    assert csv.loc["torch", "status"] == "ok" and pd.isna(csv.loc["mine", "train_s"])
+    # one estimator per quantity: the training time is the tables' median with its interval,
+    # no mean beside it, and no cell holds an object's repr
+    assert "time_s" not in csv and {"train_s_ci_low", "train_ratio_pi_high"} <= set(csv)
+    assert not csv.astype(str).apply(lambda c: c.str.contains("Estimate\\(")).any().any()
     assert "| mine " in (tables_dir / "model_mlp.md").read_text()  # measured where supported
     text = report.read_text()
     not_supported = text.split("## Not supported")[1].split("##")[0]

@@ -237,10 +237,10 @@ def with_history(summary: pd.DataFrame, cases: pd.DataFrame, history: pd.DataFra
 
 def model_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFrame,
                   reference: str = "torch") -> pd.DataFrame:
-    """Per model and framework over the finished cases (seeds): mean and std of total training
-    time, of the time to build the model and run its warm-up steps (`warmup_s`), of bytes
-    allocated, peak live bytes and final test accuracy; the step time over all their
-    processes with its 95 % interval (`step`, `processes`, `flagged`, see `step_estimates`); and
+    """Per model and framework over the finished cases (seeds): mean and std of the time to
+    build the model and run its warm-up steps (`warmup_s`), of bytes allocated, peak live bytes
+    and final test accuracy; the step time and the training time over all their processes with
+    their 95 % intervals (`step`, `train`, `processes`, `flagged`, see `step_estimates`); and
     against the reference framework: the paired step-time ratio (`ratio`, see `step_ratios`),
     the paired training-time ratio (`train_ratio`), `<metric>_ratio` for memory and
     `test_pct_diff` (percentage points, paired by seed, an Estimate: `accuracy_differences`),
@@ -276,7 +276,6 @@ def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFr
     """`model_summary` of the finished cases alone."""
     ok = cases[cases["status"] == Status.OK].copy()
     ok["test_acc"] = ok["key"].map(final_test_accuracy(epochs))
-    ok["time_s"] = ok["train_time_s"]
     ok["warmup_s"] = build_and_warmup_s(ok)
     ok["alloc_gib"] = ok["alloc_bytes"] / GIB
     ok["peak_mib"] = ok["peak_bytes"] / MIB
@@ -286,7 +285,7 @@ def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFr
     # GFLOP/s
     ok["gflop"] = ok.get("flops_per_step", pd.Series(float("nan"), index=ok.index)) / 1e9
     ok["peak_gflops"] = ok.get("gemm_peak_gflops", float("nan"))
-    metrics = ["time_s", "warmup_s", "alloc_gib", "peak_mib", "test_pct", "instructions",
+    metrics = ["warmup_s", "alloc_gib", "peak_mib", "test_pct", "instructions",
                "gflop", "peak_gflops"]
     ok[metrics] = ok[metrics].astype(float)  # numbers even when no case finished
     grouped = ok.groupby(["model", "framework"], sort=False)[metrics]
@@ -384,7 +383,8 @@ def accuracy_differences(cases: pd.DataFrame, reference: str = "torch") -> pd.Da
 def flat_estimates(summary: pd.DataFrame) -> pd.DataFrame:
     """`summary` with each `stats.Estimate` column spread into numbers (for CSV): `step` into
     step_ms, step_ci_low_ms and step_ci_high_ms; `ratio` into ratio, ratio_pi_low, ratio_pi_high
-    (a rerun's interval: stats.ratio_estimate); `test_pct_diff` likewise, with _ci_; the memory
+    (a rerun's interval: stats.ratio_estimate); the training time `train` and `train_ratio`,
+    `test_pct_diff` likewise, with _ci_ or _pi_; the memory
     ratios paired by seed (`memory_ratios`) into alloc_gib_ratio_paired and so on, with _pi_; the
     per-pair lists of `ROUND_COLUMNS` as JSON."""
     out = summary.copy()
@@ -392,6 +392,8 @@ def flat_estimates(summary: pd.DataFrame) -> pd.DataFrame:
         if column in out:
             out[column] = [json.dumps(v) if isinstance(v, list) else v for v in out[column]]
     for column, name, scale, kind in (("step", "step_ms", 1000, "ci"), ("ratio", "ratio", 1, "pi"),
+                                      ("train", "train_s", 1, "ci"),
+                                      ("train_ratio", "train_ratio", 1, "pi"),
                                       ("test_pct_diff", "test_pct_diff", 1, "ci"),
                                       ("alloc_gib_ratio_pi", "alloc_gib_ratio_paired", 1, "pi"),
                                       ("peak_mib_ratio_pi", "peak_mib_ratio_paired", 1, "pi")):
