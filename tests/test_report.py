@@ -1426,6 +1426,18 @@ def test_every_figure_draws_the_panels_its_caption_promises(store: ResultsStore)
         "'a panel per profiled model': no panel for mlp"]
 
 
+def test_accuracy_captions_say_how_far_apart_the_coinciding_lines_end(
+        store: ResultsStore) -> None:
+    """Lines that coincide cannot be told apart, so the caption gives, per panel, how far apart
+    the frameworks' accuracies end: the last epoch's largest minus smallest mean."""
+    data = load_suite_data(store, "plain")  # every framework with the same accuracies
+    epochs = data.epochs.copy()
+    epochs.loc[(epochs["model"] == "cnn") & (epochs["framework"] == "torch"), "test_acc"] += 0.0123
+    caption = figures.ACCURACY_CAPTIONS["test_acc"].render(dataclasses.replace(data, epochs=epochs))
+    assert caption.endswith(" At the last epoch the frameworks' means lie at most this far apart: "
+                            "1.23 points on cnn, 0.00 points on mlp.")
+
+
 def test_a_swept_point_against_the_trend_is_explained() -> None:
     """A step that costs less at a larger batch: within overlapping CIs it is the processes'
     scatter, beyond them the report says to measure it again."""

@@ -6,6 +6,7 @@ harness.report.figures; colours, markers and sizes in harness.report.style.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,15 +52,17 @@ PLAIN = FuncFormatter(lambda value, _: f"{value:g}")
 class Caption:
     """A figure's caption in the report. `{over}` in `text` is where it says how the figure
     aggregates the repetitions: their mean and `spread` (what shows how they spread: a band,
-    error bars), or, with a single run, that it has no `absent`."""
+    error bars), or, with a single run, that it has no `absent`; `then`, where given, adds
+    what the data show that the eye cannot read off the panels."""
 
     text: str
     spread: str = ""
     absent: str = ""
+    then: Callable[[frames.SuiteData], str] | None = None
 
     def render(self, data: frames.SuiteData) -> str:
         """The caption for `data`, with its number of repetitions."""
-        return self.text.format(over=self._over(data))
+        return self.text.format(over=self._over(data)) + (self.then(data) if self.then else "")
 
     def _over(self, data: frames.SuiteData) -> str:
         """'; the mean over 3 seeds, <spread>' or, with one run, '; one seed, so no <absent>'."""
