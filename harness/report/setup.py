@@ -10,8 +10,10 @@ import numpy as np
 import pandas as pd
 
 from harness.contract.data import DATASETS
+from harness.contract.frameworks import FrameworkError, load, registrations
 from harness.contract.specs import ModelSpec, get_model, scaled
 from harness.errors import UsageError
+from harness.report.style import framework_order
 from harness.results import tables
 from harness.results.markdown import markdown_table
 
@@ -127,11 +129,27 @@ def setup_table(cases: pd.DataFrame, models: list[str]) -> tuple[list[str], list
     return headers, rows
 
 
+def framework_description(name: str) -> str:
+    """What a framework is, as its registered class describes itself (library, version, mode:
+    "PyTorch 2.13.0+cpu torch.compile (Inductor, default mode), CPU"); why not, where it is not
+    installed here or cannot be loaded."""
+    found = registrations().get(name, [])
+    if len(found) != 1:
+        return "not installed here" if not found else "registered by more than one package"
+    try:
+        return load(found[0]).description or "no description"
+    except FrameworkError as error:
+        return f"cannot be loaded here ({' '.join(error.reason.split())})"
+
+
 def setup_section(cases: pd.DataFrame, models: list[str]) -> list[str]:
-    """The Setup section: the table (a row per model of `models`, in that order), the datasets
-    and why this one."""
+    """The Setup section: the table (a row per model of `models`, in that order), what each
+    framework is, the datasets and why this one."""
     headers, rows = setup_table(cases, models)
-    lines = ["## Setup", "", markdown_table(headers, rows), ""]
+    lines = ["## Setup", "", markdown_table(headers, rows), "",
+             "- The frameworks, as their code describes them: " + "; ".join(
+                 f"{name}: {framework_description(name)}"
+                 for name in framework_order(cases["framework"])) + "."]
     for dataset in dict.fromkeys(cases["dataset"]):
         what = DATASETS.get(str(dataset), "a dataset a package registers or a file provides")
         lines.append(f"- {dataset}: {what}. {DATASET_NOTES.get(str(dataset), '')}".rstrip())
