@@ -1426,6 +1426,18 @@ def test_every_figure_draws_the_panels_its_caption_promises(store: ResultsStore)
         "'a panel per profiled model': no panel for mlp"]
 
 
+def test_setup_says_what_each_framework_is() -> None:
+    """Setup names each framework's library, version and mode as its class describes itself;
+    one not installed where the report renders is said to be, not guessed."""
+    import torch
+
+    from harness.report.setup import framework_description
+
+    assert framework_description("torch-compile") == (
+        f"PyTorch {torch.__version__} torch.compile (Inductor, default mode), CPU")
+    assert framework_description("no-such-framework") == "not installed here"
+
+
 def test_accuracy_captions_say_how_far_apart_the_coinciding_lines_end(
         store: ResultsStore) -> None:
     """Lines that coincide cannot be told apart, so the caption gives, per panel, how far apart
