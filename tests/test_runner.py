@@ -1101,6 +1101,14 @@ def test_reported_facts_and_the_roof_of_the_threads_used(toys, tmp_path, monkeyp
     # and what it reported, under the table of the model it reported it of
     table = report.split("| toy-ok [reported] |")[1].split("\n\n")[1]
     assert "- Reported by the frameworks: toy-ok: ran eagerly all; threads used 1." in table
+    # and wherever else the mark is: the table's own Markdown and LaTeX files
+    tables_dir = tmp_path / "report" / "tables"
+    for path in tables_dir.glob("model_*.*"):
+        if "[reported]" in path.read_text():
+            assert "framework said something of its own run" in path.read_text(), path.name
+            assert "ran eagerly all" in path.read_text(), path.name
+    assert {p.suffix for p in tables_dir.glob("*") if "[reported]" in p.read_text()} == {
+        ".md", ".tex"}
 
 
 @pytest.mark.slow

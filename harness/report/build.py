@@ -375,14 +375,16 @@ def _tables_section(data: frames.SuiteData, suite: str, table_dir: Path) -> list
     settings = _settings(data.ok)
     for table in plan_tables(data):
         markdown = markdown_table(table.headers, table.rows)
-        (table_dir / f"{table.stem}.md").write_text(markdown + "\n")
+        notes = [f"{note[0].upper()}{note[1:]}." for note in table.notes]  # a mark's legend too
+        (table_dir / f"{table.stem}.md").write_text(
+            "\n".join([markdown, *([""] if notes else []), *(f"- {n}" for n in notes)]) + "\n")
         (table_dir / f"{table.stem}.tex").write_text(tables.latex_table(
-            table.headers, table.rows, caption=f"{table.title}. Setting: {settings}.",
+            table.headers, table.rows,
+            caption=" ".join([f"{table.title}. Setting: {settings}.", *notes]),
             label=f"tab:{suite}-{table.stem}", left=table.left))
         table.csv.to_csv(table_dir / f"{table.stem}.csv", index=False)
-        lines += [f"### {table.title}", "", markdown, "",
-                  *(f"- {note[0].upper()}{note[1:]}." for note in table.notes),
-                  *([""] if table.notes else []),
+        lines += [f"### {table.title}", "", markdown, "", *(f"- {n}" for n in notes),
+                  *([""] if notes else []),
                   f"[LaTeX](tables/{table.stem}.tex) · [CSV](tables/{table.stem}.csv)", ""]
     return lines
 
