@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from harness.contract.data import circles
+from harness.contract.frameworks.base import THROUGH_PRIMITIVES
 from harness.measure.stats import Estimate, format_difference, format_ratio, summary_difference
 from harness.report import frames
 from harness.report.setup import clipping_words, model_specs, optimizer_words
@@ -96,6 +97,11 @@ CONCLUSIONS = (
     "run, since {accuracy}")
 
 
+PUBLISHED_RATIOS = ("Time vs PyTorch and Allocations vs PyTorch divide one published number by "
+                    "another, with no interval: how much a rerun of either would vary is not "
+                    "known, so a ratio near 1 decides nothing")
+
+
 def _number(value: float | None, digits: int) -> str:
     return "not reported" if value is None else f"{value:.{digits}f}"
 
@@ -161,6 +167,21 @@ def _our_protocol(data: frames.SuiteData, model: str) -> str:
             f"{'/'.join(dict.fromkeys(cases['dtype']))}, {cases['seed'].nunique()} seed(s), "
             f"numpy (the engine) and "
             f"torch in Python on this machine, {first['threads']} threads")
+
+
+def _how_ours_differentiate(summary: pd.DataFrame) -> str:
+    """How our contestants differentiated (each row's `differentiated`), and, where the engine
+    fused a layer by hand, how its unrolled variant, through the engine's primitives as torch's
+    autograd goes through its own, trains against torch: like for like beside the fused.
+    `summary` is estimates.model_summary of one model."""
+    ways = {fw: _ours(summary, fw, "differentiated") for fw in ("engine-static", REFERENCE)}
+    said = ", ".join(f"{fw} {way}" for fw, way in ways.items() if isinstance(way, str) and way)
+    said = said and f"; how ours differentiate: {said}"  # runs from before the record: nothing
+    unrolled = _ours(summary, "engine-static-unrolled", "train_ratio")
+    if ways["engine-static"] == THROUGH_PRIMITIVES or not isinstance(unrolled, Estimate):
+        return said
+    return (f"{said}; engine-static-unrolled, the same layer through the engine's primitives, "
+            f"trains {format_ratio(unrolled)} than torch")
 
 
 def _rates(data: frames.SuiteData) -> str:
@@ -287,7 +308,9 @@ def studies_section(data: frames.SuiteData) -> list[str]:
             lines += [f"### {study.title}, beside our {study.model}", "",
                       markdown_table(headers, rows), "",
                       f"Protocol differences: the study: {study.protocol}; "
-                      f"{_our_protocol(data, study.model)}. {study.measures}.", "",
+                      f"{_our_protocol(data, study.model)}"
+                      f"{_how_ours_differentiate(summary[summary['model'] == study.model])}. "
+                      f"{study.measures}. {PUBLISHED_RATIOS}.", "",
                       CONCLUSIONS.format(accuracy=accuracy) + ".", ""]
             shown.append(study)
     if not lines:
