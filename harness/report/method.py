@@ -239,9 +239,10 @@ def method_section(data: frames.SuiteData) -> str:
         f"too, are warm-up (graph and buffer creation, caches, thread pools, compilation"
         + ("" if pd.isna(warmup) else f"; a median of {warmup:.0f} steps here")
         + "): the tables' Build + warm-up column is their time plus the time to build the model "
-        "from the weights (where jax compiles its step; torch.compile and tinygrad compile in "
-        "the warm-up steps), apart from Time, which is training alone; evaluation on the test "
-        "set is timed apart from both.",
+        "from the weights (where jax compiles its step, and where torch and torch.compile "
+        "spend most of theirs importing torch._dynamo, which torch's first optimizer pulls in; "
+        "torch.compile and tinygrad compile in the warm-up steps), apart from Time, which is "
+        "training alone; evaluation on the test set is timed apart from both.",
         ("The memory pass runs once per case, memray around the training loop only (imports and "
          "data loading excluded): bytes allocated in total and the peak of live bytes."
          if data.has_memory else "This suite ran without the memory pass."),
