@@ -26,7 +26,7 @@ from harness.errors import UsageError
 from harness.measure.policy import FlagPolicy
 from harness.measure.provenance import CpuDetails, code_version
 from harness.measure.stats import Estimate, ratio_verdict
-from harness.report import build_report, figures, frames, rates
+from harness.report import build_report, cost, figures, frames, rates
 from harness.report.attribution import attribution_figure
 from harness.report.build import load_suite_data, plan_figures, regenerate_note
 from harness.report.method import host_described, method_section
@@ -1458,6 +1458,20 @@ def test_setup_says_what_each_framework_is() -> None:
     assert framework_description("torch-compile") == (
         f"PyTorch {torch.__version__} torch.compile (Inductor, default mode), CPU")
     assert framework_description("no-such-framework") == "not installed here"
+
+
+def test_a_ratio_panel_over_many_decades_keeps_its_markers_off_the_axis() -> None:
+    """tinygrad's allocations at 0.001x torch's beside others at 5x: the panel's margin grows
+    with its decades, so the outermost marker stands clear of the axis (5 % of the width)."""
+    from math import log10
+
+    ratios = {("cnn", "tinygrad"): Estimate(0.001, 0.001, 0.001, 3),
+              ("cnn", "autograd"): Estimate(5.0, 4.8, 5.2, 3)}
+    fig = cost.dot_panels(["cnn"], ["tinygrad", "autograd"],
+                          [cost.Quantity("Allocated vs torch", ratios, reference=1.0, log=True)])
+    low, high = fig.axes[0].get_xlim()
+    width = log10(high / low)
+    assert log10(0.001 / low) / width >= 0.04 and log10(high / 5.2) / width >= 0.04
 
 
 def test_accuracy_captions_say_how_far_apart_the_coinciding_lines_end(

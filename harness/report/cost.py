@@ -108,7 +108,10 @@ def _draw(ax, quantity: Quantity, rows: dict[Key, float]) -> None:
     if quantity.log and positive:
         low, high = min(positive), max(positive)
         ax.set_xscale("log")
-        ax.set_xlim(low / 1.15, high * 1.15)
+        # a margin of 5 % of the panel's decades (at least 1.15x), so that no marker sits on
+        # the axis, however many decades the panel spans
+        pad = max(1.15, (high / low) ** 0.05)
+        ax.set_xlim(low / pad, high * pad)
         log_ticks(ax, "x")
     else:
         log_if_wide(ax, "x", positive)
