@@ -24,14 +24,18 @@ KIND_COLORS = dict(zip(KINDS, [OKABE_ITO["blue"], OKABE_ITO["green"], OKABE_ITO[
                                OKABE_ITO["purple"], OKABE_ITO["orange"], OKABE_ITO["yellow"],
                                "#56B4E9", "#BBBBBB", "#000000", "#DDDDDD", "#999999", "#666666"],
                        strict=True))
+# The greys apart by pattern too: a whole step's single bar and layout's share are otherwise
+# told from "other" and "outside ops" by shade alone.
+KIND_HATCHES = {"layout": "....", "whole step": "////"}
 CAPTION = ("Where each framework's training step goes, by op group (what the op computes, forward "
            "and backward together), a bar per framework under each model, in ms a step: the "
            "medians over the processes of the runs above, each attributed from its last steps of "
            "training, run under the profiler, scaled to the median of its timed steps. The "
            "tables below give each group's forward and backward apart and the gap to torch "
-           "group by group. \"whole step\": a framework whose profiler cannot split its step "
-           "(one bar); \"other\": ops in no group, such as the kernels torch.compile "
-           "generates; \"outside ops\": the framework's own time between its ops.")
+           "group by group. \"whole step\" (striped): a framework whose profiler cannot split "
+           "its step (one bar); \"layout\" (dotted): moving data (transposes, reshapes, copies, "
+           "slices); \"other\": ops in no group, such as the kernels torch.compile generates; "
+           "\"outside ops\": the framework's own time between its ops.")
 
 
 def attribution_figure(data: frames.SuiteData) -> Figure:
@@ -52,12 +56,13 @@ def attribution_figure(data: frames.SuiteData) -> Figure:
                 ms = 1e3 * sum(s for g, s in both.seconds.items() if kind_of(g) == kind)
                 if ms > 0:
                     ax.barh(y, ms, left=left, height=0.7, color=KIND_COLORS[kind],
-                            edgecolor="white", linewidth=0.3)
+                            edgecolor="white", linewidth=0.3, hatch=KIND_HATCHES.get(kind))
                     left += ms
         ax.set_yticks(range(len(rows[model])), list(reversed(rows[model])))
         ax.set_title(model, loc="left")
         ax.set_xlabel("ms a step")
-    fig.legend([Patch(color=KIND_COLORS[k]) for k in shown], shown, loc="outside upper center",
+    fig.legend([Patch(facecolor=KIND_COLORS[k], edgecolor="white", hatch=KIND_HATCHES.get(k))
+                for k in shown], shown, loc="outside upper center",
                ncols=min(len(shown), LEGEND_COLUMNS), fontsize="small")
     return fig
 
