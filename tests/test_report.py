@@ -993,6 +993,26 @@ def test_the_method_and_the_tables_say_how_steady_the_host_was(tmp_path: Path) -
         in shaky
 
 
+def test_a_suite_measured_in_shards_gives_each_shards_steadiness(tmp_path: Path) -> None:
+    """A suite merged from shards run by their own commands: the method gives the host's
+    steadiness under each, named by its models, beside the whole run's."""
+    with ResultsStore(tmp_path / "adh.sqlite") as store:
+        for model, probes in (("mlp", (0.010, 0.010, 0.0101)), ("cnn", (0.010, 0.013, 0.008))):
+            for seed, pair in enumerate(zip(probes, probes[1:], strict=False)):
+                result = make_result("shards", model, "torch", seed, probes=pair)
+                result.provenance["command"] = f"adh run shards --models {model}"
+                store.save(result)
+        data = load_suite_data(store, "shards")
+        line = notes.steadiness_by_command(data.runs, data.ok)
+        text = method_section(data)
+    assert line.startswith("measured by 2 commands (shards, merged), the host's steadiness under "
+                           "each: cnn ")
+    assert ", mlp 0." in line  # the steady shard's own spread, not the whole run's
+    assert f"; {line}." in text
+    one = data.ok.assign(prov_command="adh run shards")
+    assert notes.steadiness_by_command(data.runs, one) == ""
+
+
 @pytest.mark.slow
 def test_bench_reproduce_compares_consecutive_runs(tmp_path: Path) -> None:
     """scripts/bench_reproduce.py --stores: per model, the engine's ratio to torch in each run in

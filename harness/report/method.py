@@ -268,8 +268,10 @@ def method_section(data: frames.SuiteData) -> str:
         text.append(how[len("schedule: "):][0].upper() + how[len("schedule: ") + 1:] + ".")
     steadiness = notes.host_steadiness(runs)
     if steadiness:
+        by_command = notes.steadiness_by_command(runs, data.ok)
         text.append(steadiness[0].upper() + steadiness[1:] + " (if each process's time scattered "
-                    "independently as the host's did: a rough guide).")
+                    "independently as the host's did: a rough guide)"
+                    + (f"; {by_command}" if by_command else "") + ".")
     for line in (notes.own_level_shifts(runs), notes.reported_facts(data.ok),
                  notes.first_call_memory(data.ok)):
         if line:

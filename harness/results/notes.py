@@ -30,6 +30,23 @@ def host_steadiness(runs: pd.DataFrame) -> str:
             + format_processes_needed(spread))
 
 
+def steadiness_by_command(runs: pd.DataFrame, cases: pd.DataFrame) -> str:
+    """Where the runs were measured by several commands (a suite run in shards, each a sitting
+    of its own), the host's steadiness in each, named by the models it ran: a sitting on a
+    noisy host shows in its models' intervals, not in the suite's whole spread; "" for one."""
+    command = cases.set_index("key").get("prov_command")
+    if command is None or command.dropna().nunique() < 2:
+        return ""
+    models = cases.groupby("prov_command", sort=False)["model"].unique()
+    spreads = [(", ".join(models[c]), probe_spread(
+        p for column in ("probe_before_s", "probe_after_s") for p in group[column].dropna()))
+        for c, group in runs.groupby(runs["key"].map(command), sort=False)]
+    shown = [f"{label} {spread:.1%}" for label, spread in sorted(spreads)
+             if not math.isnan(spread)]
+    return (f"measured by {len(spreads)} commands (shards, merged), the host's steadiness "
+            f"under each: " + ", ".join(shown)) if shown else ""
+
+
 def reported_facts(cases: pd.DataFrame) -> str:
     """What the frameworks of `cases` reported of their own runs (Framework.facts): per
     framework, each fact with the models it holds for ("torch-compile: graph breaks 0 (cnn,
