@@ -11,6 +11,7 @@ from harness.contract.specs import MODELS
 from harness.measure.stats import Estimate
 from harness.results.attribution import (
     OUTSIDE,
+    WHOLE,
     Attribution,
     attribute,
     combined,
@@ -121,6 +122,17 @@ def test_the_gap_is_laid_out_group_by_group_and_sums_to_the_steps_difference():
         "conv forward +1.00 ms, pool backward +1.00 ms, pool forward -1.00 ms")
 
 
+def test_a_whole_step_is_not_laid_out_against_the_references_groups():
+    """autograd's profiler sees only its whole step: its gap to torch is the steps' difference,
+    not "whole step +56 ms, conv backward -5 ms", which reads as torch's groups moving."""
+    whole = Attribution(0.056, 0.056, {WHOLE: 0.056, OUTSIDE: 0.0}, {})
+    torch = Attribution(0.012, 0.012, {"conv forward": 0.002, "conv backward": 0.005,
+                                       OUTSIDE: 0.005}, {})
+    assert gap_line("autograd", "cnn", whole, torch, "torch") == (
+        "autograd on cnn: +44.00 ms a step against torch, not split by op group (its profiler "
+        "sees only the whole step)")
+
+
 def test_a_kind_whose_phase_one_side_cannot_tell_is_compared_whole():
     jax = Attribution(0.010, 0.010, {"conv": 0.006, "conv backward": 0.001, OUTSIDE: 0.003}, {})
     torch = Attribution(0.008, 0.009, {"conv forward": 0.002, "conv backward": 0.003,
@@ -155,12 +167,15 @@ def test_the_tables_lay_each_frameworks_step_out_by_group_and_say_where_the_gap_
     assert "| conv              | 6.50 (2.00 + 4.50) | 3.00 (1.00 + 2.00) |" in lines
     assert "| step, attributed  | 7.50               | 5.50               |" in lines
     assert "| step, profiled    | 8.25               | 6.05               |" in lines
-    assert ("engine-static on cnn: +2.00 ms a step against torch: conv backward +2.50 ms, "
+    assert ("- engine-static on cnn: +2.00 ms a step against torch: conv backward +2.50 ms, "
             "outside ops -1.50 ms, conv forward +1.00 ms") in lines
-    assert any(line.startswith("torch on cnn: its attributed step (5.50 ms, the timed steps "
+    # Markdown ends a table at a blank line only: one around it, the lines below a list
+    table = [i for i, line in enumerate(lines) if line.startswith("|")]
+    assert lines[table[0] - 1] == "" and lines[table[-1] + 1] == ""
+    assert any(line.startswith("- torch on cnn: its attributed step (5.50 ms, the timed steps "
                                "of the processes that attributed) lies outside its table step's "
                                "95% CI (5.80-6.60 ms)") for line in lines)
-    assert not any(line.startswith("engine-static on cnn: its attributed") for line in lines)
+    assert not any(line.startswith("- engine-static on cnn: its attributed") for line in lines)
     assert text.endswith("elementwise and layout backward).") and "its last 10 steps" in text
     assert attribution_tables(CNN_RUNS.assign(attribution=None), steps) == ""
     # a suite that attributes in one round (quick): one process each, not a median of "1 processes"

@@ -169,10 +169,14 @@ def gap(framework: Attribution, reference: Attribution) -> list[tuple[str, float
 def gap_line(name: str, model: str, framework: Attribution, reference: Attribution,
              reference_name: str, most: int = 4) -> str:
     """"engine-static on cnn: +2.30 ms a step against torch: conv backward +1.60 ms, ...": the
-    step's difference and the `most` groups that carry most of it."""
+    step's difference and the `most` groups that carry most of it; for a framework whose
+    profiler cannot split its step, the difference alone (its "whole step" against every group
+    of the reference's would read as the reference's groups moved)."""
     diff = framework.step_s - reference.step_s
-    return (f"{name} on {model}: {diff * 1e3:+.2f} ms a step against {reference_name}: "
-            + moved_groups(framework, reference, most))
+    said = f"{name} on {model}: {diff * 1e3:+.2f} ms a step against {reference_name}"
+    if set(framework.seconds) <= {WHOLE, OUTSIDE}:  # no group of its own to set against theirs
+        return f"{said}, not split by op group (its profiler sees only the whole step)"
+    return f"{said}: {moved_groups(framework, reference, most)}"
 
 
 def moved_groups(framework: Attribution, reference: Attribution, most: int = 4) -> str:

@@ -25,7 +25,9 @@ ATTRIBUTION_NOTE = (
     "frameworks took turns) ran under the framework's profiler and the others were timed; each "
     "op group's time is its median over the profiled steps, scaled so that the groups sum to "
     "the median of the timed steps (the profiler's own cost taken off every group in "
-    "proportion), then the median over the processes. So the attributed step is the table's "
+    "proportion, as though it slowed every group alike: where it costs a fixed time per call, a "
+    "group of many small ops keeps some of it, at most the profiled step's excess over the "
+    "attributed), then the median over the processes. So the attributed step is the table's "
     "where every process attributed, and the profiled step says what the profiler added. "
     "A cell is "
     "forward + backward where the profiler tells them apart, \"?\" the part whose phase it "
@@ -89,13 +91,13 @@ def attribution_tables(runs: pd.DataFrame, steps: dict[tuple[str, str], Estimate
                                             for f in frameworks)])
         n = max(len(found[model, f]) for f in frameworks)
         over = "one process each" if n == 1 else f"median over up to {n} processes"
-        lines = [f"{model}: where the step goes (ms a step, by op group; {over})",
-                 markdown_table(["Op group", *frameworks], rows)]
-        if reference in both:
-            lines += [gap_line(f, model, both[f], both[reference], reference)
-                      for f in frameworks if f != reference]
-        lines += [_disagreement(model, f, both[f], steps.get((model, f))) for f in frameworks]
-        out.append("\n".join(line for line in lines if line))
+        said = [gap_line(f, model, both[f], both[reference], reference)
+                for f in frameworks if f != reference] if reference in both else []
+        said += [_disagreement(model, f, both[f], steps.get((model, f))) for f in frameworks]
+        # blank lines around the table, a list below it: Markdown ends a table only there
+        out.append("\n".join([f"{model}: where the step goes (ms a step, by op group; {over})",
+                              "", markdown_table(["Op group", *frameworks], rows), "",
+                              *(f"- {line}" for line in said if line)]))
     per_run = max(a.steps for runs_of in found.values() for a in runs_of)
     return "\n\n".join([*out, ATTRIBUTION_NOTE.format(steps=per_run, which=_which(runs))])
 
