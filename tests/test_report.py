@@ -827,7 +827,7 @@ def test_a_report_refuses_cases_of_two_commits(tmp_path: Path) -> None:
             "report rendered at commit ") in report.read_text()
     assert ("- CPU: Test CPU (family/model/stepping 25/1/1, microcode 0x1), 2445 MHz, 1 socket, "
             "2 cores, 1 thread per core; caches L2 512K; vector AVX2 (no AVX-512)\n"
-            "- Host: virtual machine ") in report.read_text()
+            "- Host: virtual machine: unknown; ") in report.read_text()
 
 
 def test_provenance_says_whether_the_host_was_a_virtual_machine() -> None:
@@ -841,15 +841,15 @@ def test_provenance_says_whether_the_host_was_a_virtual_machine() -> None:
         "prov_memory_bandwidth_gbs": [27.17, 27.17],
         "prov_gemm_peaks_gflops_1": [74.39, 74.39], "prov_gemm_peaks_gflops_2": [103.1, None]})
     assert host_described(recorded) == (
-        "virtual machine yes (the CPU's hypervisor flag; its model name is the one the "
-        "hypervisor shows its guest, which may leave out the exact part); CPU governor not "
-        "exposed (virtual machine?); turbo boost not exposed (virtual machine?); measured on it "
-        "before the runs: memory bandwidth (triad) 27.2 GB/s, float32 GEMM peak 74.4 GFLOP/s on "
-        "1 thread, 103.1 GFLOP/s on 2 threads")
+        "a virtual machine (the CPU's hypervisor flag; its model name is the one the hypervisor "
+        "shows its guest, which may leave out the exact part); CPU governor not exposed; turbo "
+        "boost not exposed; measured on it before the runs: memory bandwidth (triad) 27.2 GB/s, "
+        "float32 GEMM peak 74.4 GFLOP/s on 1 thread, 103.1 GFLOP/s on 2 threads")
     bare = recorded.assign(prov_system_hypervisor="no")
-    assert host_described(bare).startswith("virtual machine no (no hypervisor flag); ")
+    assert host_described(bare).startswith(
+        "not a virtual machine (no hypervisor flag); CPU governor not exposed (virtual machine?);")
     assert host_described(pd.DataFrame({"seed": [0]})) == (
-        "virtual machine unknown; CPU governor unknown; turbo boost unknown; measured on it "
+        "virtual machine: unknown; CPU governor unknown; turbo boost unknown; measured on it "
         "before the runs: memory bandwidth (triad) unknown, float32 GEMM peak unknown")
 
 

@@ -72,19 +72,24 @@ def host_described(cases: pd.DataFrame) -> str:
     def formatted(name: str, unit: str) -> str:
         return distinct(column(cases, name).map(lambda v: f"{v:.1f} {unit}", na_action="ignore"))
 
-    vm = column(cases, "prov_system_hypervisor").map(
-        lambda v: "yes (the CPU's hypervisor flag; its model name is the one the hypervisor "
-                  "shows its guest, which may leave out the exact part)"
-        if str(v).startswith("yes") else "no (no hypervisor flag)", na_action="ignore")
+    flag = column(cases, "prov_system_hypervisor").dropna().astype(str)
+    vm = ("virtual machine: unknown" if flag.empty else
+          "a virtual machine (the CPU's hypervisor flag; its model name is the one the hypervisor "
+          "shows its guest, which may leave out the exact part)" if flag.str.startswith("yes").all()
+          else "not a virtual machine (no hypervisor flag)" if flag.str.startswith("no").all()
+          else f"virtual machine: {distinct(flag)}")
+
+    def control(name: str) -> str:  # "not exposed (virtual machine?)": the guess said above
+        said = distinct(column(cases, f"prov_system_{name}"))
+        return said.replace(" (virtual machine?)", "") if vm.startswith("a virtual") else said
+
     threads = sorted(int(c.rsplit("_", 1)[1]) for c in cases.columns
                      if c.startswith("prov_gemm_peaks_gflops_"))
     peaks = ", ".join(f"{formatted(f'prov_gemm_peaks_gflops_{n}', 'GFLOP/s')} on {n} "
                       f"thread{'s' * (n != 1)}" for n in threads) or "unknown"
-    return (f"virtual machine {distinct(vm)}; CPU governor "
-            f"{distinct(column(cases, 'prov_system_CPU governor'))}; turbo boost "
-            f"{distinct(column(cases, 'prov_system_turbo boost'))}; measured on it before the "
-            f"runs: memory bandwidth (triad) {formatted('prov_memory_bandwidth_gbs', 'GB/s')}, "
-            f"float32 GEMM peak {peaks}")
+    return (f"{vm}; CPU governor {control('CPU governor')}; turbo boost "
+            f"{control('turbo boost')}; measured on it before the runs: memory bandwidth "
+            f"(triad) {formatted('prov_memory_bandwidth_gbs', 'GB/s')}, float32 GEMM peak {peaks}")
 
 
 def provenance_section(every: pd.DataFrame, rendered_at: str | None = None) -> str:
