@@ -1480,6 +1480,27 @@ def test_setup_says_what_each_framework_is() -> None:
     assert framework_description("no-such-framework") == "not installed here"
 
 
+def test_the_batch_figures_caption_says_where_the_frameworks_part_from_torch(
+        store: ResultsStore) -> None:
+    """Figure 3's right column mingles once trajectories part: the caption gives, per model, the
+    first batch where a framework's moving average of the loss lies more than 1e-3 off torch's,
+    and how many never do."""
+    data = load_suite_data(store, "plain")
+    batches = data.batches.copy()
+    keys = ["model", "seed", "epoch", "batch"]
+    torch_loss = batches[batches["framework"] == "torch"].set_index(keys)["loss"]
+    batches["loss"] = torch_loss.reindex(pd.MultiIndex.from_frame(batches[keys])).to_numpy()
+    same = dataclasses.replace(data, batches=batches)
+    assert figures.BATCH_CURVES_CAPTION.render(same).endswith(
+        " No framework's moving average of the loss lies more than 0.001 off torch's.")
+    parted = (batches["model"] == "cnn") & (batches["framework"] == "engine-static") & (
+        batches["epoch"] == 1) & (batches["batch"] >= 5)
+    batches.loc[parted, "loss"] += 0.01
+    assert figures.BATCH_CURVES_CAPTION.render(same).endswith(
+        "the first batch where one lies more than 0.001 off torch's is, by model, 5 (1 never) on "
+        "cnn, none on mlp.")
+
+
 def test_a_ratio_panel_over_many_decades_keeps_its_markers_off_the_axis() -> None:
     """tinygrad's allocations at 0.001x torch's beside others at 5x: the panel's margin grows
     with its decades, so the outermost marker stands clear of the axis (5 % of the width)."""

@@ -113,14 +113,63 @@ def smoothing_span(steps_per_epoch: int) -> int:
     return max(5, round(steps_per_epoch / 10))
 
 
+def _smoothed(values: pd.Series, steps: pd.Series, span: int) -> pd.Series:
+    """The exponential moving average of a batch series over `span` batches, by step."""
+    return pd.Series(values.ewm(span=span).mean().to_numpy(), index=steps.to_numpy())
+
+
+def loss_off_reference(data: frames.SuiteData) -> dict[str, dict[str, pd.Series]]:
+    """Per model and framework but torch, how far its moving average of the loss lies from
+    torch's, batch by batch (unfloored): Figure 3's right column; {} for a model without torch."""
+    series = frames.batch_series(data.batches)
+    out: dict[str, dict[str, pd.Series]] = {}
+    for model, of_model in series.groupby("model", sort=False):
+        span = smoothing_span(int(of_model[of_model["epoch"] == 1].groupby("framework").size()
+                                  .max()))
+        smoothed = {fw: _smoothed(s["loss"], s["step"], span)
+                    for fw, s in of_model.groupby("framework", sort=False)}
+        reference = smoothed.pop(REFERENCE, None)
+        out[str(model)] = {} if reference is None else {
+            fw: (average - reference).dropna().abs() for fw, average in smoothed.items()}
+    return out
+
+
+PARTED = 1e-3  # a moving average of the loss this far from torch's has a trajectory of its own
+
+
+def parting_batches(data: frames.SuiteData) -> str:
+    """' The lines mingle once float32's roundings have set the frameworks on trajectories of
+    their own: the first batch where one lies more than 0.001 off torch's is, by model, 12-60 on
+    cnn, ...': what Figure 3's right column shows that the eye cannot read off it."""
+    off = loss_off_reference(data)
+    spans = []
+    for model in data.models:
+        firsts = [d.index[d > PARTED] for d in off.get(model, {}).values()]
+        if not firsts:
+            continue
+        parted = sorted(int(f[0]) for f in firsts if len(f))
+        never = len(firsts) - len(parted)
+        span = (f"{parted[0]}" if parted and parted[0] == parted[-1] else
+                f"{parted[0]}-{parted[-1]}" if parted else "")
+        spans.append(f"{span or 'none'}{f' ({never} never)' if never and parted else ''} on "
+                     f"{model}")
+    if not spans:
+        return ""
+    if all(span.startswith("none") for span in spans):
+        return f" No framework's moving average of the loss lies more than {PARTED:g} off torch's."
+    return (" The lines mingle once float32's roundings have set the frameworks on trajectories "
+            f"of their own: the first batch where one lies more than {PARTED:g} off torch's is, by "
+            f"model, {', '.join(spans)}.")
+
+
 BATCH_CURVES_CAPTION = Caption(
     "Training loss (left) and accuracy (middle) of each batch, a row per model, in order across "
     "epochs (grey lines mark the epochs){over}. Faint: the raw series; solid: an exponential "
     "moving average over a tenth of an epoch. Every framework starts from the same weights and "
     "sees the same batches, so their curves lie on top of each other by design; the right "
-    "column tells them apart (where torch ran): how far each framework's moving average of the "
-    "loss lies from torch's, on a log axis, a line along its floor of 1e-9 where a framework "
-    "computes what torch does to float32's rounding.")
+    "column (where torch ran) shows how far each framework's moving average of the loss lies "
+    "from torch's, on a log axis, a line along its floor of 1e-9 where a framework computes "
+    "what torch does to float32's rounding.", then=parting_batches)
 DIFFERENCE_FLOOR = 1e-9
 
 
@@ -132,6 +181,7 @@ def batch_curves(data: frames.SuiteData) -> Figure:
     series = frames.batch_series(data.batches)
     frameworks = framework_order(series["framework"])
     against = REFERENCE in frameworks
+    distances = loss_off_reference(data) if against else {}
     fig, grid = new_figure(len(data.models), 3 if against else 2, panel_height=1.15,
                            width=(1.6 if against else 1) * COLUMN_WIDTH_IN)
     for row, model in zip(grid, data.models, strict=True):
@@ -141,7 +191,6 @@ def batch_curves(data: frames.SuiteData) -> Figure:
         span = smoothing_span(int(steps_per_epoch))
         new_epoch = (of_model["batch"] == 0) & (of_model["step"] > 0)
         epoch_starts = of_model.loc[new_epoch, "step"].unique()
-        smoothed: dict[str, pd.Series] = {}
         for ax, value, label in ((row[0], "loss", loss_label(model)),
                                  (row[1], "acc", "Accuracy (%)")):
             scale = 100 if value == "acc" else 1
@@ -153,32 +202,30 @@ def batch_curves(data: frames.SuiteData) -> Figure:
                         label=f"_{fw} raw")
                 # Markers, staggered per framework, tell apart curves lying on top of each other.
                 every = max(1, len(s) // 6)
-                average = raw.ewm(span=span).mean()
-                if value == "loss":
-                    smoothed[fw] = pd.Series(average.to_numpy(), index=s["step"].to_numpy())
-                ax.plot(s["step"], average, label=fw,
+                average = _smoothed(raw, s["step"], span)
+                ax.plot(average.index, average.to_numpy(), label=fw,
                         markevery=(i * every // max(1, len(present)), every), **look.kwargs())
             for start in epoch_starts:
                 ax.axvline(start, color="0.6", linewidth=0.5, zorder=0)
             ax.set_title(f"{model}: {value if value == 'loss' else 'accuracy'}")
             ax.set_ylabel(label)
         if against:
-            _loss_against_reference(row[2], smoothed, present, epoch_starts, model)
+            _loss_against_reference(row[2], distances.get(model, {}), present, epoch_starts,
+                                    model)
     for ax in grid[-1]:
         ax.set_xlabel("Batch (consecutive)")
     framework_legend(fig, frameworks)
     return fig
 
 
-def _loss_against_reference(ax: Axes, smoothed: dict[str, pd.Series], present: list[str],
+def _loss_against_reference(ax: Axes, distances: dict[str, pd.Series], present: list[str],
                             epoch_starts: np.ndarray, model: str) -> None:
-    """How far each framework's smoothed loss lies from torch's, batch by batch, on a log axis
-    floored at DIFFERENCE_FLOOR."""
-    reference = smoothed.get(REFERENCE)
+    """How far each framework's smoothed loss lies from torch's (`loss_off_reference`), batch
+    by batch, on a log axis floored at DIFFERENCE_FLOOR, the floor a decade above the axis."""
     for i, fw in enumerate(present):
-        if fw == REFERENCE or reference is None:
+        if fw not in distances:
             continue
-        distance = (smoothed[fw] - reference).dropna().abs().clip(lower=DIFFERENCE_FLOOR)
+        distance = distances[fw].clip(lower=DIFFERENCE_FLOOR)
         every = max(1, len(distance) // 6)
         ax.plot(distance.index, distance.to_numpy(), label=fw,
                 markevery=(i * every // max(1, len(present)), every),
@@ -186,7 +233,7 @@ def _loss_against_reference(ax: Axes, smoothed: dict[str, pd.Series], present: l
     for start in epoch_starts:
         ax.axvline(start, color="0.6", linewidth=0.5, zorder=0)
     ax.set_yscale("log")
-    ax.set_ylim(bottom=DIFFERENCE_FLOOR / 2)
+    ax.set_ylim(bottom=DIFFERENCE_FLOOR / 10)
     ax.set_title(f"{model}: loss, off {REFERENCE}'s")
     ax.set_ylabel("|Difference|")
 
