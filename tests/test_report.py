@@ -203,10 +203,10 @@ def test_papers_table_against_torch(store: ResultsStore) -> None:
     assert by_fw["acme-grad"]["Step vs torch"].startswith("4.02x slower (95% PI ")
     assert by_fw["torch"]["Step vs torch"] == "reference"
     row = next(r for r in rows if r[0] == "engine-static")
-    assert row[headers.index("Allocations (GiB)") + 1] == "2.00× less"
-    assert row[headers.index("Peak (MiB)") + 1] == "4.00× more"
+    assert row[headers.index("Allocations (GiB)") + 1] == "2.00× less (every seed alike)"
+    assert row[headers.index("Peak (MiB)") + 1] == "4.00× more (every seed alike)"
     acme = next(r for r in rows if r[0] == "acme-grad")
-    assert acme[headers.index("Allocations (GiB)") + 1] == "1.50× more"
+    assert acme[headers.index("Allocations (GiB)") + 1] == "1.50× more (every seed alike)"
     assert row[-2:] == ["4", "2"]
 
 
@@ -350,9 +350,15 @@ def test_memory_ratios_get_an_interval_where_the_seeds_differ() -> None:
     row = pd.Series({"framework": "engine-static", "peak_mib_ratio": 2.0,
                      "peak_mib_ratio_pi": peak, "alloc_gib_ratio": 2.0,
                      "alloc_gib_ratio_pi": alloc})
-    assert tables._relative_cell(row, "alloc_gib", ("more", "less"), "torch") == "2.00× more"
+    assert tables._relative_cell(row, "alloc_gib", ("more", "less"), "torch") == (
+        "2.00× more (every seed alike)")  # said, as every paired cell says its spread
     assert tables._relative_cell(row, "peak_mib", ("more", "less"), "torch").startswith(
         "2.00× more (95% PI ")
+    # an interval off 1 that rounds to 1.00 shows the digits that give its direction
+    close = pd.Series({"framework": "x", "alloc_gib_ratio": 0.99973,
+                       "alloc_gib_ratio_pi": Estimate(0.99973, 0.99970, 0.99976, 3)})
+    assert tables._relative_cell(close, "alloc_gib", ("more", "less"), "torch") == (
+        "1.0003× less (95% PI 1.0002-1.0003)")
     # a PI that holds 1 shows no difference, no direction, as a step ratio's: "≈" within
     # ±25 %, "undecided" where it reaches further
     def cell(low: float, high: float) -> str:

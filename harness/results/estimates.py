@@ -317,11 +317,17 @@ def _measured_summary(cases: pd.DataFrame, epochs: pd.DataFrame, runs: pd.DataFr
         [], [], [])
     summary["peak_pct"] = 100 * summary["gflops"] / summary["peak_gflops"]
     ref = reference_rows(summary, reference)
+    summary = (summary.merge(accuracy_differences(ok, reference), on=["model", "framework"],
+                             how="left")
+               .merge(memory_ratios(ok, reference), on=["model", "framework"], how="left"))
     for column in ("alloc_gib", "peak_mib"):
-        summary[f"{column}_ratio"] = summary[column] / summary["model"].map(ref[column])
-    return (summary.merge(accuracy_differences(ok, reference), on=["model", "framework"],
-                          how="left")
-            .merge(memory_ratios(ok, reference), on=["model", "framework"], how="left"))
+        # one estimator: the paired ratio's median, which its PI is of; the ratio of the means
+        # only where no seed of the two was measured alike
+        paired = summary[f"{column}_ratio_pi"].map(
+            lambda e: e.value if isinstance(e, Estimate) and math.isfinite(e.value) else math.nan)
+        summary[f"{column}_ratio"] = paired.fillna(
+            summary[column] / summary["model"].map(ref[column]))
+    return summary
 
 
 def reference_rows(summary: pd.DataFrame, reference: str = REFERENCE) -> pd.DataFrame:

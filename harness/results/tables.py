@@ -485,14 +485,15 @@ FORCED_NOTE = ("[forced]: run with --force although its settings make the measur
                "batch, ...); its provenance says what was forced")
 
 
-def relative_words(ratio: float, words: tuple[str, str]) -> str:
+def relative_words(ratio: float, words: tuple[str, str], digits: int = 2) -> str:
     """A ratio in words: 2.0 -> '2.00× more', 0.5 -> '2.00× less' (words = (above, below));
-    one that rounds to 1.00 either way, '1.00×': no direction at the digits shown."""
+    one that rounds to 1 either way at `digits`, '1.00×': no direction at the digits shown."""
     if pd.isna(ratio) or ratio <= 0:
         return "-"
-    if round(ratio, 2) == 1 or round(1 / ratio, 2) == 1:
-        return "1.00×"
-    return f"{ratio:.2f}× {words[0]}" if ratio >= 1 else f"{1 / ratio:.2f}× {words[1]}"
+    if round(ratio, digits) == 1 or round(1 / ratio, digits) == 1:
+        return f"{1:.{digits}f}×"
+    return (f"{ratio:.{digits}f}× {words[0]}" if ratio >= 1 else
+            f"{1 / ratio:.{digits}f}× {words[1]}")
 
 
 def _relative_cell(row: pd.Series, column: str, words: tuple[str, str] | None,
@@ -503,18 +504,21 @@ def _relative_cell(row: pd.Series, column: str, words: tuple[str, str] | None,
     if row["framework"] == reference:
         return "reference"
     if words:
-        text = relative_words(row[f"{column}_ratio"], words)
+        ratio = row[f"{column}_ratio"]  # the paired ratio's median, where seeds were paired
         varies = row.get(f"{column}_ratio_pi")  # paired by seed: no width where seeds agree
-        if isinstance(varies, Estimate) and varies.has_interval and varies.low < varies.high:
-            if varies.low <= 1 <= varies.high:  # no difference shown, as a step ratio says it:
-                verdict = ratio_verdict(varies)  # '≈', or 'undecided' beyond ±25 %
-                return (f"{'undecided:' if verdict == 'undecided' else verdict} "
-                        f"{row[f'{column}_ratio']:.2f}× (95% PI {varies.low:.2f}-"
-                        f"{varies.high:.2f})")
-            low, high = ((varies.low, varies.high) if row[f"{column}_ratio"] >= 1
-                         else (1 / varies.high, 1 / varies.low))  # as the words say it
-            text += f" (95% PI {low:.2f}-{high:.2f})"
-        return text
+        if not (isinstance(varies, Estimate) and varies.has_interval):
+            return relative_words(ratio, words)
+        if varies.low <= 1 <= varies.high:  # no difference shown, as a step ratio says it:
+            verdict = ratio_verdict(varies)  # '≈', or 'undecided' beyond ±25 %
+            return (f"{'undecided:' if verdict == 'undecided' else verdict} {ratio:.2f}× (95% PI "
+                    f"{varies.low:.2f}-{varies.high:.2f})")
+        low, high = ((varies.low, varies.high) if ratio >= 1
+                     else (1 / varies.high, 1 / varies.low))  # as the words say it
+        digits = next(d for d in (2, 3, 4, 6) if round(low, d) != 1 or d == 6)  # off 1, shown
+        text = relative_words(ratio, words, digits)
+        if round(low, digits) == round(high, digits):
+            return f"{text} (every seed alike)"
+        return f"{text} (95% PI {low:.{digits}f}-{high:.{digits}f})"
     diff = row.get(f"{column}_diff")
     return (format_difference(diff, undecidable_beyond=UNDECIDABLE_PP)
             if isinstance(diff, Estimate) else "-")
