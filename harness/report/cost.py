@@ -105,7 +105,8 @@ def _draw(ax, quantity: Quantity, rows: dict[Key, float]) -> None:
         ax.axvline(quantity.reference, color="0.3", linewidth=0.7, linestyle="--", zorder=1)
         values.append(quantity.reference)
     positive = [v for v in values if math.isfinite(v) and v > 0]
-    if quantity.log and positive:
+    log_if_wide(ax, "x", positive)
+    if (quantity.log or ax.get_xscale() == "log") and positive:
         low, high = min(positive), max(positive)
         ax.set_xscale("log")
         # a margin of 5 % of the panel's decades (at least 1.15x), so that no marker sits on
@@ -113,8 +114,9 @@ def _draw(ax, quantity: Quantity, rows: dict[Key, float]) -> None:
         pad = max(1.15, (high / low) ** 0.05)
         ax.set_xlim(low / pad, high * pad)
         log_ticks(ax, "x")
-    else:
-        log_if_wide(ax, "x", positive)
+    elif positive:
+        low, high = min(positive), max(positive)
+        ax.set_xlim(low - 0.05 * (high - low), high + 0.05 * (high - low))
     ax.set_title(quantity.title)
     ax.grid(axis="y", visible=False)
 

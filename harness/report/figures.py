@@ -44,7 +44,6 @@ from harness.report.style import (
     variant_look,
 )
 from harness.results.estimates import REFERENCE
-from harness.results.records import Status
 
 BAND_ALPHA = 0.18
 RAW_ALPHA = 0.3
@@ -338,12 +337,7 @@ def time_to_accuracy(data: frames.SuiteData) -> Figure:
                                     color=look.color, alpha=BAND_ALPHA, linewidth=0)
             ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
             log_if_wide(ax, "x", of_model[column])
-            ax.set_title(f"{title}: {what}")
-            left_out = data.cases[(data.cases["model"] == model)
-                                  & (data.cases["status"] == Status.LEFT_OUT)]["framework"]
-            if len(left_out):
-                ax.text(0.98, 0.02, "left out: " + ", ".join(dict.fromkeys(left_out)),
-                        transform=ax.transAxes, ha="right", va="bottom", fontsize="x-small")
+            ax.set_title(f"{title}: {what}")  # the cases left out: in the caption, off the data
     shared_labels(fig, "Time (s)", "Test accuracy (%)")
     framework_legend(fig, framework_order(data.ok["framework"]))
     return fig
