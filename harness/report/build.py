@@ -170,7 +170,8 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
     summary = data.summary()
     count = "Runs" if data.has_folds else "Seeds"
     measured = "time, memory and accuracy" if data.has_memory else "time and accuracy"
-    spread = "memory and accuracy" if data.has_memory else "accuracy"
+    spread = ("build + warm-up, memory and accuracy" if data.has_memory else
+              "build + warm-up and accuracy")
     for model, rows in summary.groupby("model", sort=False):
         headers, body = tables.model_table(rows, REFERENCE)
         headers[-1] = count

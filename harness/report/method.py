@@ -16,7 +16,7 @@ from harness.results.estimates import REFERENCE, used_runs
 from harness.results.machines import case_machines
 from harness.results.markdown import markdown_table
 from harness.results.records import NOT_RUN
-from harness.results.tables import ordinal
+from harness.results.tables import UNDECIDABLE_PP, ordinal
 
 
 def distinct(values: pd.Series) -> str:
@@ -201,7 +201,8 @@ def method_section(data: frames.SuiteData) -> str:
         # the processes each table's interval rests on (flagged ones left out while clean exist)
         processes = (list(used_runs(runs).groupby(["model", "framework"]).size()) if len(runs)
                      else [0])
-        spread = ((f"Memory and accuracy are the mean ± standard deviation over {reps} per "
+        spread = ((f"Build + warm-up{', memory' if data.has_memory else ''} and accuracy are "
+                   f"the mean ± standard deviation over {reps} per "
                   f"model and framework" if n > 1
                   else "Each model and framework ran with one seed")
                   + f". Step time is the median over all processes (seeds × rounds) of each "
@@ -220,13 +221,16 @@ def method_section(data: frames.SuiteData) -> str:
                   f"seed, with Student's t over the seeds, each interval one of the family of "
                   f"every such comparison in the tables (Bonferroni: all of them hold together "
                   f"95 times in 100, so that one of twenty does not look decided by chance); one "
-                  f"that holds 0 and reaches beyond ±5 points is 'undecidable' with that many "
-                  f"seeds. GFLOP/s is the "
+                  f"that holds 0 and reaches beyond ±{UNDECIDABLE_PP:g} points is "
+                  f"'undecidable' with that many seeds (it cannot rule out a difference that "
+                  f"large). Cores: the threads each process was given and "
+                  f"the CPU time its training used over its wall time. GFLOP/s is the "
                   f"model's floating-point operations per training step (the matrix products "
                   f"of its dense, "
                   f"convolutional and recurrent layers, forward and backward; element-wise work "
                   f"not counted) over that median step, and its share of this machine's float32 "
-                  f"GEMM peak, measured with the same thread count.")
+                  f"GEMM peak, measured with the threads the framework used: the count it "
+                  f"reported, else its cores rounded (one core of two: the 1-thread peak).")
     text = [
         f"Every case ran {rounds} timing pass{'' if rounds == '1' else 'es'}, each in a fresh "
         f"process, in rounds: every case once per round, the order rotated from round to round, so "

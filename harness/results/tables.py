@@ -259,8 +259,9 @@ def against_the_trend(points: pd.DataFrame, column: str) -> list[str]:
 
 RATE_HEADER = "GFLOP/s (% of GEMM peak)"
 # An accuracy comparison whose interval holds 0 and reaches beyond this many points either side
-# cannot tell apart even differences that large: its seeds diverge ("undecidable").
-UNDECIDABLE_PP = 5.0
+# cannot rule out differences that large ("undecidable"): wider than the frameworks' accuracies
+# lie apart, "≈" would claim more than the seeds show.
+UNDECIDABLE_PP = 2.0
 
 
 def _rated(summary: pd.DataFrame) -> bool:
