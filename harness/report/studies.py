@@ -63,7 +63,8 @@ JULIA_RNN = Study(
      Published("PyTorch (Python)", REFERENCE, 11.88, 31.57, 94.55)),
     "MNIST, 5 epochs of 600 batches of 100 images; a recurrent network with a dense output, "
     "trained by SGD through time, Glorot initialisation, its own library in float32; the "
-    "hidden size and learning rate are not stated; the graph built once (our engine-static)",
+    "hidden size, learning rate and momentum are not stated; the graph built once (our "
+    "engine-static)",
     "Time: 5 epochs of training in seconds. Memory: bytes allocated in total, from Julia's "
     "counter for the Julia solutions and from the PyTorch Profiler for PyTorch (different "
     "counters; ours is memray's for every framework)", "MNIST")
@@ -164,7 +165,7 @@ def _our_protocol(data: frames.SuiteData, model: str) -> str:
     return (f"ours: {architecture}{', '.join(map(str, dict.fromkeys(cases['dataset'])))}, "
             f"{first['epochs']} epochs, batch {first['batch_size']}, {optimizer_words(cases)}"
             f"{clipping_words(specs[0] if specs else None)}, "
-            f"{'/'.join(dict.fromkeys(cases['dtype']))}, {cases['seed'].nunique()} seed(s), "
+            f"{'/'.join(dict.fromkeys(cases['dtype']))}, {_seeds(cases['seed'].nunique())}, "
             f"numpy (the engine) and "
             f"torch in Python on this machine, {first['threads']} threads")
 
@@ -182,6 +183,10 @@ def _how_ours_differentiate(summary: pd.DataFrame) -> str:
         return said
     return (f"{said}; engine-static-unrolled, the same layer through the engine's primitives, "
             f"trains {format_ratio(unrolled)} than torch")
+
+
+def _seeds(n: int) -> str:
+    return f"{n} seed{'s' * (n != 1)}"
 
 
 def _rates(data: frames.SuiteData) -> str:
