@@ -281,11 +281,12 @@ def method_section(data: frames.SuiteData) -> str:
         text.append(steadiness[0].upper() + steadiness[1:] + " (if each process's time scattered "
                     "independently as the host's did: a rough guide)"
                     + (f"; {by_command}" if by_command else "") + ".")
-    for line in (notes.own_level_shifts(runs), notes.reported_facts(data.ok),
-                 notes.first_call_memory(data.ok)):
-        if line:
-            text.append(line[0].upper() + line[1:] + ".")
-    out = " ".join(text)
+    said = [line[0].upper() + line[1:] + "." for line in (
+        notes.own_level_shifts(runs), notes.reported_facts(data.ok),
+        notes.first_call_memory(data.ok)) if line]
+    # a paragraph each: the processes, the estimators, the host and its flags, the frameworks'
+    out = "\n\n".join(filter(None, (" ".join(text[:2]), spread, " ".join(text[3:]),
+                                     " ".join(said))))
     if len(flagged):
         folds = data.has_folds and "extra_fold" in flagged
         rows = [[r["model"], r["framework"], str(r["seed"]),
@@ -293,6 +294,7 @@ def method_section(data: frames.SuiteData) -> str:
                  ", ".join(w for w in ("contended", "drift") if r[w]),
                  "-" if pd.isna(r["foreign_cpu_s"]) else f"{r['foreign_cpu_s']:.2f}"]
                 for _, r in flagged.iterrows()]
-        out += "\n\n" + markdown_table(["Model", "Framework", "Seed", *(["Fold"] if folds else []),
-                                        "Round", "Flag", "Foreign CPU (s)"], rows)
+        out += ("\n\nThe flagged passes, left out as above:\n\n"
+                + markdown_table(["Model", "Framework", "Seed", *(["Fold"] if folds else []),
+                                  "Round", "Flag", "Foreign CPU (s)"], rows))
     return out
