@@ -183,11 +183,11 @@ def time_dots(data: frames.SuiteData) -> Figure:
 MEMORY_CAPTION = Caption(
     "Left: bytes allocated in the training loop after its first step (memray; GiB); right: the "
     "peak of live bytes over those steps (MiB); a row per framework under each model. The dot "
-    "is the mean over seeds and the grey dots each seed, measured once a seed. Bytes allocated "
-    "repeat from run to run for the engine and torch, and within about 0.1 % for jax, whose "
-    "runtime's threads allocate as they are scheduled; the peak of live bytes can move between "
-    "two runs of one seed by several per cent (when a thread frees its buffers decides it), so "
-    "each seed is one sample of it. An axis whose values span more than 5x is logarithmic.")
+    "is the mean over seeds and the grey dots each seed, measured once a seed (the tables give "
+    "the mean ± std). A framework whose runtime's threads allocate as they are scheduled (jax) "
+    "allocates differently from seed to seed, and the peak of live bytes depends on when a "
+    "thread frees its buffers, so each seed is one sample of it. An axis whose values span more "
+    "than 5x is logarithmic.")
 
 
 @styled()

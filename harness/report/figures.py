@@ -312,8 +312,7 @@ def scaling_size(data: frames.SuiteData) -> Figure:
 TIME_TO_ACCURACY_CAPTION = Caption(
     "Test accuracy after each epoch against the time spent so far, a column per model: training "
     "alone (top row; evaluation excluded) and with the model's build and warm-up steps before it "
-    "(bottom row: where torch.compile and tinygrad compile, and jax traces){over}. A framework "
-    "the suite leaves out of a model for its cost is named in that model's panels.",
+    "(bottom row: where torch.compile and tinygrad compile, and jax traces){over}.",
     "the band from their minimum to maximum", "band")
 
 

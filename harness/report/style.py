@@ -37,6 +37,9 @@ RC = {
     "axes.linewidth": 0.6,
     "axes.spines.top": False,
     "axes.spines.right": False,
+    # room beyond the data on every side, so that no marker sits on a spine or the figure's edge
+    "axes.xmargin": 0.08,
+    "axes.ymargin": 0.08,
     "axes.grid": True,
     "grid.linewidth": 0.4,
     "grid.alpha": 0.35,
