@@ -44,5 +44,7 @@ def test_adh_graph_without_graphviz_writes_the_dot_and_says_what_to_install(
         tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.setattr(shutil, "which", lambda name: None)
     assert main(["graph", "mlp", "--out", str(tmp_path)]) == 2
-    assert (tmp_path / "mlp-graph.dot").exists()
+    dot = (tmp_path / "mlp-graph.dot").read_text()
+    # titled for what it shows: the forward graph, which the backward walks in reverse
+    assert 'label="mlp: the forward graph of a training step, batch 100 (engine-static; ' in dot
     assert "apt-get install graphviz" in capsys.readouterr().err

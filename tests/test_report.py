@@ -30,7 +30,13 @@ from harness.report import build_report, cost, figures, frames, rates
 from harness.report.attribution import attribution_figure
 from harness.report.build import load_suite_data, plan_figures, regenerate_note
 from harness.report.method import host_described, method_section
-from harness.report.style import FRAMEWORKS, framework_look, framework_order, variant_look
+from harness.report.style import (
+    FRAMEWORKS,
+    framework_look,
+    framework_order,
+    in_framework_order,
+    variant_look,
+)
 from harness.results import estimates, notes, tables
 from harness.results.attribution import OUTSIDE, Attribution
 from harness.results.profiles import UNACCOUNTED, ProfileRow, SavedProfile
@@ -161,6 +167,18 @@ def test_every_framework_keeps_its_look() -> None:
     assert variant_look("circles-relu").color == variant_look("circles-relu-clipped").color
 
 
+def test_tables_list_frameworks_in_the_figures_order() -> None:
+    """A model's rows in the legend's order whatever order the store holds them in (the
+    tables had torch-compile above jax and engine-static-unrolled second where the figures
+    draw it last); the models stay in the order they first appear."""
+    frame = pd.DataFrame({"model": ["lstm", "lstm", "lstm", "cnn", "cnn"],
+                          "framework": ["torch-compile", "jax", "engine-static", "acme", "torch"]})
+    ordered = in_framework_order(frame)
+    assert list(zip(ordered["model"], ordered["framework"], strict=True)) == [
+        ("lstm", "engine-static"), ("lstm", "jax"), ("lstm", "torch-compile"),
+        ("cnn", "torch"), ("cnn", "acme")]
+
+
 # --- tables -----------------------------------------------------------------------------------
 
 def summary_of(store: ResultsStore, suite: str):
@@ -203,10 +221,10 @@ def test_papers_table_against_torch(store: ResultsStore) -> None:
     assert by_fw["acme-grad"]["Step vs torch"].startswith("4.02x slower (95% PI ")
     assert by_fw["torch"]["Step vs torch"] == "reference"
     row = next(r for r in rows if r[0] == "engine-static")
-    assert row[headers.index("Allocations (GiB)") + 1] == "2.00× less (every seed alike)"
-    assert row[headers.index("Peak (MiB)") + 1] == "4.00× more (every seed alike)"
+    assert row[headers.index("Allocations (GiB)") + 1] == "2.00x less (every seed alike)"
+    assert row[headers.index("Peak (MiB)") + 1] == "4.00x more (every seed alike)"
     acme = next(r for r in rows if r[0] == "acme-grad")
-    assert acme[headers.index("Allocations (GiB)") + 1] == "1.50× more (every seed alike)"
+    assert acme[headers.index("Allocations (GiB)") + 1] == "1.50x more (every seed alike)"
     assert row[-2:] == ["4", "2"]
 
 
@@ -245,10 +263,10 @@ def test_contended_runs_are_left_out_and_marked(store: ResultsStore) -> None:
 
 
 def test_relative_words() -> None:
-    assert tables.relative_words(2.0, ("slower", "faster")) == "2.00× slower"
-    assert tables.relative_words(0.25, ("slower", "faster")) == "4.00× faster"
+    assert tables.relative_words(2.0, ("slower", "faster")) == "2.00x slower"
+    assert tables.relative_words(0.25, ("slower", "faster")) == "4.00x faster"
     assert tables.relative_words(math.nan, ("more", "less")) == "-"
-    assert tables.relative_words(0.9996, ("more", "less")) == "1.00×"  # no "1.00× less"
+    assert tables.relative_words(0.9996, ("more", "less")) == "1.00x"  # no "1.00x less"
 
 
 def test_papers_table_leaves_out_memory_not_measured(store: ResultsStore) -> None:
@@ -283,6 +301,16 @@ def test_latex_table_is_booktabs_and_escaped() -> None:
     assert r"\toprule" in tex and r"\midrule" in tex and r"\bottomrule" in tex
     assert r"Test accuracy (\%)" in tex and r"engine\_x" in tex and r"91.00 $\pm$ 0.20" in tex
     assert r"\caption{cnn \& co}" in tex and r"\begin{tabular}{lr}" in tex
+    # columns of words left-aligned wherever they stand, numbers right-aligned; a cell with no
+    # number ("n/a", "reference") goes with either; straight quotes as LaTeX's own
+    tex = tables.latex_table(
+        ["Framework", "Differentiated", "Step vs torch", "vs torch (pp)", "Seeds"],
+        [["torch", "through primitives", "reference", "reference", "3"],
+         ["jax", "traced and compiled", "1.78x slower", "undecidable: -0.12", "3"],
+         ["tinygrad", "n/a", "5.62x slower", "≈ +0.08", "n/a"]],
+        caption='ran eagerly "Attempted to wrap RNN"')
+    assert r"\begin{tabular}{llrlr}" in tex
+    assert "ran eagerly ``Attempted to wrap RNN''" in tex
 
 
 def test_model_tables_give_every_ratio_its_interval(store: ResultsStore) -> None:
@@ -351,14 +379,14 @@ def test_memory_ratios_get_an_interval_where_the_seeds_differ() -> None:
                      "peak_mib_ratio_pi": peak, "alloc_gib_ratio": 2.0,
                      "alloc_gib_ratio_pi": alloc})
     assert tables._relative_cell(row, "alloc_gib", ("more", "less"), "torch") == (
-        "2.00× more (every seed alike)")  # said, as every paired cell says its spread
+        "2.00x more (every seed alike)")  # said, as every paired cell says its spread
     assert tables._relative_cell(row, "peak_mib", ("more", "less"), "torch").startswith(
-        "2.00× more (95% PI ")
+        "2.00x more (95% PI ")
     # an interval off 1 that rounds to 1.00 shows the digits that give its direction
     close = pd.Series({"framework": "x", "alloc_gib_ratio": 0.99973,
                        "alloc_gib_ratio_pi": Estimate(0.99973, 0.99970, 0.99976, 3)})
     assert tables._relative_cell(close, "alloc_gib", ("more", "less"), "torch") == (
-        "1.0003× less (95% PI 1.0002-1.0003)")
+        "1.0003x less (95% PI 1.0002-1.0003)")
     # a PI that holds 1 shows no difference, no direction, as a step ratio's: "≈" within
     # ±25 %, "undecided" where it reaches further
     def cell(low: float, high: float) -> str:
@@ -366,8 +394,8 @@ def test_memory_ratios_get_an_interval_where_the_seeds_differ() -> None:
                          "peak_mib_ratio_pi": Estimate(0.9, low, high, 3)})
         return tables._relative_cell(row, "peak_mib", ("more", "less"), "torch")
 
-    assert cell(0.85, 1.05) == "≈ 0.90× (95% PI 0.85-1.05)"
-    assert cell(0.77, 2.42) == "undecided: 0.90× (95% PI 0.77-2.42)"
+    assert cell(0.85, 1.05) == "≈ 0.90x (95% PI 0.85-1.05)"
+    assert cell(0.77, 2.42) == "undecided: 0.90x (95% PI 0.77-2.42)"
 
 
 def test_the_method_says_how_each_interval_is_made_and_how_often_it_holds() -> None:
@@ -375,7 +403,8 @@ def test_the_method_says_how_each_interval_is_made_and_how_often_it_holds() -> N
 
     assert interval_method([6, 12, 3]) == (
         "from 3 processes Student's t on the logarithms (95 % where their logarithms scatter "
-        "normally, which nothing checks at so few); from 6 processes the smallest to the "
+        "normally, which nothing checks at so few; centred on their mean, so the median, the "
+        "point given, may sit off its middle); from 6 processes the smallest to the "
         "largest (an interval of order statistics, which holds the median 96.9% of the time "
         "whatever the noise's shape); from 12 processes the 3rd smallest to the 10th (an "
         "interval of order statistics, which holds the median 96.1% of the time whatever the "
@@ -578,8 +607,8 @@ def test_the_ratio_figure_shows_each_verdict_and_its_interval(store: ResultsStor
     assert len(words) == 4  # engine-static and acme-grad, cnn and mlp
     for m, f in (("cnn", "engine-static"), ("mlp", "acme-grad")):
         e = summary.loc[(m, f), "ratio"]
-        size = e.value if e.value >= 1 else 1 / e.value  # "1.61× faster" for 0.62
-        assert f"{size:.2f}× {ratio_verdict(e)}" in words  # the tables' verdict
+        size = e.value if e.value >= 1 else 1 / e.value  # "1.61x faster" for 0.62
+        assert f"{size:.2f}x {ratio_verdict(e)}" in words  # the tables' verdict
     interval = [line for line in step.get_lines() if len(line.get_xdata()) == 2
                 and line.get_linestyle() == "-"][0]
     low, high = interval.get_xdata()
@@ -700,7 +729,7 @@ def test_plain_report(store: ResultsStore, tmp_path: Path) -> None:
     for fig in figs:
         if fig.endswith(".png"):
             assert f"(figures/{fig})" in text
-    assert "| engine-static" in text and "2.00× less" in text
+    assert "| engine-static" in text and "2.00x less" in text
     assert "Test CPU" in text and "abc1234" in text
     # from the first case's start to the last one's end (when the fixture stored it)
     ended = pd.to_datetime(store.cases()["stored_at"], utc=True).max()
@@ -904,7 +933,19 @@ def test_a_suite_run_in_shards_regenerates_with_their_merge() -> None:
             "scattered, not another machine or another sitting of this one, so a rerun's may "
             "fall outside them;") in line  # a within-run interval promises nothing of a rerun's
     (_, _, line, _) = regenerate_note(cases[2:], "paper", Path("all.sqlite"))
-    assert "adh merge" not in line
+    assert "adh merge" not in line and "notes kept beside the store" not in line
+
+
+def test_the_measurers_notes_beside_a_store_are_named_at_the_top(tmp_path: Path) -> None:
+    """A store committed with its README (how and when its shards ran, a shard resumed in a
+    second sitting) is named where the report says how to measure again."""
+    cases = pd.DataFrame({"prov_code_version": ["abc1234"],
+                          "prov_command": ["adh run paper --store all.sqlite"]})
+    (tmp_path / "README.md").write_text("The MLP ran in two sittings.\n")
+    (_, _, line, _) = regenerate_note(cases, "paper", tmp_path / "all.sqlite")
+    assert (f"from the store the runs filled ({tmp_path / 'all.sqlite'}). The notes kept beside "
+            f"the store ({tmp_path / 'README.md'}) say how and when it was measured. The numbers "
+            "will differ") in line
 
 
 @pytest.mark.slow
@@ -949,6 +990,22 @@ def labels_of(fig, model: str) -> list[str]:
     """The line labels of `model`'s panel."""
     (ax,) = [ax for ax in fig.axes if ax.get_title() == model]
     return labels(ax) + [c.get_label() for c in ax.containers]
+
+
+def test_the_method_says_what_memray_counts_and_what_a_turn_starts_with(tmp_path: Path) -> None:
+    """Bytes allocated are what a process asks its allocators for (a framework that reuses
+    buffers of its own asks for little), and a turn starts with caches another framework used:
+    said where the numbers are explained, with where the turns' effect was checked."""
+    with ResultsStore(tmp_path / "adh.sqlite") as store:
+        store.save(make_result("m", "mlp", "torch", 0))
+        data = load_suite_data(store, "m")
+    assert data.has_memory
+    assert ("memray counts what the process asks its allocators for, not what its ops write"
+            in method_section(data))
+    runs = pd.DataFrame({"key": ["a", "a"], "run": [0, 1], "turn_steps": [10, 10]})
+    assert ("a turn starts with the caches as another framework's turn left them "
+            "(docs/measurement.md compares steps taken in turns with steps of passes run "
+            "alone)") in notes.schedule(runs)
 
 
 def test_the_method_states_the_thresholds_its_runs_recorded(tmp_path: Path) -> None:
@@ -1166,19 +1223,22 @@ def test_the_published_studies_beside_ours(store: ResultsStore, tmp_path: Path) 
     headers, rows = study_table(JULIA_CNN, summary[summary["model"] == "cnn"], "mnist-10k")
     by = {row[0]: dict(zip(headers, row, strict=True)) for row in rows}
     engine = by["own engine (Julia)"]
-    assert engine["Time vs PyTorch"] == "4.57× slower"  # 168.7 / 36.9
+    assert engine["Time vs PyTorch"] == "4.57x slower"  # 168.7 / 36.9
     # like with like: the study's time is its whole training, so is ours, paired by seed and
     # round (2.0 s against 1.0 s, 2.1 against 1.1)
     assert engine["Ours"] == "engine-static"
     assert engine["Ours: training time vs torch"].startswith("1.95x slower (95% PI 1.")
     assert engine["Ours: test accuracy on mnist-10k (%)"] != "-"
     assert "Test accuracy on MNIST (%)" in headers
-    assert engine["Ours: allocations vs torch"] == "2.00× less"  # half torch's bytes
+    assert engine["Ours: allocations vs torch"] == "2.00x less"  # half torch's bytes
     assert by["PyTorch (Python)"]["Allocations (GiB)"] == "not reported"
     assert by["Flux (Julia)"]["Ours"] == "no counterpart"
     text = build_report(store, "plain", tmp_path / "plain").read_text()
     studies = text.split("## Beside the published studies")[1].split("## Figures")[0]
     assert "### Julia CNN study, Table I, beside our cnn" in studies
+    # cited, so that a reader can find it: authors, title, where and when
+    assert ("beside our cnn\n\nThe study: D. Stańkowski and T. Gryczka, \"Implementation of "
+            "Automatic Differentiation in Julia\", Warsaw University of Technology") in studies
     assert "Protocol differences: the study: MNIST" in studies
     # ours said in full: the architecture, and the optimizer with its momentum (the reviewer:
     # "sgd at lr 0.01" left out the momentum of 0.9 that Setup lists)
@@ -1196,6 +1256,7 @@ def test_the_published_studies_beside_ours(store: ResultsStore, tmp_path: Path) 
     assert "how ours differentiate" not in studies
     circles = build_report(store, "circles", tmp_path / "circles").read_text()
     table = circles.split("### Python circles study, Table I")[1]
+    assert table.startswith("\n\nThe study: E. Salimbeni, M. Zeller and F. Mutlu, ")
     # the study's spreads beside its means, ours against its with Welch's interval
     assert re.search(r"\| circles-tanh +\| 98\.3 ± 0\.4 +\| 96\.9 ± 0\.8 +\| 93\.", table)
     assert re.search(r"\| (≈ )?[-+]\d+\.\d\d \(95% CI [-+]\d+\.\d\d to [-+]\d+\.\d\d\)", table)
@@ -1394,7 +1455,7 @@ def test_every_latex_table_compiles(store: ResultsStore, tmp_path: Path) -> None
     symbols = tmp_path / "symbols.tex"
     symbols.write_text(tables.latex_table(
         ["Symbol", "In a cell"], [[ch, f"a {ch} b"] for ch in [*tables.LATEX_ESCAPES, "é", "✓"]],
-        caption="every escape ≈ 1.00×", label="tab:symbols"))
+        caption="every escape ≈ 1.00x, \"quoted\"", label="tab:symbols"))
     tex.append(symbols)
     document = tmp_path / "paper.tex"
     document.write_text("\n".join([

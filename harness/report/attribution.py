@@ -10,7 +10,13 @@ from matplotlib.patches import Patch
 
 from harness.report import frames
 from harness.report.panels import left_out_note
-from harness.report.style import OKABE_ITO, framework_order, new_figure, save
+from harness.report.style import (
+    OKABE_ITO,
+    framework_order,
+    in_framework_order,
+    new_figure,
+    save,
+)
 from harness.results.attribution import KINDS, combined, kind_of
 from harness.results.attribution_tables import attribution_tables, attributions
 from harness.results.estimates import REFERENCE, step_estimates
@@ -71,7 +77,7 @@ def attribution_section(data: frames.SuiteData, figure_dir: Path) -> list[str]:
     """The report's section, or nothing where no run was attributed (runs of a suite with
     `attribution = 0`, or stored before runs were)."""
     steps = {(e.model, e.framework): e.step for e in step_estimates(data.runs).itertuples()}
-    text = attribution_tables(data.runs, steps, REFERENCE)
+    text = attribution_tables(in_framework_order(data.runs), steps, REFERENCE)
     if not text:
         return []
     save(attribution_figure(data), figure_dir / STEM)

@@ -27,7 +27,7 @@ from harness.report.roofline import caption as roofline_caption
 from harness.report.roofline import roofline
 from harness.report.setup import setting_values, setup_section
 from harness.report.studies import studies_section
-from harness.report.style import framework_order, save
+from harness.report.style import framework_order, in_framework_order, save
 from harness.results import estimates, notes, tables
 from harness.results.estimates import REFERENCE
 from harness.results.machines import require_one_machine
@@ -59,7 +59,6 @@ class Table:
     headers: list[str]
     rows: list[list[str]]
     csv: pd.DataFrame
-    left: int = 1  # leading name columns (left-aligned in LaTeX)
     notes: list[str] = field(default_factory=list)  # printed under the table
 
 
@@ -164,7 +163,7 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
                                                framework_order(points["framework"]))
             name = column.removeprefix("extra_")
             out.append(Table(f"Step time against {label} (median [95% CI; processes], ms)",
-                             f"scaling_{name}", headers, rows, points, left=2,
+                             f"scaling_{name}", headers, rows, points,
                              notes=tables.against_the_trend(points, column)))
         return out
     summary = data.summary()
@@ -172,7 +171,7 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
     measured = "time, memory and accuracy" if data.has_memory else "time and accuracy"
     spread = ("build + warm-up, memory and accuracy" if data.has_memory else
               "build + warm-up and accuracy")
-    for model, rows in summary.groupby("model", sort=False):
+    for model, rows in in_framework_order(summary).groupby("model", sort=False):
         headers, body = tables.model_table(rows, REFERENCE)
         headers[-1] = count
         ratio = (f"; its ratio to {REFERENCE}: paired, with the 95% PI where a rerun's falls"
@@ -189,7 +188,7 @@ def plan_tables(data: frames.SuiteData) -> list[Table]:
         accuracy = estimates.accuracy_summary(data.ok, data.epochs)
         headers, rows = tables.accuracy_table(accuracy)
         out.append(Table("Train and test accuracy (mean ± std over folds × repetitions)",
-                         "accuracy", headers, rows, accuracy, left=2))
+                         "accuracy", headers, rows, accuracy))
     return out
 
 
@@ -310,7 +309,9 @@ def regenerate_note(cases: pd.DataFrame, suite: str, store: Path,
     that commit, it rebuilds the report from the store it names (committed beside the report, or
     of the reader's own). The measurement: the commit the cases ran at, the `adh run` commands
     they recorded (each case's provenance `command`), and the `adh merge` of their stores where
-    they ran into stores other than the report's (a suite run in shards)."""
+    they ran into stores other than the report's (a suite run in shards), and the notes kept
+    beside the store (the README.md of its folder, where that is not the working directory,
+    whose README is the project's)."""
     versions = column(cases, "prov_code_version").fillna(column(cases, "prov_commit"))
     commits = list(dict.fromkeys(str(v).split("+")[0] for v in versions.dropna()))
     runs = list(dict.fromkeys(column(cases, "prov_command").dropna()))
@@ -324,13 +325,17 @@ def regenerate_note(cases: pd.DataFrame, suite: str, store: Path,
     if shards:
         run += f", then `adh merge {store} {' '.join(shards)}`"
     report = command or f"adh report {suite} --store {store}"
+    notes = store.parent / "README.md"  # the measurers' own account: sittings, pauses, shards
+    kept = (f" The notes kept beside the store ({notes}) say how and when it was measured."
+            if notes.is_file() and store.parent.resolve() != Path.cwd().resolve() else "")
     rendered = rendered_at or code_version()
     dirty = (" (uncommitted changes: the line rebuilds it only from a clean tree at a commit "
              "holding them)" if "+dirty" in rendered else "")
     return [f"**To rebuild this report:** `git checkout {rendered.split('+')[0]}`{dirty}, then "
             f"`{report}`.", "",
             f"**To measure again:** {checkout}, then {run}; then the report as above, from the "
-            f"store the runs filled ({store}). The numbers will differ: their intervals take in "
+            f"store the runs filled ({store}).{kept} The numbers will differ: their intervals "
+            "take in "
             "how this run's processes scattered, not another machine or another sitting of this "
             "one, so a rerun's may fall outside them; the machine and the host's steadiness "
             "below say where these came from.", ""]
@@ -382,7 +387,7 @@ def _tables_section(data: frames.SuiteData, suite: str, table_dir: Path) -> list
         (table_dir / f"{table.stem}.tex").write_text(tables.latex_table(
             table.headers, table.rows,
             caption=" ".join([f"{table.title}. Setting: {settings}.", *notes]),
-            label=f"tab:{suite}-{table.stem}", left=table.left))
+            label=f"tab:{suite}-{table.stem}"))
         table.csv.to_csv(table_dir / f"{table.stem}.csv", index=False)
         lines += [f"### {table.title}", "", markdown, "", *(f"- {n}" for n in notes),
                   *([""] if notes else []),

@@ -218,12 +218,12 @@ def ratios_caption(data: frames.SuiteData) -> Caption:
 
 
 def _verdict(e: Estimate) -> str:
-    """'1.38× slower', '1.61× faster' (a ratio of 0.62), '≈ 1.01×', 'undecided'
+    """'1.38x slower', '1.61x faster' (a ratio of 0.62), '≈ 1.01x', 'undecided'
     (stats.ratio_verdict), written beside a ratio."""
     word = ratio_verdict(e)
     if word in ("", "undecided"):
         return word
-    return f"≈ {e.value:.2f}×" if word == "≈" else relative_words(e.value, ("slower", "faster"))
+    return f"≈ {e.value:.2f}x" if word == "≈" else relative_words(e.value, ("slower", "faster"))
 
 
 def has_ratios(data: frames.SuiteData) -> bool:

@@ -19,15 +19,16 @@ GRAPH_MODEL = "mlp"  # the smallest built-in graph that still shows layers, loss
 
 
 def graph_dot(model: str, batch: int | None = None) -> str:
-    """The DOT text of the graph engine-static builds for one training step of built-in `model`
-    (its spec's batch size unless `batch`): operators by op, parameters by name, shapes on the
-    edges."""
+    """The DOT text of the forward graph engine-static builds for a training step of built-in
+    `model` (its spec's batch size unless `batch`), which its backward walks in reverse:
+    operators by op, parameters by name, shapes on the edges."""
     spec = get_model(model)
     batch = batch or spec.batch_size
     framework = EngineStatic(spec, initial_weights(spec, 0, "float32"), "float32", 1)
     names = {id(p): name for name, p in framework.model.named_parameters()}
-    return to_dot(framework.graph(batch), f"{spec.name}: one training step, batch {batch} "
-                                          "(engine-static)", names)
+    return to_dot(framework.graph(batch), f"{spec.name}: the forward graph of a training step, "
+                                          f"batch {batch} (engine-static; the backward walks "
+                                          "it in reverse)", names)
 
 
 def draw(dot_path: Path, fmt: str) -> Path | None:
@@ -59,15 +60,18 @@ def explain_section(frameworks: list[str], models: list[str], figure_dir: Path) 
     lines = ["## How the engine differentiates", "",
              f"`adh trace \"{expression}\" --at {flags}`: the engine's own graph of the AD "
              f"literature's textbook example at {at}, its forward primal trace and the reverse "
-             "adjoint trace each op's backward gives (the survey's Table 1 has x1' = 5.5, "
-             "x2' = 1.716).", "", format_trace(evaluation_trace(expression, values)), ""]
+             "adjoint trace each op's backward gives (Table 1 of D. Harrison, \"A Brief "
+             "Introduction to Automatic Differentiation for Machine Learning\", University of "
+             "California, Santa Cruz, June 2019, has x1' = 5.5, x2' = 1.716).", "",
+             format_trace(evaluation_trace(expression, values)), ""]
     model = graph_model(models)
     if model is None:
         return lines
     stem = figure_dir / f"{model}-graph"
     stem.with_suffix(".dot").write_text(graph_dot(model))
     drawn = draw(stem.with_suffix(".dot"), "svg")
-    where = f"`adh graph {model}`: the graph engine-static builds once for a training step"
+    where = (f"`adh graph {model}`: the forward graph engine-static builds once for a training "
+             "step, whose backward walks it in reverse, each op's rule beside its forward")
     if drawn is None:
         return lines + [f"{where}: [DOT](figures/{stem.name}.dot) (Graphviz was not installed "
                         "when this report was built: `apt-get install graphviz` draws it).", ""]

@@ -177,7 +177,8 @@ def interval_method(counts: list[int]) -> str:
                          "shape)")
         elif n > 1:
             parts.append(f"from {n} processes Student's t on the logarithms (95 % where their "
-                         "logarithms scatter normally, which nothing checks at so few)")
+                         "logarithms scatter normally, which nothing checks at so few; centred "
+                         "on their mean, so the median, the point given, may sit off its middle)")
         else:
             parts.append("from 1 process none")
     return "; ".join(parts)
@@ -215,8 +216,10 @@ def method_section(data: frames.SuiteData) -> str:
                   f"interval, made as above, in logarithms; where that interval holds the median "
                   f"more often than 95 %, the PI is as much wider). It takes in how the processes "
                   f"of this run scattered, not how the host may differ between one run and the "
-                  f"next. A ratio whose interval holds 1 is marked ≈: no difference was shown, "
-                  f"whatever its point estimate; 'undecided' where that interval also reaches "
+                  f"next, nor another machine: a ratio holds for the machine under Provenance, "
+                  f"and another CPU, BLAS or memory system may move it beyond its PI. A ratio "
+                  f"whose interval holds 1 is marked ≈: no difference was shown, whatever its "
+                  f"point estimate; 'undecided' where that interval also reaches "
                   f"beyond ±25 %. A difference in test accuracy to {REFERENCE} is paired by "
                   f"seed, with Student's t over the seeds, each interval one of the family of "
                   f"every such comparison in the tables (Bonferroni: all of them hold together "
@@ -253,7 +256,10 @@ def method_section(data: frames.SuiteData) -> str:
         "torch.compile and tinygrad compile in the warm-up steps), apart from Time, which is "
         "training alone; evaluation on the test set is timed apart from both.",
         ("The memory pass runs once per case, memray around the training loop only (imports and "
-         "data loading excluded): bytes allocated in total and the peak of live bytes."
+         "data loading excluded): bytes allocated in total and the peak of live bytes. memray "
+         "counts what the process asks its allocators for, not what its ops write: a framework "
+         "that keeps buffers of its own and reuses them (engine-static's re-fed graph, "
+         "tinygrad's TinyJit) asks for little once they exist."
          if data.has_memory else "This suite ran without the memory pass."),
         spread,
         f"While each timing pass ran, the CPU time used by other processes was measured (the "

@@ -42,6 +42,7 @@ class Study:
     protocol: str  # the study's protocol in a sentence: dataset, epochs, batch, optimizer, ...
     measures: str  # what its time and memory measure, against ours
     dataset: str  # what it trained on, for the section's opening
+    citation: str  # authors, title, where and when, as the study gives them
 
 
 JULIA_CNN = Study(
@@ -54,7 +55,9 @@ JULIA_CNN = Study(
     "builds its graph once (our engine-static), in Julia, as Flux; PyTorch in Python",
     "Time: seconds as its Table I gives them (what they span is not stated). Memory: "
     "allocations in GiB, PyTorch's not reported; we take them for bytes allocated in total, "
-    "Julia's usual count and the kind of number our memray pass gives", "MNIST")
+    "Julia's usual count and the kind of number our memray pass gives", "MNIST",
+    "D. Stańkowski and T. Gryczka, \"Implementation of Automatic Differentiation in Julia\", "
+    "Warsaw University of Technology, undated (its references accessed in March 2024)")
 
 JULIA_RNN = Study(
     "Julia RNN study, Tables I-III", "rnn",
@@ -67,7 +70,10 @@ JULIA_RNN = Study(
     "engine-static)",
     "Time: 5 epochs of training in seconds. Memory: bytes allocated in total, from Julia's "
     "counter for the Julia solutions and from the PyTorch Profiler for PyTorch (different "
-    "counters; ours is memray's for every framework)", "MNIST")
+    "counters; ours is memray's for every framework)", "MNIST",
+    "M. Ankiersztajn and P. Tęcza, \"Performant and Accurate Automatic Differentiation In "
+    "Julia for Recurrent Neural Networks\", Warsaw University of Technology, undated (its "
+    "references accessed in May and June 2024)")
 
 # Train and test accuracy (%), mean and std over 2 x 5-fold cross-validation, per model of the
 # study (its Table I gives fractions: 0.983 ± 0.00419).
@@ -85,6 +91,10 @@ CIRCLES_PROTOCOL = (
     "framework on torch tensors fed one sample at a time (batch 1), a learning rate per model "
     "chosen by grid search with 5-fold cross-validation, then 5-fold cross-validation run twice; "
     "its optimizer and epochs are not stated")
+
+CIRCLES_CITATION = (
+    "E. Salimbeni, M. Zeller and F. Mutlu, \"Deep Learning Project 2: Automatic "
+    "Differentiation\", EPFL, undated (its newest reference from 2019)")
 
 CIRCLES_DATASET = "its own circles dataset (10,000 points, 80/20)"
 
@@ -293,6 +303,7 @@ def studies_section(data: frames.SuiteData) -> list[str]:
         if rows:
             first = data.ok.iloc[0]
             lines += ["### Python circles study, Table I", "",
+                      f"The study: {CIRCLES_CITATION}.", "",
                       markdown_table(headers, rows), "",
                       f"{CIRCLES_PROTOCOL}; ours (engine-static): {first['optimizer']} at "
                       f"{_rates(data)}, batch {first['batch_size']}, {first['epochs']} epochs, "
@@ -311,6 +322,7 @@ def studies_section(data: frames.SuiteData) -> list[str]:
                         else f"the study trained on {study.dataset} and we on {ours_on}, with "
                         "architectures and protocols that differ")
             lines += [f"### {study.title}, beside our {study.model}", "",
+                      f"The study: {study.citation}.", "",
                       markdown_table(headers, rows), "",
                       f"Protocol differences: the study: {study.protocol}; "
                       f"{_our_protocol(data, study.model)}"

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
+import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -119,6 +120,15 @@ def framework_order(names: Iterable[str]) -> list[str]:
     """Frameworks in legend order: the known ones in their fixed order, then the others sorted."""
     names = set(names)
     return [n for n in FRAMEWORKS if n in names] + sorted(names - set(FRAMEWORKS))
+
+
+def in_framework_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame`'s rows with each model's frameworks in legend order (`framework_order`), the
+    models in the order they first appear: the tables list frameworks as the figures do."""
+    order = framework_order(frame["framework"])
+    models = list(dict.fromkeys(frame["model"]))
+    return frame.sort_values(["model", "framework"], kind="stable", key=lambda c: c.map(
+        {name: i for i, name in enumerate(models if c.name == "model" else order)}))
 
 
 def variant_look(model: str) -> Look:

@@ -176,7 +176,9 @@ def schedule(runs: pd.DataFrame) -> str:
     taking = (who + " of {} steps (their processes alive at once, one "
               "training at a time, every CPU kept busy at the lowest priority meanwhile, so that "
               "the host's changes of speed fall on all alike); a ratio is the median of their "
-              "turns' ratios, turn by turn, paired by round")
+              "turns' ratios, turn by turn, paired by round; a turn starts with the caches as "
+              "another framework's turn left them (docs/measurement.md compares steps taken in "
+              "turns with steps of passes run alone)")
     steps = " or ".join(str(k) for k in turns if k)
     counts = runs.groupby("key")["run"].nunique() if "key" in runs else pd.Series([1])
     fewest, most = int(counts.min()), int(counts.max())

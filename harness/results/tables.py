@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Callable
@@ -387,7 +388,7 @@ def _counted(rows: pd.DataFrame, reference: str) -> bool:
 def _with_reference(metric: str, header: str, digits: int,
                     words: tuple[str, str] | None) -> tuple[Column, Column]:
     """A metric's mean ± std over seeds and, beside it, its value against the reference's: a
-    ratio in `words` ("2.10× more" rather than "2.10", so that no reader guesses which way it
+    ratio in `words` ("2.10x more" rather than "2.10", so that no reader guesses which way it
     points), or with `words` None a difference in percentage points."""
     return (Column(header, lambda row, ref: mean_std(row, metric, digits), _measured(metric)),
             Column("vs {reference}" + ("" if words else " (pp)"),
@@ -487,14 +488,14 @@ FORCED_NOTE = ("[forced]: run with --force although its settings make the measur
 
 
 def relative_words(ratio: float, words: tuple[str, str], digits: int = 2) -> str:
-    """A ratio in words: 2.0 -> '2.00× more', 0.5 -> '2.00× less' (words = (above, below));
-    one that rounds to 1 either way at `digits`, '1.00×': no direction at the digits shown."""
+    """A ratio in words: 2.0 -> '2.00x more', 0.5 -> '2.00x less' (words = (above, below));
+    one that rounds to 1 either way at `digits`, '1.00x': no direction at the digits shown."""
     if pd.isna(ratio) or ratio <= 0:
         return "-"
     if round(ratio, digits) == 1 or round(1 / ratio, digits) == 1:
-        return f"{1:.{digits}f}×"
-    return (f"{ratio:.{digits}f}× {words[0]}" if ratio >= 1 else
-            f"{1 / ratio:.{digits}f}× {words[1]}")
+        return f"{1:.{digits}f}x"
+    return (f"{ratio:.{digits}f}x {words[0]}" if ratio >= 1 else
+            f"{1 / ratio:.{digits}f}x {words[1]}")
 
 
 def _relative_cell(row: pd.Series, column: str, words: tuple[str, str] | None,
@@ -511,7 +512,7 @@ def _relative_cell(row: pd.Series, column: str, words: tuple[str, str] | None,
             return relative_words(ratio, words)
         if varies.low <= 1 <= varies.high:  # no difference shown, as a step ratio says it:
             verdict = ratio_verdict(varies)  # '≈', or 'undecided' beyond ±25 %
-            return (f"{'undecided:' if verdict == 'undecided' else verdict} {ratio:.2f}× (95% PI "
+            return (f"{'undecided:' if verdict == 'undecided' else verdict} {ratio:.2f}x (95% PI "
                     f"{varies.low:.2f}-{varies.high:.2f})")
         low, high = ((varies.low, varies.high) if ratio >= 1
                      else (1 / varies.high, 1 / varies.low))  # as the words say it
@@ -540,13 +541,16 @@ LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", 
                  "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
                  "^": r"\textasciicircum{}", "±": r"$\pm$", "×": r"$\times$",
                  "≈": r"$\approx$", "√": r"$\surd$", "µ": r"$\mu$", "·": r"$\cdot$",
-                 "—": "---", "…": r"\ldots{}", "▲": r"$\uparrow$", "▼": r"$\downarrow$"}
+                 "—": "---", "…": r"\ldots{}", "▲": r"$\uparrow$", "▼": r"$\downarrow$",
+                 "ń": r"\'{n}", "ę": "e"}  # the authors' names (ę's \k needs T1 fonts)
 
 
 def latex_escape(text: str) -> str:
-    """`text` with LaTeX's special characters escaped, and the symbols outside ASCII (±, ×, ≈,
-    µ, ...) as LaTeX's own."""
-    return "".join(LATEX_ESCAPES.get(ch, ch if ch.isascii() else _ascii(ch)) for ch in str(text))
+    """`text` with LaTeX's special characters escaped, the symbols outside ASCII (±, ×, ≈, µ,
+    ...) as LaTeX's own, and straight double quotes as LaTeX's opening and closing ones."""
+    quotes = iter(["``", "''"] * str(text).count('"'))
+    return "".join(next(quotes) if ch == '"' else
+                   LATEX_ESCAPES.get(ch, ch if ch.isascii() else _ascii(ch)) for ch in str(text))
 
 
 def _ascii(ch: str) -> str:
@@ -560,12 +564,23 @@ def _ascii(ch: str) -> str:
 COLUMN_WIDTH_COLUMNS = 5
 
 
-def latex_table(headers: list[str], rows: list[list[str]], caption: str = "", label: str = "",
-                left: int = 1) -> str:
-    """A booktabs table (\\usepackage{booktabs}): the first `left` columns (names) left-aligned,
-    the numbers right-aligned. Up to COLUMN_WIDTH_COLUMNS columns it is a `table` that fits one
-    column; a wider one is a `table*` across the page, its tabular scaled down to \\textwidth
-    where wider (\\usepackage{graphicx}) so that it never runs into the margin."""
+# Cells that say no number ("n/a", "-", "reference") align with either kind of column.
+NO_NUMBER = {"", "n/a", "-", "reference"}
+
+
+def _numeric(column: list[str]) -> bool:
+    """Whether every cell of `column` that holds something leads with a number (a sign, a digit,
+    or ≈ before one): such a column is right-aligned, one of words left-aligned."""
+    return all(re.match(r"[≈ ]*[+\-]?\d", cell) for cell in column if cell not in NO_NUMBER)
+
+
+def latex_table(headers: list[str], rows: list[list[str]], caption: str = "",
+                label: str = "") -> str:
+    """A booktabs table (\\usepackage{booktabs}): columns of words (names, ways, verdicts in
+    words) left-aligned, columns of numbers right-aligned. Up to COLUMN_WIDTH_COLUMNS columns it
+    is a `table` that fits one column; a wider one is a `table*` across the page, its tabular
+    scaled down to \\textwidth where wider (\\usepackage{graphicx}) so that it never runs into
+    the margin."""
     def line(cells: list[str]) -> str:
         return " & ".join(latex_escape(c) for c in cells) + r" \\"
 
@@ -576,7 +591,8 @@ def latex_table(headers: list[str], rows: list[list[str]], caption: str = "", la
         lines.append(rf"\caption{{{latex_escape(caption)}}}")
     if label:
         lines.append(rf"\label{{{label}}}")
-    alignment = "l" * left + "r" * (len(headers) - left)
+    alignment = "".join("r" if _numeric([str(row[i]) for row in rows]) else "l"
+                        for i in range(len(headers)))
     tabular = [r"\begin{tabular}{" + alignment + "}", r"\toprule", line(headers), r"\midrule",
                *map(line, rows), r"\bottomrule", r"\end{tabular}"]
     if wide:  # scaled down to the text width where wider, never up
