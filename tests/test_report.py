@@ -1008,6 +1008,35 @@ def test_the_method_says_what_memray_counts_and_what_a_turn_starts_with(tmp_path
             "alone)") in notes.schedule(runs)
 
 
+def test_the_pi_is_checked_on_the_runs_own_rounds(tmp_path: Path) -> None:
+    """Each round left out in turn: its ratio against the PI the other rounds make. A round the
+    host slowed for one framework alone falls outside, and the method names it and says the PI
+    held less often than the 95 % it promises; one round compares nothing."""
+    from harness.report.method import rounds_check
+    from harness.results.estimates import rounds_against_their_pi
+
+    with ResultsStore(tmp_path / "adh.sqlite") as store:
+        for seed in range(3):
+            for fw, step_s in (("engine-static", 0.005), ("torch", 0.01)):
+                store.save(make_result("r", "mlp", fw, seed, step_s=step_s, rounds=3))
+                store.save(make_result("one", "mlp", fw, seed, step_s=step_s, rounds=1))
+        runs = load_suite_data(store, "r").runs
+        alone = load_suite_data(store, "one").runs
+    steady = rounds_against_their_pi(runs)  # one framework against torch, each round once
+    assert steady.compared == 3 and steady.held + len(steady.misses) == 3
+    assert all(m.pi.low <= 0.5 <= m.pi.high for m in steady.misses)  # PIs about the true 0.5
+    slowed = (runs["framework"] == "engine-static") & (runs["run"] == 2)
+    runs.loc[slowed, "median_s"] *= 1.5  # round 3: 0.75x torch where rounds 1-2 give 0.5x
+    check = rounds_against_their_pi(runs)
+    (miss,) = [m for m in check.misses if m.round == 3]
+    assert (miss.model, miss.framework) == ("mlp", "engine-static")
+    assert miss.ratio > miss.pi.high
+    said = rounds_check(runs)
+    assert f"it held {check.held} of 3" in said and "less often than it promises" in said
+    assert f"missed: mlp engine-static, round 3: {miss.ratio:.3f} outside " in said
+    assert rounds_against_their_pi(alone).compared == 0 and rounds_check(alone) == ""
+
+
 def test_the_method_states_the_thresholds_its_runs_recorded(tmp_path: Path) -> None:
     """The flag policy comes from the runs' provenance, not from today's code; runs that differ
     or do not record it are said to."""

@@ -12,7 +12,7 @@ from harness.measure.provenance import LIBRARIES, CpuDetails, code_version
 from harness.measure.stats import ORDER_STATISTICS_FROM, median_interval
 from harness.report import frames
 from harness.results import notes
-from harness.results.estimates import REFERENCE, used_runs
+from harness.results.estimates import REFERENCE, rounds_against_their_pi, used_runs
 from harness.results.machines import case_machines
 from harness.results.markdown import markdown_table
 from harness.results.records import NOT_RUN
@@ -184,6 +184,33 @@ def interval_method(counts: list[int]) -> str:
     return "; ".join(parts)
 
 
+# The misses a report names one by one; beyond them it counts.
+MISSES_NAMED = 6
+
+
+def rounds_check(runs: pd.DataFrame) -> str:
+    """The PI checked on the run's own rounds (estimates.rounds_against_their_pi), in a
+    sentence: how often it held, against the 95 % it promises, and the rounds it missed; ""
+    where fewer than two rounds gave a PI."""
+    check = rounds_against_their_pi(runs, REFERENCE)
+    if not check.compared:
+        return ""
+    share = check.held / check.compared
+    named = [f"{m.model} {m.framework}, round {m.round}: {m.ratio:.3f} outside "
+             f"{m.pi.low:.3f}-{m.pi.high:.3f}" for m in check.misses[:MISSES_NAMED]]
+    more = len(check.misses) - len(named)
+    missed = ("; missed: " + "; ".join(named) + (f"; {more} more" if more else "")
+              if named else "")
+    reading = ("as often as it promises" if share >= 0.95 else
+               "less often than it promises: rounds differ by what the host did between them, "
+               "which the pairs within one round share, so a PI may be narrower than a rerun's "
+               "spread, and one that barely excludes 1 decides less than it seems")
+    return (f"The PI checked on this run's own rounds (each round left out in turn, its ratio "
+            f"to {REFERENCE} set against the PI the other rounds make, for every model and "
+            f"framework): it held {check.held} of {check.compared} ({share:.0%}), {reading}"
+            f"{missed}.")
+
+
 def method_section(data: frames.SuiteData) -> str:
     """How the numbers were measured, with this suite's counts (seeds, rounds, flagged runs)."""
     n = data.repetitions
@@ -217,7 +244,9 @@ def method_section(data: frames.SuiteData) -> str:
                   f"more often than 95 %, the PI is as much wider). It takes in how the processes "
                   f"of this run scattered, not how the host may differ between one run and the "
                   f"next, nor another machine: a ratio holds for the machine under Provenance, "
-                  f"and another CPU, BLAS or memory system may move it beyond its PI. A ratio "
+                  f"and another CPU, BLAS or memory system may move it beyond its PI. "
+                  + (f"{checked} " if (checked := rounds_check(runs)) else "")
+                  + f"A ratio "
                   f"whose interval holds 1 is marked ≈: no difference was shown, whatever its "
                   f"point estimate; 'undecided' where that interval also reaches "
                   f"beyond ±25 %. A difference in test accuracy to {REFERENCE} is paired by "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -133,6 +134,54 @@ def step_ratios(runs: pd.DataFrame, reference: str = "torch",
                     "round_ratios": ratios, "turn_spreads": spreads, "turn_counts": counts})
     return pd.DataFrame(out, columns=["model", "framework", "ratio", "pairs", "flagged_pairs",
                                       *ROUND_COLUMNS])
+
+
+@dataclass(frozen=True)
+class RoundMiss:
+    """A round whose ratio fell outside the PI the other rounds made (`rounds_against_their_pi`)."""
+
+    model: str
+    framework: str
+    round: int  # 1-based, as the report counts rounds
+    ratio: float  # that round's paired ratio (the median of its pairs)
+    pi: Estimate  # the PI made from the other rounds' pairs alone
+
+
+@dataclass(frozen=True)
+class RoundCheck:
+    """How often the step ratio's PI, made without one round, held that round's ratio."""
+
+    held: int
+    compared: int
+    misses: list[RoundMiss]
+
+
+def rounds_against_their_pi(runs: pd.DataFrame, reference: str = "torch") -> RoundCheck:
+    """The PI checked on the run's own data: for every round in turn, each framework's paired
+    step ratio to `reference` made from the other rounds alone (`step_ratios`, a PI where they
+    give one), against the ratio that round gives. A PI says where a rerun's ratio falls 95
+    times in 100; a round is the nearest thing to a rerun that the run holds, and rounds differ
+    by what the host did between them, which pairs within one round share. Compares nothing
+    with fewer than two rounds."""
+    rounds = sorted(int(r) for r in runs["run"].unique()) if len(runs) else []
+    held, compared, misses = 0, 0, []
+    for left_out in rounds if len(rounds) > 1 else []:
+        others = step_ratios(runs[runs["run"] != left_out], reference)
+        alone = step_ratios(runs[runs["run"] == left_out], reference).set_index(
+            ["model", "framework"])["ratio"]
+        for row in others.itertuples():
+            pi, key = row.ratio, (row.model, row.framework)
+            if row.framework == reference or key not in alone.index or not pi.has_interval:
+                continue
+            ratio = alone[key].value
+            if not math.isfinite(ratio):
+                continue
+            compared += 1
+            if pi.low <= ratio <= pi.high:
+                held += 1
+            else:
+                misses.append(RoundMiss(row.model, row.framework, left_out + 1, ratio, pi))
+    return RoundCheck(held, compared, misses)
 
 
 def _history_key(cases: pd.DataFrame, model: str, framework: str) -> dict[str, str]:
