@@ -38,7 +38,7 @@ from harness.report.style import (
     variant_look,
 )
 from harness.results import estimates, notes, tables
-from harness.results.attribution import OUTSIDE, Attribution
+from harness.results.attribution import OUTSIDE, WHOLE, Attribution
 from harness.results.profiles import UNACCOUNTED, ProfileRow, SavedProfile
 from harness.results.records import BatchRecord, CaseResult, EpochRecord, RunRecord
 from harness.results.store import ResultsStore
@@ -617,6 +617,9 @@ def test_the_ratio_figure_shows_each_verdict_and_its_interval(store: ResultsStor
     assert list(one.get_xdata()) == [1, 1]  # torch
     assert [allocated.get_title(), peak.get_title()] == ["Allocated vs torch",
                                                          "Peak live vs torch"]
+    # which way is better, on every ratio axis (a reader took 0.9 beside "1.12x faster" for odd)
+    assert [ax.get_xlabel() for ax in fig.axes] == [
+        "over torch's (below 1: faster)", *["over torch's (below 1: less)"] * 2]
 
 
 def test_time_to_accuracy_figure(store: ResultsStore) -> None:
@@ -787,6 +790,30 @@ def test_a_report_shows_where_each_step_goes(tmp_path: Path) -> None:
     assert "runs of 2 models × 2 frameworks (engine-static, torch)" in text
 
 
+def test_a_whole_step_far_longer_than_the_split_ones_is_cut_at_the_panels_edge(
+        tmp_path: Path) -> None:
+    """A framework whose profiler sees only its whole step, ten times the split steps, would
+    squeeze them into slivers: its bar is cut at the panel's edge, its length written on it."""
+    def whole(result: CaseResult) -> CaseResult:
+        def attribution(run: RunRecord) -> dict:
+            step = float(np.median(run.step_times_s))
+            return Attribution(step, step, {WHOLE: step, OUTSIDE: 0.0}, {}, 20).as_dict()
+        return dataclasses.replace(result, runs=[
+            dataclasses.replace(run, attribution=attribution(run)) for run in result.runs])
+
+    with ResultsStore(tmp_path / "adh.sqlite") as store:
+        for framework, step_s, conv_ms in (("engine-static", 0.009, 6.0), ("torch", 0.006, 3.0)):
+            store.save(attributed(make_result("cut", "cnn", framework, 0, step_s=step_s),
+                                  conv_ms))
+        store.save(whole(make_result("cut", "cnn", "acme", 0, step_s=0.09)))
+        data = load_suite_data(store, "cut")
+    (ax,) = [ax for ax in attribution_figure(data).axes if ax.get_visible()]
+    longest_split = 9.0 * 1.05  # engine-static's step, ms (its steps lie 0-10 % above 9 ms)
+    assert ax.get_xlim()[1] < 2 * longest_split
+    (label,) = [t.get_text() for t in ax.texts]
+    assert re.fullmatch(r"9\d\.\d ms, cut", label)
+
+
 def test_a_report_of_one_model_and_one_framework_counts_them_in_the_singular(
         tmp_path: Path) -> None:
     with ResultsStore(tmp_path / "adh.sqlite") as store:
@@ -902,10 +929,16 @@ def test_a_report_says_at_its_top_how_to_regenerate_it(store: ResultsStore,
     assert "then `adh report plain --store s.sqlite`." in top
     assert ("**To measure again:** `git checkout abc1234`, then `adh run plain --store "
             f"{store.path}` (the run recorded no command of its own); then the report as above, "
-            f"from the store the runs filled ({store.path}).") in top
+            f"from the store the runs filled ({store.path}; where the commit that renders holds a "
+            "store at that path, move yours out of the checkout first and name it in --store).") \
+        in top
+    # what both need: the environment, the dataset, and the parity check adh report runs first
+    assert ("Both run in the environment `make .venv/bin/.installed` sets up (every framework "
+            "and plugin of the tables), with the suite's dataset installed: `adh report` checks "
+            "parity first (`--no-check` skips it).") in top
     cases = pd.DataFrame({"prov_code_version": ["abc1234+dirty.0a1b"] * 2,
                           "prov_command": ["adh run quick --rounds 9", None]})
-    (rebuild, _, again, _) = regenerate_note(cases, "quick", Path("adh.sqlite"),
+    (rebuild, _, needs, _, again, _) = regenerate_note(cases, "quick", Path("adh.sqlite"),
                                              rendered_at="def5678")
     assert rebuild == ("**To rebuild this report:** `git checkout def5678`, then `adh report "
                        "quick --store adh.sqlite`.")
@@ -925,14 +958,14 @@ def test_a_suite_run_in_shards_regenerates_with_their_merge() -> None:
                           "prov_command": ["adh run paper --models cnn --store cnn.sqlite",
                                            "adh run paper --models rnn --store=rnn.sqlite",
                                            "adh run paper --models mlp --store all.sqlite"]})
-    (_, _, line, _) = regenerate_note(cases, "paper", Path("all.sqlite"))
+    (*_, line, _) = regenerate_note(cases, "paper", Path("all.sqlite"))
     assert ("`adh run paper --models mlp --store all.sqlite`, then `adh merge all.sqlite "
             "cnn.sqlite rnn.sqlite`; then the report as above, from the store the runs filled "
-            "(all.sqlite).") in line
+            "(all.sqlite; ") in line
     assert ("The numbers will differ: their intervals take in how this run's processes "
             "scattered, not another machine or another sitting of this one, so a rerun's may "
             "fall outside them;") in line  # a within-run interval promises nothing of a rerun's
-    (_, _, line, _) = regenerate_note(cases[2:], "paper", Path("all.sqlite"))
+    (*_, line, _) = regenerate_note(cases[2:], "paper", Path("all.sqlite"))
     assert "adh merge" not in line and "notes kept beside the store" not in line
 
 
@@ -942,8 +975,8 @@ def test_the_measurers_notes_beside_a_store_are_named_at_the_top(tmp_path: Path)
     cases = pd.DataFrame({"prov_code_version": ["abc1234"],
                           "prov_command": ["adh run paper --store all.sqlite"]})
     (tmp_path / "README.md").write_text("The MLP ran in two sittings.\n")
-    (_, _, line, _) = regenerate_note(cases, "paper", tmp_path / "all.sqlite")
-    assert (f"from the store the runs filled ({tmp_path / 'all.sqlite'}). The notes kept beside "
+    (*_, line, _) = regenerate_note(cases, "paper", tmp_path / "all.sqlite")
+    assert (f"name it in --store). The notes kept beside "
             f"the store ({tmp_path / 'README.md'}) say how and when it was measured. The numbers "
             "will differ") in line
 
@@ -1033,7 +1066,11 @@ def test_the_pi_is_checked_on_the_runs_own_rounds(tmp_path: Path) -> None:
     assert miss.ratio > miss.pi.high
     said = rounds_check(runs)
     assert f"it held {check.held} of 3" in said and "less often than it promises" in said
-    assert f"missed: mlp engine-static, round 3: {miss.ratio:.3f} outside " in said
+    # worded as the tables word a verdict: 0.75 against 0.50's PI is "1.333x faster, outside
+    # 1.98-2.02x faster", not the plain ratios
+    assert (f"missed: mlp engine-static, round 3: {1 / miss.ratio:.3f}x faster, outside "
+            f"{1 / miss.pi.high:.3f}-{1 / miss.pi.low:.3f}x faster") in said
+    assert "checks how a PI is made, not each one printed" in said
     assert rounds_against_their_pi(alone).compared == 0 and rounds_check(alone) == ""
 
 
@@ -1454,8 +1491,11 @@ def test_a_median_quotient_outside_its_verdict_is_worded_as_the_verdict() -> Non
                              "torch's, outside the verdict's 1.949-2.062x faster: ")
     assert "0.5" not in faster
     slower = note(1.19, Estimate(1.28, 1.21, 1.36, 6))
-    assert slower.startswith("engine-static on rnn: its median step over torch's is 1.19x, "
-                             "outside the verdict's 1.21-1.36: ")
+    assert slower.startswith("engine-static on rnn: its median step is 1.19x slower than "
+                             "torch's, outside the verdict's 1.21-1.36x slower: ")
+    undecided = note(0.5, Estimate(1.0, 0.6, 1.9, 6))  # no direction shown: the plain ratio
+    assert undecided.startswith("engine-static on rnn: its median step over torch's is 0.50x, "
+                                "outside the verdict's 0.60-1.90: ")
     assert tables.disagreements(pd.DataFrame([
         {"model": "rnn", "framework": "torch", "step": Estimate(1.0, 0.9, 1.1, 6), "ratio": 1.0},
         {"model": "rnn", "framework": "jax", "step": Estimate(0.5, 0.4, 0.6, 6),
@@ -1575,6 +1615,22 @@ def test_setup_says_what_each_framework_is() -> None:
     assert framework_description("torch-compile") == (
         f"PyTorch {torch.__version__} torch.compile (Inductor, default mode), CPU")
     assert framework_description("no-such-framework") == "not installed here"
+
+
+def test_setup_says_which_library_multiplies_each_frameworks_matrices() -> None:
+    """Part of what a comparison compares: numpy's BLAS (as the runs recorded it) for the numpy
+    frameworks, torch's own for torch's; nothing where one library does all."""
+    from harness.report.setup import matmul_note
+
+    cases = pd.DataFrame({"framework": ["torch", "engine-static", "autograd", "acme"],
+                          "prov_blas": ["openblas 0.3.31 Haswell"] * 4})
+    note = matmul_note(cases)
+    assert note.startswith("The matrices are multiplied by numpy's BLAS (openblas 0.3.31 "
+                           "Haswell) for engine-static and autograd; torch's own (MKL for matrix "
+                           "products, oneDNN for convolutions, in its x86 builds) for torch; its "
+                           "own for acme: ")
+    assert "a gap in a dense or conv group may be the library's" in note
+    assert matmul_note(cases[cases["framework"] != "torch"].iloc[:2]) == ""
 
 
 def test_the_batch_figures_caption_says_where_the_frameworks_part_from_torch(

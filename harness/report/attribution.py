@@ -17,7 +17,7 @@ from harness.report.style import (
     new_figure,
     save,
 )
-from harness.results.attribution import KINDS, combined, kind_of
+from harness.results.attribution import KINDS, OUTSIDE, WHOLE, combined, kind_of
 from harness.results.attribution_tables import attribution_tables, attributions
 from harness.results.estimates import REFERENCE, step_estimates
 
@@ -33,6 +33,10 @@ KIND_COLORS = dict(zip(KINDS, [OKABE_ITO["blue"], OKABE_ITO["green"], OKABE_ITO[
 # The greys apart by pattern too: a whole step's single bar and layout's share are otherwise
 # told from "other" and "outside ops" by shade alone.
 KIND_HATCHES = {"layout": "....", "whole step": "////"}
+# A bar this many times the longest split one is cut at the panel's edge (CUT_AT of it), its
+# length written on it: a whole step of 70 ms would squeeze a 1 ms split into a sliver.
+CUT_BEYOND = 2.0
+CUT_AT = 1.6
 CAPTION = ("Where each framework's training step goes, by op group (what the op computes, forward "
            "and backward together), a bar per framework under each model, in ms a step: the "
            "medians over the processes of the runs above, each attributed from its last steps of "
@@ -41,7 +45,9 @@ CAPTION = ("Where each framework's training step goes, by op group (what the op 
            "group by group. \"whole step\" (striped): a framework whose profiler cannot split "
            "its step (one bar); \"layout\" (dotted): moving data (transposes, reshapes, copies, "
            "slices); \"other\": ops in no group, such as the kernels torch.compile generates; "
-           "\"outside ops\": the framework's own time between its ops.")
+           "\"outside ops\": the framework's own time between its ops. A bar more than "
+           f"{CUT_BEYOND:g} times the longest split one is cut at the panel's edge, its length "
+           "written on it.")
 
 
 def attribution_figure(data: frames.SuiteData) -> Figure:
@@ -55,8 +61,12 @@ def attribution_figure(data: frames.SuiteData) -> Figure:
     fig, axes = new_figure(len(models), 1, panel_height=0.55 + BAR_HEIGHT_IN * max(
         len(r) for r in rows.values()) + LEGEND_ROW_IN * legend_rows / len(models))
     for ax, model in zip((row[0] for row in axes), models, strict=True):
+        bars = {f: combined(found[model, f]) for f in rows[model]}
+        split = [1e3 * sum(b.seconds.values()) for b in bars.values()
+                 if set(b.seconds) - {WHOLE, OUTSIDE}]
+        edge = CUT_AT * max(split) if split else None
         for y, framework in enumerate(reversed(rows[model])):
-            both = combined(found[model, framework])
+            both = bars[framework]
             left = 0.0
             for kind in KINDS:
                 ms = 1e3 * sum(s for g, s in both.seconds.items() if kind_of(g) == kind)
@@ -64,6 +74,13 @@ def attribution_figure(data: frames.SuiteData) -> Figure:
                     ax.barh(y, ms, left=left, height=0.7, color=KIND_COLORS[kind],
                             edgecolor="white", linewidth=0.3, hatch=KIND_HATCHES.get(kind))
                     left += ms
+            if edge and left > CUT_BEYOND * max(split):
+                ax.text(edge * 0.98, y, f"{left:.1f} ms, cut", ha="right", va="center",
+                        fontsize="x-small", bbox={"facecolor": "white", "edgecolor": "none",
+                                                  "pad": 0.5})
+        if edge and any(1e3 * sum(b.seconds.values()) > CUT_BEYOND * max(split)
+                        for b in bars.values()):
+            ax.set_xlim(0, edge)
         ax.set_yticks(range(len(rows[model])), list(reversed(rows[model])))
         ax.set_title(model, loc="left")
         ax.set_xlabel("ms a step")

@@ -333,8 +333,13 @@ def regenerate_note(cases: pd.DataFrame, suite: str, store: Path,
              "holding them)" if "+dirty" in rendered else "")
     return [f"**To rebuild this report:** `git checkout {rendered.split('+')[0]}`{dirty}, then "
             f"`{report}`.", "",
+            "Both run in the environment `make .venv/bin/.installed` sets up (every framework "
+            "and plugin of the tables), with the suite's dataset installed: `adh report` checks "
+            "parity first (`--no-check` skips it).", "",
             f"**To measure again:** {checkout}, then {run}; then the report as above, from the "
-            f"store the runs filled ({store}).{kept} The numbers will differ: their intervals "
+            f"store the runs filled ({store}; where the commit that renders holds a store at that "
+            f"path, move yours out of the checkout first and name it in --store).{kept} The "
+            "numbers will differ: their intervals "
             "take in "
             "how this run's processes scattered, not another machine or another sitting of this "
             "one, so a rerun's may fall outside them; the machine and the host's steadiness "

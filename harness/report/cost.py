@@ -46,7 +46,8 @@ class Quantity:
     """One panel: its title, and per model and framework an `Estimate` (`estimates`, keyed by
     (model, framework)); `points` are what each was estimated from, drawn as grey dots;
     `verdicts` words written right of the panel's rows; `reference` a value drawn as a line
-    (1 for a ratio); `log` forces a log axis (a ratio's), else one where the values are wide."""
+    (1 for a ratio); `log` forces a log axis (a ratio's), else one where the values are wide;
+    `axis` the x axis's label (a ratio's: which way is better)."""
 
     title: str
     estimates: dict[Key, Estimate]
@@ -54,6 +55,7 @@ class Quantity:
     verdicts: dict[Key, str] | None = None
     reference: float | None = None
     log: bool = False
+    axis: str = ""
 
 
 def _rows(models: list[str], frameworks: list[str],
@@ -115,6 +117,8 @@ def _draw(ax, quantity: Quantity, rows: dict[Key, float]) -> None:
         ax.set_xlim(low / pad, high * pad)
         log_ticks(ax, "x")  # a linear axis keeps the style's margin (harness.report.style.RC)
     ax.set_title(quantity.title)
+    if quantity.axis:
+        ax.set_xlabel(quantity.axis)
     ax.grid(axis="y", visible=False)
 
 
@@ -203,7 +207,8 @@ def memory_dots(data: frames.SuiteData) -> Figure:
 
 def ratios_caption(data: frames.SuiteData) -> Caption:
     """Figure 4a's caption: with the memory panels where the suite measured memory."""
-    step = ("its step time (left; the paired ratio, round by round, and the line its 95 % "
+    step = ("its step time (left; the dot the paired ratio, each process against torch's of "
+            "the same round and seed, and the line its 95 % "
             "prediction interval, where a rerun's ratio falls: the verdict of the tables, "
             "written beside it; hollow where the interval holds 1)")
     if not data.has_memory:
@@ -240,12 +245,12 @@ def ratio_dots(data: frames.SuiteData) -> Figure:
     ratios = {key: e for key, e in _by_key(summary, "ratio").items() if isinstance(e, Estimate)}
     quantities = [Quantity("Step time vs torch", ratios,
                            verdicts={key: _verdict(e) for key, e in ratios.items()},
-                           reference=1.0, log=True)]
+                           reference=1.0, log=True, axis="over torch's (below 1: faster)")]
     if data.has_memory:
         for column, title in (("alloc_gib_ratio_pi", "Allocated vs torch"),
                               ("peak_mib_ratio_pi", "Peak live vs torch")):
             quantities.append(Quantity(
                 title, {key: e for key, e in _by_key(summary, column).items()
                         if isinstance(e, Estimate) and math.isfinite(e.value)},
-                reference=1.0, log=True))
+                reference=1.0, log=True, axis="over torch's (below 1: less)"))
     return dot_panels(data.models, list(summary["framework"]), quantities)

@@ -71,12 +71,15 @@ def explain_section(frameworks: list[str], models: list[str], figure_dir: Path) 
     stem.with_suffix(".dot").write_text(graph_dot(model))
     drawn = draw(stem.with_suffix(".dot"), "svg")
     where = (f"`adh graph {model}`: the forward graph engine-static builds once for a training "
-             "step, whose backward walks it in reverse, each op's rule beside its forward")
+             "step and re-feeds every batch")
+    backward = ("the backward, not drawn, walks it in reverse, calling each op's backward rule, "
+                "which sits beside the op's forward in the engine's source")
     if drawn is None:
-        return lines + [f"{where}: [DOT](figures/{stem.name}.dot) (Graphviz was not installed "
-                        "when this report was built: `apt-get install graphviz` draws it).", ""]
+        return lines + [f"{where}; {backward}: [DOT](figures/{stem.name}.dot) (Graphviz was not "
+                        "installed when this report was built: `apt-get install graphviz` draws "
+                        "it).", ""]
     draw(stem.with_suffix(".dot"), "png")
-    return lines + [f"{where} (operators by op, parameters by name, shapes on the edges), and "
-                    "re-feeds every batch:", "",
+    return lines + [f"{where} (operators by op, parameters by name, shapes on the edges); "
+                    f"{backward}:", "",
                     f"![The graph of {model}](figures/{stem.name}.png)", "",
                     f"[SVG](figures/{stem.name}.svg) · [DOT](figures/{stem.name}.dot)", ""]

@@ -48,6 +48,40 @@ MODEL_NOTES = {
         "of its own: its accuracies are compared only over seeds"),
 }
 
+# Which library multiplies each framework's matrices: part of what a comparison compares.
+TORCH_LIBRARIES = ("torch's own (MKL for matrix products, oneDNN for convolutions, in its x86 "
+                   "builds)")
+MATMUL_LIBRARIES = {
+    "engine-static": "numpy's BLAS", "engine-dynamic": "numpy's BLAS",
+    "engine-static-unrolled": "numpy's BLAS", "autograd": "numpy's BLAS",
+    "torch": TORCH_LIBRARIES, "torch-compile": TORCH_LIBRARIES,
+    "jax": "XLA's compiled CPU kernels", "tinygrad": "the C it generates and compiles",
+}
+
+
+def matmul_note(cases: pd.DataFrame) -> str:
+    """Which library multiplies the matrices of each framework of `cases` (numpy's BLAS named as
+    the runs recorded it), and what follows for the attribution's dense and conv groups; "" for
+    fewer than two libraries."""
+    blas = ", ".join(map(str, dict.fromkeys(cases.get("prov_blas", pd.Series()).dropna())))
+    by_library: dict[str, list[str]] = {}
+    for name in framework_order(cases["framework"]):
+        library = MATMUL_LIBRARIES.get(name, "its own")
+        if library == "numpy's BLAS" and blas:
+            library = f"numpy's BLAS ({blas})"
+        by_library.setdefault(library, []).append(name)
+    if len(by_library) < 2:
+        return ""
+    return ("The matrices are multiplied by " + "; ".join(
+        f"{library} for {_and(names)}" for library, names in by_library.items())
+        + ": the libraries are part of what is compared, and a gap in a dense or conv group "
+        "may be the library's, not the way a framework differentiates")
+
+
+def _and(names: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return " and ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else names[0]
+
 
 def model_specs(cases: pd.DataFrame) -> list[ModelSpec]:
     """The specs the cases of one model trained: a model a suite file declares from the spec
@@ -170,5 +204,6 @@ def setup_section(cases: pd.DataFrame, models: list[str]) -> list[str]:
     lines += [f"- Every framework trains in {dtypes} from the same initial weights (drawn by the "
               "harness from the spec's initializers) on the same batches in the same order; "
               "MFLOP per step counts the matrix products of one training step, forward and "
-              "backward (harness/contract/flops.py).", ""]
+              "backward (harness/contract/flops.py).",
+              *([f"- {note}."] if (note := matmul_note(cases)) else []), ""]
     return lines

@@ -332,8 +332,12 @@ def studies_section(data: frames.SuiteData) -> list[str]:
             shown.append(study)
     if not lines:
         return []
+    by_dataset: dict[str, list[str]] = {}
+    for study in shown:
+        by_dataset.setdefault(study.dataset, []).append(study.title.split(",")[0])
     trained = ("The Python circles study trained on " + CIRCLES_DATASET if data.has_folds else
-               "; ".join(f"the {s.title.split(',')[0]} trained on {s.dataset}" for s in shown))
+               "; ".join(f"the {' and the '.join(names)} trained on {dataset}"
+                         for dataset, names in by_dataset.items()))
     return ["## Beside the published studies", "",
             "The studies' published numbers came from other machines, so times and bytes are "
             "compared as ratios to each study's reference (PyTorch), ours to torch on this "

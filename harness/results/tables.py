@@ -92,14 +92,17 @@ def _quotient_outside(quotient: float, ratio: Estimate, reference: str) -> str:
     is (`format_ratio`: below 1 as "N.NNx faster"), at the fewest digits (2 to 4) that show it
     outside: 0.514 against 0.485-0.513 reads "1.946x faster ..., outside the verdict's
     1.949-2.062x faster", not "1.95x" beside "1.95-2.06"."""
-    faster = ratio_verdict(ratio) == "faster"
+    verdict = ratio_verdict(ratio)
+    faster = verdict == "faster"
     value, low, high = ((1 / quotient, 1 / ratio.high, 1 / ratio.low) if faster
                         else (quotient, ratio.low, ratio.high))
     digits = next((d for d in (2, 3) if not round(low, d) <= round(value, d) <= round(high, d)),
                   4)
-    if faster:
-        return (f"its median step is {value:.{digits}f}x faster than {reference}'s, outside the "
-                f"verdict's {low:.{digits}f}-{high:.{digits}f}x faster")
+    if verdict in ("faster", "slower"):
+        way = verdict if value >= 1 else ("faster" if verdict == "slower" else "slower")
+        shown = value if value >= 1 else 1 / value
+        return (f"its median step is {shown:.{digits}f}x {way} than {reference}'s, outside the "
+                f"verdict's {low:.{digits}f}-{high:.{digits}f}x {verdict}")
     return (f"its median step over {reference}'s is {value:.{digits}f}x, outside the verdict's "
             f"{low:.{digits}f}-{high:.{digits}f}")
 
