@@ -259,13 +259,12 @@ def method_section(data: frames.SuiteData) -> str:
                   f"more often than 95 %, the PI is as much wider). It takes in how the processes "
                   f"of this run scattered, not how the host may differ between one run and the "
                   f"next, nor another machine: a ratio holds for the machine under Provenance, "
-                  f"and another CPU, BLAS or memory system may move it beyond its PI. "
-                  + (f"{checked} " if (checked := rounds_check(runs)) else "")
-                  + f"A ratio "
+                  f"and another CPU, BLAS or memory system may move it beyond its PI. A ratio "
                   f"whose interval holds 1 is marked ≈: no difference was shown, whatever its "
                   f"point estimate, which is then written as the plain ratio (below 1: faster, or "
-                  f"fewer bytes); 'undecided' where that interval also reaches "
-                  f"beyond ±25 %. A difference in test accuracy to {REFERENCE} is paired by "
+                  f"fewer bytes); 'undecided' where that interval also reaches beyond ±25 %."
+                  + (f"\n\n{checked}" if (checked := rounds_check(runs)) else "")
+                  + f"\n\nA difference in test accuracy to {REFERENCE} is paired by "
                   f"seed, with Student's t over the seeds, each interval one of the family of "
                   f"every such comparison in the tables (Bonferroni: all of them hold together "
                   f"95 times in 100, so that one of twenty does not look decided by chance); one "
