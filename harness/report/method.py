@@ -5,6 +5,7 @@ how (rounds of fresh processes, warm-up, the flagging policy in force, the estim
 from __future__ import annotations
 
 import pandas as pd
+from scipy.stats import binom
 
 from harness.measure import warmup as warmup_rule
 from harness.measure.policy import FlagPolicy
@@ -186,6 +187,7 @@ def interval_method(counts: list[int]) -> str:
 
 # The misses a report names one by one; beyond them it counts.
 MISSES_NAMED = 6
+PROMISED = 0.95  # how often a 95 % PI holds a rerun's ratio
 
 
 def rounds_check(runs: pd.DataFrame) -> str:
@@ -201,10 +203,16 @@ def rounds_check(runs: pd.DataFrame) -> str:
     more = len(check.misses) - len(named)
     missed = ("; missed: " + "; ".join(named) + (f"; {more} more" if more else "")
               if named else "")
-    reading = ("as often as it promises" if share >= 0.95 else
-               "less often than it promises: rounds differ by what the host did between them, "
-               "which the pairs within one round share, so a PI may be narrower than a rerun's "
-               "spread, and one that barely excludes 1 decides less than it seems")
+    chance = float(binom.cdf(check.held, check.compared, PROMISED))
+    reading = ("as often as it promises" if share >= PROMISED else
+               f"{'less often than' if chance < 0.05 else 'a little under'} the 95 % it promises "
+               f"(so few or fewer hold by chance "
+               f"{f'{chance:.0%}' if chance >= 0.01 else 'less than 1%'} of the time where it "
+               "holds 95 %, "
+               "if the checks were independent, which they are not quite): where rounds differ "
+               "by what the host did between them, which the pairs within one round share, a PI "
+               "is narrower than a rerun's spread, and one that barely excludes 1 decides less "
+               "than it seems")
     return (f"The PI checked on this run's own rounds (each round left out in turn, its ratio "
             f"to {REFERENCE} set against the PI the other rounds make, for every model and "
             f"framework): it held {check.held} of {check.compared} ({share:.0%}), {reading}"
