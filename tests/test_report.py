@@ -1686,6 +1686,14 @@ def test_a_ratio_panel_over_many_decades_keeps_its_markers_off_the_axis() -> Non
     low, high = fig.axes[0].get_xlim()
     width = log10(high / low)
     assert log10(0.001 / low) / width >= 0.04 and log10(high / 5.2) / width >= 0.04
+    # a panel of few decades keeps at least 1.3x beyond its outermost value (a peak of 57 MiB
+    # beside others at 2.6 sat against the spine at 1.15x)
+    narrow = {("lstm", "torch-compile"): Estimate(57.0, math.nan, math.nan, 1),
+              ("lstm", "autograd"): Estimate(2.6, math.nan, math.nan, 1)}
+    fig = cost.dot_panels(["lstm"], ["torch-compile", "autograd"],
+                          [cost.Quantity("Peak live (MiB)", narrow, log=True)])
+    low, high = fig.axes[0].get_xlim()
+    assert high >= 1.3 * 57.0 and low <= 2.6 / 1.3
 
 
 def test_accuracy_captions_say_how_far_apart_the_coinciding_lines_end(

@@ -111,9 +111,9 @@ def _draw(ax, quantity: Quantity, rows: dict[Key, float]) -> None:
     if (quantity.log or ax.get_xscale() == "log") and positive:
         low, high = min(positive), max(positive)
         ax.set_xscale("log")
-        # a margin of 5 % of the panel's decades (at least 1.15x), so that no marker sits on
+        # a margin of 5 % of the panel's decades (at least 1.3x), so that no marker sits on
         # the axis, however many decades the panel spans
-        pad = max(1.15, (high / low) ** 0.05)
+        pad = max(1.3, (high / low) ** 0.05)
         ax.set_xlim(low / pad, high * pad)
         log_ticks(ax, "x")  # a linear axis keeps the style's margin (harness.report.style.RC)
     ax.set_title(quantity.title)
