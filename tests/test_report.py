@@ -1051,8 +1051,10 @@ def test_the_method_says_what_memray_counts_and_what_a_turn_starts_with(tmp_path
         store.save(make_result("m", "mlp", "torch", 0))
         data = load_suite_data(store, "m")
     assert data.has_memory
-    assert ("memray counts what the process asks its allocators for, not what its ops write"
-            in method_section(data))
+    said = method_section(data)
+    assert "memray counts what the process asks its allocators for, not what its ops write" in said
+    # the GEMM peak every framework's GFLOP/s is held to is numpy's BLAS's: said so
+    assert "GEMM peak (numpy's product of two 2048 x 2048 matrices, so its BLAS's peak" in said
     runs = pd.DataFrame({"key": ["a", "a"], "run": [0, 1], "turn_steps": [10, 10]})
     assert ("a turn starts with the caches as another framework's turn left them "
             "(docs/measurement.md compares steps taken in turns with steps of passes run "

@@ -10,6 +10,7 @@ from scipy.stats import binom
 from harness.measure import warmup as warmup_rule
 from harness.measure.policy import FlagPolicy
 from harness.measure.provenance import LIBRARIES, CpuDetails, code_version
+from harness.measure.roofs import GEMM_SIZE
 from harness.measure.stats import ORDER_STATISTICS_FROM, Estimate, median_interval
 from harness.report import frames
 from harness.results import notes
@@ -284,8 +285,11 @@ def method_section(data: frames.SuiteData) -> str:
                   f"of its dense, "
                   f"convolutional and recurrent layers, forward and backward; element-wise work "
                   f"not counted) over that median step, and its share of this machine's float32 "
-                  f"GEMM peak, measured with the threads the framework used: the count it "
-                  f"reported, else its cores rounded (one core of two: the 1-thread peak).")
+                  f"GEMM peak (numpy's product of two {GEMM_SIZE} x {GEMM_SIZE} matrices, so "
+                  f"its BLAS's peak, held to every framework alike), measured with the threads "
+                  f"the framework "
+                  f"used: the count it reported, else its cores rounded (one core of two: the "
+                  f"1-thread peak).")
     text = [
         f"Every case ran {rounds} timing pass{'' if rounds == '1' else 'es'}, each in a fresh "
         f"process, in rounds: every case once per round, the order rotated from round to round, so "
