@@ -62,9 +62,9 @@ def attribution_figure(data: frames.SuiteData) -> Figure:
         len(r) for r in rows.values()) + LEGEND_ROW_IN * legend_rows / len(models))
     for ax, model in zip((row[0] for row in axes), models, strict=True):
         bars = {f: combined(found[model, f]) for f in rows[model]}
-        split = [1e3 * sum(b.seconds.values()) for b in bars.values()
-                 if set(b.seconds) - {WHOLE, OUTSIDE}]
-        edge = CUT_AT * max(split) if split else None
+        totals = {f: 1e3 * sum(b.seconds.values()) for f, b in bars.items()}
+        split = [totals[f] for f, b in bars.items() if set(b.seconds) - {WHOLE, OUTSIDE}]
+        cut = [f for f in bars if split and totals[f] > CUT_BEYOND * max(split)]
         for y, framework in enumerate(reversed(rows[model])):
             both = bars[framework]
             left = 0.0
@@ -74,13 +74,12 @@ def attribution_figure(data: frames.SuiteData) -> Figure:
                     ax.barh(y, ms, left=left, height=0.7, color=KIND_COLORS[kind],
                             edgecolor="white", linewidth=0.3, hatch=KIND_HATCHES.get(kind))
                     left += ms
-            if edge and left > CUT_BEYOND * max(split):
-                ax.text(edge * 0.98, y, f"{left:.1f} ms, cut", ha="right", va="center",
-                        fontsize="x-small", bbox={"facecolor": "white", "edgecolor": "none",
-                                                  "pad": 0.5})
-        if edge and any(1e3 * sum(b.seconds.values()) > CUT_BEYOND * max(split)
-                        for b in bars.values()):
-            ax.set_xlim(0, edge)
+            if framework in cut:
+                ax.text(CUT_AT * max(split) * 0.98, y, f"{totals[framework]:.1f} ms, cut",
+                        ha="right", va="center", fontsize="x-small",
+                        bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
+        if cut:
+            ax.set_xlim(0, CUT_AT * max(split))
         ax.set_yticks(range(len(rows[model])), list(reversed(rows[model])))
         ax.set_title(model, loc="left")
         ax.set_xlabel("ms a step")

@@ -339,11 +339,9 @@ def regenerate_note(cases: pd.DataFrame, suite: str, store: Path,
             f"**To measure again:** {checkout}, then {run}; then the report as above, from the "
             f"store the runs filled ({store}; where the commit that renders holds a store at that "
             f"path, move yours out of the checkout first and name it in --store).{kept} The "
-            "numbers will differ: their intervals "
-            "take in "
-            "how this run's processes scattered, not another machine or another sitting of this "
-            "one, so a rerun's may fall outside them; the machine and the host's steadiness "
-            "below say where these came from.", ""]
+            "numbers will differ: their intervals take in how this run's processes scattered, "
+            "not another machine or another sitting of this one, so a rerun's may fall outside "
+            "them; the machine and the host's steadiness below say where these came from.", ""]
 
 
 def _smoke_test_note(data: frames.SuiteData) -> list[str]:

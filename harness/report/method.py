@@ -11,14 +11,14 @@ from harness.measure import warmup as warmup_rule
 from harness.measure.policy import FlagPolicy
 from harness.measure.provenance import LIBRARIES, CpuDetails, code_version
 from harness.measure.roofs import GEMM_SIZE
-from harness.measure.stats import ORDER_STATISTICS_FROM, Estimate, median_interval
+from harness.measure.stats import ORDER_STATISTICS_FROM, median_interval
 from harness.report import frames
 from harness.results import notes
 from harness.results.estimates import REFERENCE, rounds_against_their_pi, used_runs
 from harness.results.machines import case_machines
 from harness.results.markdown import markdown_table
 from harness.results.records import NOT_RUN
-from harness.results.tables import UNDECIDABLE_PP, ordinal
+from harness.results.tables import UNDECIDABLE_PP, ordinal, outside_words
 
 
 def distinct(values: pd.Series) -> str:
@@ -199,8 +199,8 @@ def rounds_check(runs: pd.DataFrame) -> str:
     if not check.compared:
         return ""
     share = check.held / check.compared
-    named = [f"{m.model} {m.framework}, round {m.round}: {_miss(m.ratio, m.pi)}"
-             for m in check.misses[:MISSES_NAMED]]
+    named = [f"{m.model} {m.framework}, round {m.round}: "
+             + ", outside ".join(outside_words(m.ratio, m.pi)) for m in check.misses[:MISSES_NAMED]]
     more = len(check.misses) - len(named)
     missed = ("; missed: " + "; ".join(named) + (f"; {more} more" if more else "")
               if named else "")
@@ -220,19 +220,6 @@ def rounds_check(runs: pd.DataFrame) -> str:
             f"{missed}. The other rounds hold fewer pairs than the tables' PIs rest on, so this "
             f"checks how a PI is made, not each one printed, and rounds of one sitting say "
             f"nothing of another sitting.")
-
-
-def _miss(ratio: float, pi: Estimate) -> str:
-    """A round's ratio outside its PI, worded as the tables word a verdict: '1.088x faster,
-    outside 1.126-1.143x faster'; the plain ratios where the PI holds 1."""
-    if pi.high < 1:
-        return (f"{1 / ratio:.3f}x faster, outside {1 / pi.high:.3f}-{1 / pi.low:.3f}x faster"
-                if ratio < 1 else f"{ratio:.3f}x slower, outside {1 / pi.high:.3f}-"
-                f"{1 / pi.low:.3f}x faster")
-    if pi.low > 1:
-        return (f"{ratio:.3f}x slower, outside {pi.low:.3f}-{pi.high:.3f}x slower" if ratio >= 1
-                else f"{1 / ratio:.3f}x faster, outside {pi.low:.3f}-{pi.high:.3f}x slower")
-    return f"{ratio:.3f}, outside {pi.low:.3f}-{pi.high:.3f}"
 
 
 def method_section(data: frames.SuiteData) -> str:

@@ -88,23 +88,32 @@ def disagreements(summary: pd.DataFrame, reference: str = "torch") -> list[str]:
 
 
 def _quotient_outside(quotient: float, ratio: Estimate, reference: str) -> str:
-    """A median's quotient beside the verdict's interval it lies outside, worded as the verdict
-    is (`format_ratio`: below 1 as "N.NNx faster"), at the fewest digits (2 to 4) that show it
-    outside: 0.514 against 0.485-0.513 reads "1.946x faster ..., outside the verdict's
-    1.949-2.062x faster", not "1.95x" beside "1.95-2.06"."""
-    verdict = ratio_verdict(ratio)
+    """A median's quotient beside the verdict's interval it lies outside (`outside_words`):
+    "its median step is 1.946x faster than torch's, outside the verdict's 1.949-2.062x
+    faster"."""
+    said, interval = outside_words(quotient, ratio)
+    if ratio_verdict(ratio) in ("faster", "slower"):
+        return (f"its median step is {said} than {reference}'s, outside the verdict's "
+                f"{interval}")
+    return f"its median step over {reference}'s is {said}, outside the verdict's {interval}"
+
+
+def outside_words(value: float, interval: Estimate) -> tuple[str, str]:
+    """A ratio and the interval it lies outside, worded as the verdict is (`format_ratio`: below
+    1 as "N.NNx faster"; the plain ratios where the interval holds 1), at the fewest digits (2
+    to 4) that show it outside: 0.514 against 0.485-0.513 gives ("1.946x faster",
+    "1.949-2.062x faster"), not "1.95x" beside "1.95-2.06"."""
+    verdict = ratio_verdict(interval)
     faster = verdict == "faster"
-    value, low, high = ((1 / quotient, 1 / ratio.high, 1 / ratio.low) if faster
-                        else (quotient, ratio.low, ratio.high))
-    digits = next((d for d in (2, 3) if not round(low, d) <= round(value, d) <= round(high, d)),
+    shown, low, high = ((1 / value, 1 / interval.high, 1 / interval.low) if faster
+                        else (value, interval.low, interval.high))
+    digits = next((d for d in (2, 3) if not round(low, d) <= round(shown, d) <= round(high, d)),
                   4)
-    if verdict in ("faster", "slower"):
-        way = verdict if value >= 1 else ("faster" if verdict == "slower" else "slower")
-        shown = value if value >= 1 else 1 / value
-        return (f"its median step is {shown:.{digits}f}x {way} than {reference}'s, outside the "
-                f"verdict's {low:.{digits}f}-{high:.{digits}f}x {verdict}")
-    return (f"its median step over {reference}'s is {value:.{digits}f}x, outside the verdict's "
-            f"{low:.{digits}f}-{high:.{digits}f}")
+    if verdict not in ("faster", "slower"):
+        return f"{shown:.{digits}f}x", f"{low:.{digits}f}-{high:.{digits}f}"
+    way = verdict if shown >= 1 else ("faster" if verdict == "slower" else "slower")
+    return (f"{max(shown, 1 / shown):.{digits}f}x {way}",
+            f"{low:.{digits}f}-{high:.{digits}f}x {verdict}")
 
 
 def verdict_notes(summary: pd.DataFrame, reference: str = "torch") -> list[str]:
